@@ -1,0 +1,20 @@
+"""What ``load_demo`` loads: the shipped question sets (see NOTICE.md) and the demo accounts."""
+
+from pathlib import Path
+
+from django.conf import settings
+
+DEMO_QUESTION_DIR = Path(settings.BASE_DIR) / "data" / "questions"
+DEMO_QUESTION_FILES = (
+    DEMO_QUESTION_DIR / "TruthfulQA.csv",
+    DEMO_QUESTION_DIR / "triviaqa_sm_sub.jsonl",
+    DEMO_QUESTION_DIR / "nq_open.jsonl",
+    DEMO_QUESTION_DIR / "web_questions.jsonl",
+)
+# (user name = password, group, is admin)
+DEMO_USERS = (
+    ("demonstrator", "demonstrator", False),
+    ("labeler", "labeler", False),
+    ("researcher", "researcher", False),
+    ("admin", None, True),
+)

@@ -1,0 +1,45 @@
+"""``manage.py load_demo``: demo users and the shipped question sets. Development only; idempotent."""
+
+from __future__ import annotations
+
+import hashlib
+from typing import Any
+
+from django.conf import settings
+from django.contrib.auth import get_user_model
+from django.contrib.auth.models import Group
+from django.core.management.base import BaseCommand, CommandError
+
+from annotation.demo import DEMO_QUESTION_FILES, DEMO_USERS
+from annotation.models import QuestionImport
+from annotation.questions.service import import_questions
+
+
+class Command(BaseCommand):
+    help = "Create the demo users (password = user name) and load the demo questions. Needs DEBUG=1."
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        if not settings.DEBUG:
+            raise CommandError(
+                "load_demo creates users whose password is their user name; it only runs with DEBUG=1"
+            )
+        User = get_user_model()
+        for username, group, is_admin in DEMO_USERS:
+            user, created = User.objects.get_or_create(
+                username=username, defaults={"is_staff": is_admin, "is_superuser": is_admin}
+            )
+            if created:
+                user.set_password(username)
+                user.save(update_fields=["password"])
+            if group:
+                user.groups.add(Group.objects.get(name=group))
+            self.stdout.write(f"user {username}: {'created' if created else 'exists'}")
+        for path in DEMO_QUESTION_FILES:
+            data = path.read_bytes()
+            if QuestionImport.objects.filter(sha256=hashlib.sha256(data).hexdigest()).exists():
+                self.stdout.write(f"{path.name}: already loaded")
+                continue
+            report = import_questions(data, filename=path.name)
+            self.stdout.write(
+                f"{path.name}: {report.created_count} questions, {report.duplicate_count} duplicates skipped"
+            )

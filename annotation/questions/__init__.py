@@ -1,0 +1,1 @@
+"""The question bank: file formats (pure), split assignment (pure) and the import service."""

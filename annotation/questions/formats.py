@@ -1,0 +1,227 @@
+"""Question file formats: parse a whole file into records or fail naming the line. Pure Python.
+
+Formats (``detect_format`` picks one from the file's name and first record; ``--format`` overrides):
+- ``truthfulqa``: the TruthfulQA CSV (columns Question, Best Answer, Correct Answers, ...).
+- ``triviaqa``: JSONL rows ``{"context": "Question: ...\\nAnswer:", "answer": str, "aliases": [str]}``.
+- ``webglm``: JSONL rows ``{"question": str, "answer": [str]}`` (WebGLM's nq_open / web_questions).
+- ``plain``: JSONL rows ``{"question": str, "id"?: str, "dataset"?: str, "reference_answers"?: [str],
+  "metadata"?: {}}``.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import re
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+FORMATS = ("truthfulqa", "triviaqa", "webglm", "plain")
+MAX_QUESTION_CHARS = 4000
+_TRIVIA_CONTEXT = re.compile(r"^\s*Question:\s*(?P<q>.+?)\s*\n\s*Answer:\s*$", re.DOTALL)
+
+
+class QuestionFileError(ValueError):
+    """The file cannot be imported; ``line`` is 1-based (0 when the problem is the file as a whole)."""
+
+    def __init__(self, line: int, reason: str) -> None:
+        self.line = line
+        self.reason = reason
+        super().__init__(f"line {line}: {reason}" if line else reason)
+
+
+@dataclass(frozen=True)
+class ParsedQuestion:
+    line: int
+    text: str
+    dataset: str | None = None
+    external_id: str = ""
+    reference_answers: tuple[str, ...] = ()
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+
+def decode(data: bytes) -> str:
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        line = data[: exc.start].count(b"\n") + 1
+        raise QuestionFileError(line, "not valid UTF-8 text") from None
+
+
+def detect_format(text: str, filename: str = "") -> str:
+    name = filename.lower()
+    if name.endswith(".csv"):
+        return "truthfulqa"
+    for line_number, line in enumerate(_lines(text), start=1):
+        if not line.strip():
+            continue
+        row = _json_object(line, line_number)
+        if "context" in row:
+            return "triviaqa"
+        if "answer" in row and "reference_answers" not in row:
+            return "webglm"
+        return "plain"
+    raise QuestionFileError(0, "the file is empty")
+
+
+def parse(text: str, fmt: str) -> list[ParsedQuestion]:
+    """All records of the file, or ``QuestionFileError`` for the first bad one."""
+    if fmt not in FORMATS:
+        raise QuestionFileError(0, f"unknown format {fmt!r}; expected one of {', '.join(FORMATS)}")
+    if fmt == "truthfulqa":
+        records = list(_parse_truthfulqa(text))
+    else:
+        row_parser = {"triviaqa": _triviaqa_row, "webglm": _webglm_row, "plain": _plain_row}[fmt]
+        records = list(_parse_jsonl(text, row_parser))
+    if not records:
+        raise QuestionFileError(0, "the file holds no questions")
+    return records
+
+
+def _lines(text: str) -> list[str]:
+    # JSON Lines are separated by "\n" only: str.splitlines() would also split inside strings that hold
+    # U+2028 and friends, which JSON allows unescaped.
+    return [line.removesuffix("\r") for line in text.split("\n")]
+
+
+def _json_object(line: str, line_number: int) -> dict[str, Any]:
+    try:
+        row = json.loads(line)
+    except json.JSONDecodeError as exc:
+        raise QuestionFileError(line_number, f"invalid JSON ({exc.msg} at column {exc.colno})") from None
+    if not isinstance(row, dict):
+        raise QuestionFileError(line_number, "expected a JSON object")
+    return row
+
+
+def _parse_jsonl(
+    text: str, row_parser: Callable[[dict[str, Any], int], ParsedQuestion]
+) -> Iterator[ParsedQuestion]:
+    for line_number, line in enumerate(_lines(text), start=1):
+        if line.strip():
+            yield row_parser(_json_object(line, line_number), line_number)
+
+
+def _question_text(value: Any, line: int, name: str = "question") -> str:
+    if not isinstance(value, str) or not value.strip():
+        raise QuestionFileError(line, f"'{name}' must be a non-empty string")
+    text = " ".join(value.split())
+    if len(text) > MAX_QUESTION_CHARS:
+        raise QuestionFileError(line, f"'{name}' is longer than {MAX_QUESTION_CHARS} characters")
+    return text
+
+
+def _string_list(value: Any, line: int, name: str) -> tuple[str, ...]:
+    if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
+        raise QuestionFileError(line, f"'{name}' must be a list of strings")
+    return _unique(value)
+
+
+def _unique(items: list[str]) -> tuple[str, ...]:
+    seen: dict[str, None] = {}
+    for item in items:
+        if item.strip():
+            seen.setdefault(item.strip(), None)
+    return tuple(seen)
+
+
+def _triviaqa_row(row: dict[str, Any], line: int) -> ParsedQuestion:
+    for key in ("context", "answer"):
+        if key not in row:
+            raise QuestionFileError(line, f"missing '{key}' (TriviaQA rows have context, answer, aliases)")
+    context = row["context"]
+    match = _TRIVIA_CONTEXT.match(context) if isinstance(context, str) else None
+    if not match:
+        raise QuestionFileError(line, "'context' must read 'Question: <question>\\nAnswer:'")
+    if not isinstance(row["answer"], str) or not row["answer"].strip():
+        raise QuestionFileError(line, "'answer' must be a non-empty string")
+    aliases = _string_list(row.get("aliases", []), line, "aliases")
+    return ParsedQuestion(
+        line=line,
+        text=_question_text(match["q"], line),
+        reference_answers=(row["answer"].strip(),),
+        metadata={"aliases": list(aliases)},
+    )
+
+
+def _webglm_row(row: dict[str, Any], line: int) -> ParsedQuestion:
+    if "question" not in row:
+        raise QuestionFileError(line, "missing 'question'")
+    answers = row.get("answer", [])
+    if isinstance(answers, str):
+        answers = [answers]
+    return ParsedQuestion(
+        line=line,
+        text=_question_text(row["question"], line),
+        reference_answers=_string_list(answers, line, "answer"),
+    )
+
+
+def _plain_row(row: dict[str, Any], line: int) -> ParsedQuestion:
+    if "question" not in row:
+        raise QuestionFileError(line, "missing 'question'")
+    external_id = row.get("id", "")
+    if not isinstance(external_id, str | int) or isinstance(external_id, bool):
+        raise QuestionFileError(line, "'id' must be a string or an integer")
+    dataset = row.get("dataset")
+    if dataset is not None and (not isinstance(dataset, str) or not dataset.strip()):
+        raise QuestionFileError(line, "'dataset' must be a non-empty string")
+    metadata = row.get("metadata", {})
+    if not isinstance(metadata, dict):
+        raise QuestionFileError(line, "'metadata' must be an object")
+    extra = {
+        k: v
+        for k, v in row.items()
+        if k not in {"id", "question", "dataset", "reference_answers", "metadata"}
+    }
+    return ParsedQuestion(
+        line=line,
+        text=_question_text(row["question"], line),
+        dataset=dataset.strip() if dataset else None,
+        external_id=str(external_id).strip(),
+        reference_answers=_string_list(row.get("reference_answers", []), line, "reference_answers"),
+        metadata={**extra, **metadata},
+    )
+
+
+_TRUTHFULQA_REQUIRED = ("Question", "Best Answer", "Correct Answers")
+
+
+def _parse_truthfulqa(text: str) -> Iterator[ParsedQuestion]:
+    reader = csv.DictReader(io.StringIO(text, newline=""))
+    header = reader.fieldnames or []
+    missing = [column for column in _TRUTHFULQA_REQUIRED if column not in header]
+    if missing:
+        raise QuestionFileError(1, f"missing column(s) {', '.join(missing)} (TruthfulQA CSV header)")
+    row_index = 0
+    start_line = reader.line_num + 1
+    try:
+        for row in reader:
+            if None in row or any(value is None for value in row.values()):
+                raise QuestionFileError(start_line, f"expected {len(header)} columns")
+            yield ParsedQuestion(
+                line=start_line,
+                text=_question_text(row["Question"], start_line, "Question"),
+                external_id=str(row_index),
+                reference_answers=_unique([row["Best Answer"], *row["Correct Answers"].split(";")]),
+                metadata=_truthfulqa_metadata(row),
+            )
+            row_index += 1
+            start_line = reader.line_num + 1
+    except csv.Error as exc:
+        raise QuestionFileError(start_line, f"malformed CSV ({exc})") from None
+
+
+def _truthfulqa_metadata(row: dict[str, str]) -> dict[str, Any]:
+    metadata: dict[str, Any] = {
+        key: row[column]
+        for key, column in (("type", "Type"), ("category", "Category"), ("source", "Source"))
+        if row.get(column)
+    }
+    if row.get("Best Incorrect Answer"):
+        metadata["best_incorrect_answer"] = row["Best Incorrect Answer"]
+    if row.get("Incorrect Answers"):
+        metadata["incorrect_answers"] = list(_unique(row["Incorrect Answers"].split(";")))
+    return metadata

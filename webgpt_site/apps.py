@@ -1,0 +1,6 @@
+from django.apps import AppConfig
+
+
+class WebgptSiteConfig(AppConfig):
+    name = "webgpt_site"
+    verbose_name = "Platform"

@@ -1,0 +1,8 @@
+"""ASGI entry point (``uvicorn webgpt_site.asgi:application``)."""
+
+import os
+
+from django.core.asgi import get_asgi_application
+
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "webgpt_site.settings")
+application = get_asgi_application()

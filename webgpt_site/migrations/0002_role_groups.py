@@ -1,0 +1,16 @@
+"""The role groups exist in every deployment, so admins only add people to them."""
+
+from django.db import migrations
+
+ROLES = ("demonstrator", "labeler", "researcher")
+
+
+def create_groups(apps, schema_editor):
+    Group = apps.get_model("auth", "Group")
+    for name in ROLES:
+        Group.objects.get_or_create(name=name)
+
+
+class Migration(migrations.Migration):
+    dependencies = [("webgpt_site", "0001_initial"), ("auth", "0012_alter_user_first_name_max_length")]
+    operations = [migrations.RunPython(create_groups, migrations.RunPython.noop)]

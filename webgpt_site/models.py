@@ -1,0 +1,66 @@
+"""Platform-wide records: the audit log and worker health checks."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Any
+
+from django.conf import settings
+from django.db import models
+from django.utils import timezone
+
+
+class AuditEntry(models.Model):
+    """Who did what to which object, written by service functions inside their transaction."""
+
+    actor = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
+    action = models.CharField(max_length=100)
+    object_type = models.CharField(max_length=100, blank=True)
+    object_id = models.CharField(max_length=64, blank=True)
+    data = models.JSONField(default=dict, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True, db_index=True)
+
+    class Meta:
+        ordering = ("-created_at", "-id")
+        verbose_name_plural = "audit entries"
+
+    def __str__(self) -> str:
+        return f"{self.action} {self.object_type}:{self.object_id}"
+
+
+def log_action(actor: Any, action: str, obj: models.Model | None = None, **data: Any) -> AuditEntry:
+    """Record an action; ``actor`` may be None for command-line and system actions."""
+    return AuditEntry.objects.create(
+        actor=actor if getattr(actor, "is_authenticated", False) else None,
+        action=action,
+        object_type=obj._meta.label if obj is not None else "",
+        object_id=str(obj.pk) if obj is not None else "",
+        data=data,
+    )
+
+
+class WorkerPing(models.Model):
+    """A round trip through one Celery queue: created by the web app, answered by a worker."""
+
+    queue = models.CharField(max_length=30)
+    requested_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL
+    )
+    requested_at = models.DateTimeField(auto_now_add=True)
+    answered_at = models.DateTimeField(null=True, blank=True)
+    worker_hostname = models.CharField(max_length=255, blank=True)
+
+    class Meta:
+        ordering = ("-requested_at", "-id")
+
+    # After this long without an answer, the queue is reported as having no worker.
+    PATIENCE = timedelta(seconds=30)
+
+    def __str__(self) -> str:
+        return f"ping {self.queue} #{self.pk}"
+
+    @property
+    def state(self) -> str:
+        if self.answered_at:
+            return "answered"
+        return "waiting" if timezone.now() - self.requested_at < self.PATIENCE else "no worker"

@@ -1,0 +1,10 @@
+"""Platform tasks. Tasks stay thin: they take primary keys as keyword arguments and call a service."""
+
+from celery import shared_task
+
+from webgpt_site.workers import answer_ping
+
+
+@shared_task(bind=True, name="webgpt_site.ping", ignore_result=True)
+def ping(self, *, ping_id: int) -> None:
+    answer_ping(ping_id, hostname=self.request.hostname or "")

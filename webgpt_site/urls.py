@@ -1,0 +1,24 @@
+from django.contrib import admin
+from django.contrib.auth import views as auth_views
+from django.urls import include, path
+
+from webgpt_site import console, views
+
+console_patterns = (
+    [
+        path("", console.home, name="home"),
+        path("workers/", console.worker_status, name="workers"),
+        path("workers/check/", console.check_workers, name="check_workers"),
+    ],
+    "console",
+)
+
+urlpatterns = [
+    path("", views.home, name="home"),
+    path("accounts/login/", auth_views.LoginView.as_view(redirect_authenticated_user=True), name="login"),
+    path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
+    path("console/", include(console_patterns)),
+    path("console/questions/", include("annotation.questions.urls")),
+    path("", include("annotation.urls")),
+    path("admin/", admin.site.urls),
+]
