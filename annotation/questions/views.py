@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from django.contrib import messages
+from django.contrib.auth.decorators import login_required
 from django.core.paginator import Paginator
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
@@ -38,7 +39,7 @@ def question_list(request: HttpRequest) -> HttpResponse:
 
 
 @require_GET
-@role_required(Role.RESEARCHER)
+@login_required  # visibility, not the role, decides: a hidden object is a 404 like a missing one
 def question_detail(request: HttpRequest, pk: int) -> HttpResponse:
     question = get_visible_or_404(Question.objects.select_related("source_import"), request.user, pk=pk)
     metadata = [
@@ -76,7 +77,7 @@ def question_import(request: HttpRequest) -> HttpResponse:
 
 
 @require_GET
-@role_required(Role.RESEARCHER)
+@login_required
 def import_detail(request: HttpRequest, pk: int) -> HttpResponse:
     report = get_visible_or_404(QuestionImport.objects.select_related("created_by"), request.user, pk=pk)
     return render(request, "questions/import_detail.html", {"report": report})

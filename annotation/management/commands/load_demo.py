@@ -32,7 +32,7 @@ class Command(BaseCommand):
                 user.set_password(username)
                 user.save(update_fields=["password"])
             if group:
-                user.groups.add(Group.objects.get(name=group))
+                user.groups.add(Group.objects.get_or_create(name=group)[0])
             self.stdout.write(f"user {username}: {'created' if created else 'exists'}")
         for path in DEMO_QUESTION_FILES:
             data = path.read_bytes()

@@ -1,0 +1,42 @@
+# The two commands: `make run` (the app with demo data) and `make test` (the whole suite).
+PYTHON ?= $(shell command -v python3.11 || command -v python3)
+VENV := .venv
+PY := $(VENV)/bin/python
+PIP := $(PY) -m pip
+
+.PHONY: install run test lint format worker clean
+
+$(VENV)/bin/python:
+	$(PYTHON) -m venv $(VENV)
+	$(PIP) install -q --upgrade pip
+
+# Stamp files: re-running is fast when pyproject.toml has not changed.
+$(VENV)/.installed-app: pyproject.toml | $(VENV)/bin/python
+	$(PIP) install -q -e .
+	touch $@
+
+$(VENV)/.installed-dev: pyproject.toml | $(VENV)/bin/python
+	$(PIP) install -q -e '.[dev]'
+	touch $@
+
+install: $(VENV)/.installed-dev
+
+run: $(VENV)/.installed-app
+	scripts/run-dev.sh
+
+test: $(VENV)/.installed-dev
+	scripts/test.sh
+
+lint: $(VENV)/.installed-dev
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+
+format: $(VENV)/.installed-dev
+	$(VENV)/bin/ruff check --fix .
+	$(VENV)/bin/ruff format .
+
+worker: $(VENV)/.installed-app
+	$(VENV)/bin/celery -A webgpt_site worker -Q default,exports,training --concurrency 1 --loglevel INFO
+
+clean:
+	rm -rf $(VENV) var .pytest_cache .ruff_cache

@@ -1,0 +1,12 @@
+#!/usr/bin/env bash
+# `make test`: the whole suite against PostgreSQL and Redis (and Chromium for the end-to-end tests).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/ensure-services.sh
+
+export DEBUG=1
+export DATABASE_URL="${TEST_DATABASE_URL:-postgres://postgres@127.0.0.1:5432/webgpt}"
+export CELERY_BROKER_URL="${TEST_CELERY_BROKER_URL:-redis://127.0.0.1:6379/15}"
+
+.venv/bin/ruff check .
+.venv/bin/python -m pytest "$@"

@@ -1,0 +1,57 @@
+"""Each demo user signs in through the real login page and lands on their work."""
+
+import pytest
+from django.core.management import call_command
+from playwright.sync_api import expect
+
+pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True)]
+
+
+@pytest.fixture
+def demo_data(settings):
+    settings.DEBUG = True  # load_demo is a development command
+    call_command("load_demo", verbosity=0)
+    settings.DEBUG = False
+
+
+@pytest.mark.parametrize(
+    ("username", "path", "heading"),
+    [
+        ("demonstrator", "/demonstrations/", "Next question"),
+        ("labeler", "/tasks/", "Next task"),
+        ("researcher", "/console/", "Researcher console"),
+        ("admin", "/console/", "Researcher console"),
+    ],
+)
+def test_demo_user_signs_in_and_lands_on_their_work(demo_data, page, live_server, username, path, heading):
+    page.goto("/")
+    expect(page).to_have_url(f"{live_server.url}/accounts/login/?next=/")
+    page.get_by_label("Username").fill(username)
+    page.get_by_label("Password").fill(username)
+    page.get_by_role("button", name="Sign in").click()
+    expect(page).to_have_url(f"{live_server.url}{path}")
+    expect(page.get_by_role("heading", level=1)).to_have_text(heading)
+
+    page.get_by_role("button", name="Sign out").click()
+    expect(page).to_have_url(f"{live_server.url}/accounts/login/")
+
+
+def test_a_wrong_password_is_refused_with_a_message(demo_data, page):
+    page.goto("/accounts/login/")
+    page.get_by_label("Username").fill("labeler")
+    page.get_by_label("Password").fill("not-the-password")
+    page.get_by_role("button", name="Sign in").click()
+    expect(page.get_by_role("alert")).to_contain_text("enter a correct username and password")
+
+
+def test_a_researcher_checks_the_workers_with_htmx(demo_data, page):
+    page.goto("/accounts/login/")
+    page.get_by_label("Username").fill("researcher")
+    page.get_by_label("Password").fill("researcher")
+    page.get_by_role("button", name="Sign in").click()
+    expect(page.get_by_role("rowheader", name="truthfulqa")).to_be_visible()
+    page.get_by_role("button", name="Check workers").click()
+    # No worker consumes the test broker here: the partial swaps in and shows the three queues waiting.
+    for queue in ("default", "exports", "training"):
+        expect(page.locator("#worker-status").get_by_role("rowheader", name=queue)).to_be_visible()
+    expect(page.locator("#worker-status")).to_contain_text("waiting")

@@ -1,0 +1,113 @@
+"""Tasks run on a real Celery worker process: against Redis, and on the embedded first-run broker."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from contextlib import contextmanager
+
+import pytest
+import redis
+from django.conf import settings
+from django.contrib.auth.models import AnonymousUser
+from django.db import connection
+
+from tests.conftest import ROOT
+from webgpt_site.models import WorkerPing
+from webgpt_site.workers import request_pings
+
+pytestmark = [pytest.mark.worker, pytest.mark.django_db(transaction=True)]
+
+
+def database_url_for_tests() -> str:
+    db = connection.settings_dict
+    return f"postgres://{db['USER']}@{db['HOST'] or '127.0.0.1'}:{db['PORT'] or 5432}/{db['NAME']}"
+
+
+def worker_env(**overrides: str) -> dict[str, str]:
+    env = {**os.environ, "DEBUG": "1", "DATABASE_URL": database_url_for_tests(), **overrides}
+    return {key: value for key, value in env.items() if value != ""}
+
+
+@contextmanager
+def running_worker(env: dict[str, str]):
+    command = [
+        sys.executable,
+        "-m",
+        "celery",
+        "-A",
+        "webgpt_site",
+        "worker",
+        "-Q",
+        "default,exports,training",
+        "--pool",
+        "solo",
+        "--without-gossip",
+        "--without-mingle",
+        "--loglevel",
+        "WARNING",
+    ]
+    worker = subprocess.Popen(command, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    try:
+        yield worker
+    finally:
+        worker.terminate()
+        try:
+            worker.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            worker.kill()
+
+
+def wait_for_answers(ping_ids: list[int], worker: subprocess.Popen, timeout: float = 60.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if not WorkerPing.objects.filter(pk__in=ping_ids, answered_at__isnull=True).exists():
+            return
+        if worker.poll() is not None:
+            pytest.fail(f"the worker exited: {worker.stdout.read().decode()}")
+        time.sleep(0.2)
+    pytest.fail("the worker did not answer in time")
+
+
+def test_a_task_enqueued_after_commit_runs_on_a_real_worker_via_redis():
+    assert settings.CELERY_BROKER_URL.startswith("redis://"), "make test runs the suite against Redis"
+    redis.Redis.from_url(settings.CELERY_BROKER_URL).flushdb()
+    pings = request_pings(AnonymousUser())  # commits, then enqueues one ping per queue
+    assert not WorkerPing.objects.filter(answered_at__isnull=False).exists()
+    with running_worker(worker_env(CELERY_BROKER_URL=settings.CELERY_BROKER_URL)) as worker:
+        wait_for_answers([row.pk for row in pings], worker)
+    answered = WorkerPing.objects.filter(pk__in=[row.pk for row in pings])
+    assert sorted(answered.values_list("queue", flat=True)) == ["default", "exports", "training"]
+    assert all(row.worker_hostname for row in answered)
+
+
+def test_without_a_broker_the_first_run_worker_uses_the_embedded_transport(tmp_path):
+    env = worker_env(CELERY_BROKER_URL="", VAR_DIR=str(tmp_path))
+    with running_worker(env):
+        result = subprocess.run(
+            [sys.executable, "manage.py", "check_workers", "--timeout", "60"],
+            cwd=ROOT,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert result.stdout.count("answered by") == 3
+    assert (tmp_path / "celery-broker").is_dir()
+
+
+def test_check_workers_fails_clearly_when_no_worker_listens(tmp_path):
+    env = worker_env(CELERY_BROKER_URL="", VAR_DIR=str(tmp_path))
+    result = subprocess.run(
+        [sys.executable, "manage.py", "check_workers", "--timeout", "1"],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode != 0
+    assert "3 queue(s) got no answer within 1 s: is a worker running?" in result.stderr

@@ -1,0 +1,84 @@
+"""The researcher console: bank summary, importing through the browser, question list filters."""
+
+import pytest
+from django.core.files.uploadedfile import SimpleUploadedFile
+from django.urls import reverse
+
+from annotation.models import Question, QuestionImport
+from annotation.questions.service import import_questions
+from tests.conftest import QUESTION_DATA
+from webgpt_site.models import AuditEntry, WorkerPing
+
+pytestmark = pytest.mark.django_db
+
+
+def upload(name: str, data: bytes, **fields):
+    return {"file": SimpleUploadedFile(name, data), **fields}
+
+
+def test_console_summarises_the_bank_per_dataset_and_split(client_for, alice):
+    import_questions((QUESTION_DATA / "TruthfulQA.csv").read_bytes(), filename="TruthfulQA.csv")
+    response = client_for(alice).get(reverse("console:home"))
+    assert response.status_code == 200
+    rows = response.context["bank_rows"]
+    assert [row["dataset"] for row in rows] == ["truthfulqa"]
+    assert sum(rows[0]["counts"]) == rows[0]["total"] == 790
+    assert response.context["bank_total"] == 790
+
+
+def test_a_researcher_imports_a_file_from_the_console(client_for, alice):
+    data = (QUESTION_DATA / "web_questions.jsonl").read_bytes()
+    response = client_for(alice).post(reverse("questions:import"), upload("web_questions.jsonl", data))
+    report = QuestionImport.objects.get()
+    assert response.status_code == 302
+    assert response.url == reverse("questions:import_detail", args=[report.pk])
+    assert (report.created_by, report.created_count, report.duplicate_count) == (alice, 381, 19)
+    entry = AuditEntry.objects.get(action="questions.import")
+    assert (entry.actor, entry.object_id, entry.data) == (
+        alice,
+        str(report.pk),
+        {"created": 381, "duplicates": 19},
+    )
+    page = client_for(alice).get(response.url)
+    assert "same question as line" in page.content.decode()
+
+
+def test_a_bad_upload_shows_the_line_and_imports_nothing(client_for, alice):
+    data = b'{"question": "fine?"}\n{"question": "oops"\n'
+    response = client_for(alice).post(reverse("questions:import"), upload("mine.jsonl", data))
+    assert response.status_code == 400
+    assert "mine.jsonl: line 2: invalid JSON" in response.content.decode()
+    assert Question.objects.count() == QuestionImport.objects.count() == 0
+
+
+def test_the_import_form_validates_its_fields(client_for, alice):
+    response = client_for(alice).post(
+        reverse("questions:import"), upload("x.jsonl", b"{}", dataset="not a slug!", file_format="yaml")
+    )
+    assert response.status_code == 400
+    assert set(response.context["import_form"].errors) == {"dataset", "file_format"}
+    assert client_for(alice).post(reverse("questions:import"), {}).status_code == 400
+
+
+def test_question_list_filters_and_rejects_bad_filters(client_for, alice):
+    import_questions((QUESTION_DATA / "TruthfulQA.csv").read_bytes(), filename="TruthfulQA.csv")
+    client = client_for(alice)
+    response = client.get(reverse("questions:list"), {"q": "watermelon"})
+    assert response.context["page"].paginator.count == 1
+    response = client.get(reverse("questions:list"), {"split": "bc", "dataset": "truthfulqa", "page": "2"})
+    assert response.context["page"].paginator.count == Question.objects.filter(split="bc").count()
+    assert response.context["page"].number == 2
+    response = client.get(reverse("questions:list"), {"split": "nonsense", "page": "abc"})
+    assert response.status_code == 200
+    assert "split" in response.context["form"].errors
+
+
+def test_checking_workers_sends_one_ping_per_queue_after_commit(
+    client_for, alice, django_capture_on_commit_callbacks
+):
+    with django_capture_on_commit_callbacks(execute=False) as callbacks:
+        response = client_for(alice).post(reverse("console:check_workers"), headers={"HX-Request": "true"})
+    assert response.status_code == 200
+    assert sorted(WorkerPing.objects.values_list("queue", flat=True)) == ["default", "exports", "training"]
+    assert len(callbacks) == 3  # enqueued only once the rows are committed
+    assert "waiting" in response.content.decode()

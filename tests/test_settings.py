@@ -1,0 +1,98 @@
+"""Settings come from the environment: bad values stop start-up naming the variable; production is
+safe by default and passes ``check --deploy``. Each case starts a fresh process, as a deploy would."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+from tests.conftest import ROOT
+
+GOOD_KEY = "k3y-" + "abcdefghijklmnopqrstuvwxyz0123456789ABCDEFGHIJKLMNOP"
+CLEARED = (
+    "DJANGO_ALLOW_ASYNC_UNSAFE",
+    "DEBUG",
+    "SECRET_KEY",
+    "SECRET_KEY_FILE",
+    "ALLOWED_HOSTS",
+    "DATABASE_URL",
+    "CELERY_BROKER_URL",
+)
+
+
+def manage(tmp_path, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
+    base = {key: value for key, value in os.environ.items() if key not in CLEARED}
+    return subprocess.run(
+        [sys.executable, "manage.py", *args],
+        cwd=ROOT,
+        env={**base, "VAR_DIR": str(tmp_path), **env},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+PRODUCTION = {"DEBUG": "0", "SECRET_KEY": GOOD_KEY, "ALLOWED_HOSTS": "feedback.example.org"}
+
+
+@pytest.mark.parametrize(
+    ("env", "message"),
+    [
+        ({"DEBUG": "maybe"}, "DEBUG: expected a boolean"),
+        (
+            {"DEBUG": "1", "DATABASE_URL": "mysql://root@localhost/x"},
+            "DATABASE_URL: unsupported scheme 'mysql'",
+        ),
+        (
+            {"DEBUG": "1", "CELERY_BROKER_URL": "amqp://guest@localhost//"},
+            "CELERY_BROKER_URL: expected redis://",
+        ),
+        ({"DEBUG": "1", "QUESTION_SPLIT_RATIOS": "bc=0.5,rm=0.5"}, "QUESTION_SPLIT_RATIOS: missing rl, eval"),
+        (
+            {"DEBUG": "1", "QUESTION_SPLIT_RATIOS": "bc=1,rm=1,rl=0,eval=0"},
+            "QUESTION_SPLIT_RATIOS: ratios must sum to 1",
+        ),
+        ({"DEBUG": "0", "ALLOWED_HOSTS": "example.org"}, "SECRET_KEY: required when DEBUG is off"),
+        ({**PRODUCTION, "SECRET_KEY": "short"}, "SECRET_KEY: must be at least 50 characters"),
+        (
+            {**PRODUCTION, "SECRET_KEY": "", "SECRET_KEY_FILE": "/nonexistent/key"},
+            "SECRET_KEY_FILE: cannot read",
+        ),
+        ({**PRODUCTION, "ALLOWED_HOSTS": ""}, "ALLOWED_HOSTS: required when DEBUG is off"),
+        ({**PRODUCTION, "ALLOWED_HOSTS": "*"}, "ALLOWED_HOSTS: '*' is not allowed"),
+        ({**PRODUCTION, "SECURE_HSTS_SECONDS": "a year"}, "SECURE_HSTS_SECONDS: expected an integer"),
+        ({"DEBUG": "1", "LOG_LEVEL": "LOUD"}, "LOG_LEVEL: expected one of"),
+    ],
+)
+def test_a_bad_value_stops_start_up_naming_the_variable(tmp_path, env, message):
+    result = manage(tmp_path, "check", **env)
+    assert result.returncode != 0
+    assert message in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_production_settings_pass_check_deploy_without_warnings(tmp_path):
+    result = manage(tmp_path, "check", "--deploy", "--fail-level", "WARNING", **PRODUCTION)
+    assert result.returncode == 0, result.stderr
+    assert "System check identified no issues (0 silenced)." in result.stdout
+
+
+def test_production_key_can_come_from_a_file(tmp_path):
+    key_file = tmp_path / "key"
+    key_file.write_text(GOOD_KEY + "\n")
+    env = {**PRODUCTION, "SECRET_KEY": "", "SECRET_KEY_FILE": str(key_file)}
+    result = manage(tmp_path, "check", "--deploy", "--fail-level", "WARNING", **env)
+    assert result.returncode == 0, result.stderr
+
+
+def test_development_generates_one_secret_key_and_keeps_it_private(tmp_path):
+    assert manage(tmp_path, "check", DEBUG="1").returncode == 0
+    key_file = tmp_path / "secret_key"
+    first = key_file.read_text()
+    assert len(first) >= 50
+    assert oct(key_file.stat().st_mode & 0o777) == "0o600"
+    assert manage(tmp_path, "check", DEBUG="1").returncode == 0
+    assert key_file.read_text() == first
