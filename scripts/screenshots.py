@@ -1,4 +1,4 @@
-"""Take the README's screenshots from a running app (`make run` first): python scripts/screenshots.py [URL]."""
+"""The README's screenshots, taken from a running app (`make run`): python scripts/screenshots.py [URL]."""
 
 from __future__ import annotations
 
