@@ -71,6 +71,11 @@ def wait_for_answers(ping_ids: list[int], worker: subprocess.Popen, timeout: flo
     pytest.fail("the worker did not answer in time")
 
 
+def check_workers(env: dict[str, str], timeout: int) -> subprocess.CompletedProcess[str]:
+    command = [sys.executable, "manage.py", "check_workers", "--timeout", str(timeout)]
+    return subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=timeout + 60)
+
+
 def test_a_task_enqueued_after_commit_runs_on_a_real_worker_via_redis():
     assert settings.CELERY_BROKER_URL.startswith("redis://"), "make test runs the suite against Redis"
     redis.Redis.from_url(settings.CELERY_BROKER_URL).flushdb()
@@ -86,14 +91,7 @@ def test_a_task_enqueued_after_commit_runs_on_a_real_worker_via_redis():
 def test_without_a_broker_the_first_run_worker_uses_the_embedded_transport(tmp_path):
     env = worker_env(CELERY_BROKER_URL="", VAR_DIR=str(tmp_path))
     with running_worker(env):
-        result = subprocess.run(
-            [sys.executable, "manage.py", "check_workers", "--timeout", "60"],
-            cwd=ROOT,
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=120,
-        )
+        result = check_workers(env, timeout=60)
     assert result.returncode == 0, result.stdout + result.stderr
     assert result.stdout.count("answered by") == 3
     assert (tmp_path / "celery-broker").is_dir()
@@ -101,13 +99,6 @@ def test_without_a_broker_the_first_run_worker_uses_the_embedded_transport(tmp_p
 
 def test_check_workers_fails_clearly_when_no_worker_listens(tmp_path):
     env = worker_env(CELERY_BROKER_URL="", VAR_DIR=str(tmp_path))
-    result = subprocess.run(
-        [sys.executable, "manage.py", "check_workers", "--timeout", "1"],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    result = check_workers(env, timeout=1)
     assert result.returncode != 0
     assert "3 queue(s) got no answer within 1 s: is a worker running?" in result.stderr
