@@ -70,7 +70,7 @@ def test_back_restores_the_previous_page_and_its_cursor(browser):
     browser.step("Scrolled down 1")
     browser.step("Find in page: allergy")
     top = browser.top
-    browser.step(f"Clicked on link {next(i for i, l in enumerate(browser.page.links) if l.url == ALLERGY)}")
+    browser.step(f"Clicked on link {[link.url for link in browser.page.links].index(ALLERGY)}")
     assert browser.page.url == ALLERGY
     browser.step("Back")
     assert (browser.page.url, browser.top) == (POLLEN, top)
@@ -200,7 +200,8 @@ def test_observation_has_every_section_in_order(browser):
     positions = [text.index(marker) for marker in markers]
     assert positions == sorted(positions)
     assert text.startswith(
-        "♦Question\nWhat is pollen made of?\n♦Quotes\nFrom Pollen - Wikipedia (en.wikipedia.org)\n> hard coat\n"
+        "♦Question\nWhat is pollen made of?\n♦Quotes\n"
+        "From Pollen - Wikipedia (en.wikipedia.org)\n> hard coat\n"
     )
     assert "♦Past actions\nSearch pollen\nClick Pollen - Wikipedia en.wikipedia.org\nQuote\n♦Title\n" in text
     assert text.endswith("♦Actions left: 97\n♦Next action")
