@@ -11,6 +11,8 @@ DEMO_QUESTION_FILES = (
     DEMO_QUESTION_DIR / "nq_open.jsonl",
     DEMO_QUESTION_DIR / "web_questions.jsonl",
 )
+DEMO_CORPUS_NAME = "freshwiki"
+DEMO_CORPUS_DIR = Path(settings.BASE_DIR) / "data" / "corpus" / "freshwiki" / "json"
 # (user name = password, group, is admin)
 DEMO_USERS = (
     ("demonstrator", "demonstrator", False),

@@ -12,11 +12,28 @@ ROOT = Path(__file__).resolve().parent.parent
 QUESTION_DATA = ROOT / "data" / "questions"
 
 
+def database_url_for_tests() -> str:
+    """The test database's URL, for subprocesses (workers, CLI) that must see what a test committed."""
+    from django.db import connection
+
+    db = connection.settings_dict
+    return f"postgres://{db['USER']}@{db['HOST'] or '127.0.0.1'}:{db['PORT'] or 5432}/{db['NAME']}"
+
+
 def make_user(django_user_model, username: str, *groups: str, **extra):
     user = django_user_model.objects.create_user(username=username, password=f"{username}-pw", **extra)
     for name in groups:
         user.groups.add(Group.objects.get_or_create(name=name)[0])
     return user
+
+
+@pytest.fixture(autouse=True)
+def corpus_indexes_in_tmp(settings, tmp_path, monkeypatch):
+    """Every test gets its own index folder: tests never touch var/corpora, nor each other's indexes."""
+    from browser import services
+
+    settings.CORPUS_INDEX_DIR = tmp_path / "corpora"
+    monkeypatch.setattr(services, "_indexes", {})
 
 
 @pytest.fixture

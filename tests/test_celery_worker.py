@@ -12,18 +12,12 @@ import pytest
 import redis
 from django.conf import settings
 from django.contrib.auth.models import AnonymousUser
-from django.db import connection
 
-from tests.conftest import ROOT
+from tests.conftest import ROOT, database_url_for_tests
 from webgpt_site.models import WorkerPing
 from webgpt_site.workers import request_pings
 
 pytestmark = [pytest.mark.worker, pytest.mark.django_db(transaction=True)]
-
-
-def database_url_for_tests() -> str:
-    db = connection.settings_dict
-    return f"postgres://{db['USER']}@{db['HOST'] or '127.0.0.1'}:{db['PORT'] or 5432}/{db['NAME']}"
 
 
 def worker_env(**overrides: str) -> dict[str, str]:

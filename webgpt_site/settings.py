@@ -217,6 +217,18 @@ QUESTION_IMPORT_MAX_BYTES = env_int("QUESTION_IMPORT_MAX_BYTES", 50 * 1024 * 102
 DATA_UPLOAD_MAX_MEMORY_SIZE = 5 * 1024 * 1024
 FILE_UPLOAD_MAX_MEMORY_SIZE = 5 * 1024 * 1024
 
+# --- The browsing environment ----------------------------------------------------------------------
+CORPUS_INDEX_DIR = Path(env_str("CORPUS_INDEX_DIR") or VAR_DIR / "corpora")
+DEFAULT_CORPUS = env_str("DEFAULT_CORPUS") or "freshwiki"
+# Passed to browser.engine.settings.BrowserSettings; the defaults there are explained in its docstring.
+BROWSER = {
+    "max_actions": env_int("BROWSER_MAX_ACTIONS", 100, minimum=1),
+    "max_quote_chars": env_int("BROWSER_MAX_QUOTE_CHARS", 1500, minimum=1),
+    "window_lines": env_int("BROWSER_WINDOW_LINES", 20, minimum=1),
+    "line_width": env_int("BROWSER_LINE_WIDTH", 80, minimum=20),
+    "blocklist": tuple(env_list("BROWSER_BLOCKLIST", ["reddit.com", "quora.com"])),
+}
+
 LOG_LEVEL = (env_str("LOG_LEVEL") or "INFO").upper()
 if LOG_LEVEL not in {"DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"}:
     raise ImproperlyConfigured(

@@ -173,7 +173,8 @@ class Browser:
         links = self.page.links
         index = int(command.argument)
         if index >= len(links):
-            raise InvalidCommand(f"There is no link {index} on this page (links: 0 - {len(links) - 1}).")
+            available = f"links: 0 - {len(links) - 1}" if links else "it has no links"
+            raise InvalidCommand(f"There is no link {index} on this page ({available}).")
         link = links[index]
         self._open(self._fetch(link.url))
         return f"Click {link.text} {link.domain}".rstrip(), ""

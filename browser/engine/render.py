@@ -178,17 +178,25 @@ def _last_path_part(url: str) -> str:
 
 
 def _main_content(html: str) -> tuple[str, lxml.html.HtmlElement]:
-    """The page's title and the element holding its main content."""
-    from readability import Document as Readable
+    """The page's title and the element holding its main content.
 
+    A page that marks its main content (one ``<main>``, or a single ``<article>``) is taken at its word:
+    that is deterministic and keeps link lists such as references, which readability's link-density
+    heuristic would drop. Other pages go through readability, and its result is used when it kept text.
+    """
     if not html.strip():
         raise ValueError("empty document")
-    readable = Readable(html)
-    title = collapse_spaces(readable.short_title() or "")
-    summary = readable.summary(html_partial=True)
+    document = lxml.html.document_fromstring(html)
+    title = collapse_spaces(document.findtext(".//title") or "")
+    marked = document.findall(".//main") or document.findall(".//article")
+    if len(marked) == 1 and collapse_spaces(marked[0].text_content()):
+        return title, marked[0]
+    from readability import Document as Readable
+
+    summary = Readable(html).summary(html_partial=True)
     body = lxml.html.fragment_fromstring(summary, create_parent="div") if summary.strip() else None
     if body is None or not collapse_spaces(body.text_content()):
-        body = lxml.html.document_fromstring(html).body
+        body = document.body
     return title, body
 
 

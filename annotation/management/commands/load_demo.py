@@ -10,9 +10,11 @@ from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group
 from django.core.management.base import BaseCommand, CommandError
 
-from annotation.demo import DEMO_QUESTION_FILES, DEMO_USERS
+from annotation.demo import DEMO_CORPUS_DIR, DEMO_CORPUS_NAME, DEMO_QUESTION_FILES, DEMO_USERS
 from annotation.models import QuestionImport
 from annotation.questions.service import import_questions
+from browser.models import Corpus
+from browser.services import import_corpus, open_index
 
 
 class Command(BaseCommand):
@@ -43,3 +45,9 @@ class Command(BaseCommand):
             self.stdout.write(
                 f"{path.name}: {report.created_count} questions, {report.duplicate_count} duplicates skipped"
             )
+        corpus = Corpus.objects.filter(name=DEMO_CORPUS_NAME).first()
+        if corpus is not None and open_index(corpus).count() > 0:
+            self.stdout.write(f"corpus {DEMO_CORPUS_NAME}: already indexed")
+        else:
+            corpus_import = import_corpus(DEMO_CORPUS_NAME, DEMO_CORPUS_DIR, source_format="freshwiki")
+            self.stdout.write(f"corpus {DEMO_CORPUS_NAME}: {corpus_import.record_count} pages indexed")

@@ -1,0 +1,70 @@
+"""Corpora (local search indexes) and page snapshots (every page the environment served, by content)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from django.conf import settings
+from django.db import models
+
+from webgpt_site.permissions import AnyUser, Role, has_role
+
+
+class CorpusQuerySet(models.QuerySet):
+    def visible_to(self, user: AnyUser) -> CorpusQuerySet:
+        return self if has_role(user, Role.RESEARCHER) else self.none()
+
+
+class Corpus(models.Model):
+    """A searchable collection of pages, indexed with tantivy under ``CORPUS_INDEX_DIR/<name>``."""
+
+    name = models.SlugField(max_length=100, unique=True)
+    description = models.TextField(blank=True)
+    document_count = models.PositiveIntegerField(default=0)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    objects = CorpusQuerySet.as_manager()
+
+    class Meta:
+        ordering = ("name",)
+        verbose_name_plural = "corpora"
+
+    def __str__(self) -> str:
+        return self.name
+
+    @property
+    def index_path(self) -> Path:
+        return Path(settings.CORPUS_INDEX_DIR) / self.name
+
+
+class CorpusImport(models.Model):
+    corpus = models.ForeignKey(Corpus, on_delete=models.CASCADE, related_name="imports")
+    source = models.CharField(max_length=500)
+    source_format = models.CharField(max_length=20)
+    record_count = models.PositiveIntegerField()
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ("-created_at", "-id")
+
+    def __str__(self) -> str:
+        return f"{self.corpus}: {self.source} ({self.record_count})"
+
+
+class PageSnapshot(models.Model):
+    """A rendered page exactly as shown, stored once per distinct content (``digest`` = SHA-256)."""
+
+    digest = models.CharField(max_length=64, unique=True)
+    url = models.TextField(blank=True)
+    title = models.TextField(blank=True)
+    kind = models.CharField(max_length=10)
+    page = models.JSONField(help_text="browser.engine.page.Page.to_dict()")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ("-created_at", "-id")
+
+    def __str__(self) -> str:
+        return f"{self.title or self.url or self.kind} [{self.digest[:12]}]"
