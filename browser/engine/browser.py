@@ -7,7 +7,7 @@ the same commands give byte-identical observations.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from browser.engine.backend import FetchError, PageNotFound, SearchBackend
@@ -38,6 +38,8 @@ class Action:
     valid: bool
     display: str = ""
     message: str = ""
+    request: str = ""  # "search:<query>" or "fetch:<url>" when the action opened a page
+    opened: str = ""  # the digest of the page it opened
 
 
 @dataclass
@@ -60,10 +62,20 @@ class _Episode:
 
 
 class Browser:
-    def __init__(self, backend: SearchBackend, settings: BrowserSettings | None = None) -> None:
+    """``recorded`` maps requests ("search:<query>", "fetch:<url>") to pages served before: a replay of
+    an episode serves exactly the pages that were seen, without asking the backend."""
+
+    def __init__(
+        self,
+        backend: SearchBackend,
+        settings: BrowserSettings | None = None,
+        recorded: dict[str, Page] | None = None,
+    ) -> None:
         self.backend = backend
         self.settings = settings or BrowserSettings()
+        self.recorded = dict(recorded or {})
         self._episode = _Episode()
+        self._navigation: tuple[str, str] = ("", "")
 
     # --- the episode -------------------------------------------------------------------------------
     def reset(self, question: str, reference_answers: Sequence[str] = ()) -> None:
@@ -129,10 +141,12 @@ class Browser:
         """Apply one command. Never raises on any input: invalid text is an explained, counted action."""
         if self.done:
             return StepResult(False, "Browsing has ended.", True, self.end_reason)
+        self._navigation = ("", "")
         try:
             command = parse_command(text)
             display, message = self._apply(command)
-            action = Action(command=text.strip(), valid=True, display=display, message=message)
+            request, opened = self._navigation
+            action = Action(text.strip(), True, display, message, request=request, opened=opened)
         except InvalidCommand as exc:
             action = Action(command=text.strip(), valid=False, message=str(exc))
         self._episode.actions.append(action)
@@ -154,6 +168,12 @@ class Browser:
         }[command.kind]
         return handler(command)
 
+    def _navigate(self, request: str, load: Callable[[], Page]) -> None:
+        """Open the page for ``request``: the recorded one when replaying, else a fresh one."""
+        page = self.recorded.get(request) or load()
+        self._navigation = (request, page.digest)
+        self._open(page)
+
     def _open(self, page: Page) -> None:
         self._episode.pages.setdefault(page.digest, page)
         if self.page.kind != "blank":
@@ -161,13 +181,15 @@ class Browser:
         self._episode.cursor = _Cursor(page.digest)
 
     def _search(self, command: Command) -> tuple[str, str]:
-        try:
-            results = self.backend.search(command.argument, self.settings.search_results)
-        except FetchError as exc:
-            self._open(error_page("", f"The search failed: {exc}", self.settings))
-        else:
-            self._open(render_search_results(command.argument, results, self.settings))
+        self._navigate(f"search:{command.argument}", lambda: self._results_page(command.argument))
         return f"Search {command.argument}", ""
+
+    def _results_page(self, query: str) -> Page:
+        try:
+            results = self.backend.search(query, self.settings.search_results)
+        except FetchError as exc:
+            return error_page("", f"The search failed: {exc}", self.settings)
+        return render_search_results(query, results, self.settings)
 
     def _click(self, command: Command) -> tuple[str, str]:
         links = self.page.links
@@ -176,7 +198,7 @@ class Browser:
             available = f"links: 0 - {len(links) - 1}" if links else "it has no links"
             raise InvalidCommand(f"There is no link {index} on this page ({available}).")
         link = links[index]
-        self._open(self._fetch(link.url))
+        self._navigate(f"fetch:{link.url}", lambda: self._fetch(link.url))
         return f"Click {link.text} {link.domain}".rstrip(), ""
 
     def _fetch(self, url: str) -> Page:
@@ -260,6 +282,13 @@ class Browser:
         self._episode.end_reason = reason
         return f"End: {command.argument}", ""
 
+    def reopen(self) -> bool:
+        """Go back to browsing after "End: Answer" (the answer step), while actions remain."""
+        if self.end_reason != EndReason.ANSWER or self.actions_left == 0:
+            return False
+        self._episode.end_reason = None
+        return True
+
     def _clamp(self, top: int) -> int:
         return max(0, min(top, len(self.page.lines) - self.settings.window_lines))
 
@@ -296,3 +325,12 @@ class Browser:
             end_reason=EndReason(state["end_reason"]) if state["end_reason"] else None,
         )
         return browser
+
+
+def recorded_pages(state: dict) -> dict[str, Page]:
+    """The pages an episode opened, by request, from its state: what a replay needs."""
+    return {
+        action["request"]: Page.from_dict(state["pages"][action["opened"]])
+        for action in state["actions"]
+        if action.get("request") and action.get("opened") in state["pages"]
+    }

@@ -2,7 +2,7 @@
 
 import json
 
-from browser.engine.browser import Browser
+from browser.engine.browser import Browser, recorded_pages
 from browser.engine.commands import EndReason
 from browser.engine.settings import BrowserSettings
 from tests.engine.fakes import ALLERGY, POLLEN, MemoryBackend, sample_documents
@@ -244,3 +244,55 @@ def test_same_pages_and_commands_give_byte_identical_observations():
         browser.reset("What is pollen?")
         transcripts.append([browser.step(c) and browser.observation() for c in commands])
     assert transcripts[0] == transcripts[1]
+
+
+class NoBackend:
+    """A backend that must not be asked: a replay serves recorded pages only."""
+
+    name = "none"
+
+    def search(self, query, k=10):
+        raise AssertionError("replay asked the backend to search")
+
+    def fetch(self, url):
+        raise AssertionError("replay asked the backend to fetch")
+
+
+def test_a_replay_serves_the_recorded_pages_and_reproduces_every_observation(browser):
+    commands = [
+        "Search pollen",
+        "Clicked on link 1",
+        "Scrolled down 1",
+        "Quote: hard coat",
+        "Back",
+        "Clicked on link 0",
+    ]
+    observations = []
+    for command in commands:
+        observations.append(browser.observation())
+        browser.step(command)
+    replay = Browser(NoBackend(), browser.settings, recorded=recorded_pages(browser.state()))
+    replay.reset(browser.question)
+    for command, expected in zip(commands, observations, strict=True):
+        assert replay.observation() == expected
+        replay.step(command)
+    assert replay.observation() == browser.observation()
+
+
+def test_the_answer_step_can_return_to_browsing_while_actions_remain(backend):
+    browser = Browser(backend, BrowserSettings(max_actions=4))
+    browser.reset("What is pollen?")
+    open_pollen(browser)
+    browser.step("Quote: hard coat")
+    browser.step("End: Answer")
+    assert browser.done and browser.actions_left == 0
+    assert browser.reopen() is False  # no actions left
+    browser = Browser(backend)
+    browser.reset("What is pollen?")
+    open_pollen(browser)
+    browser.step("Quote: hard coat")
+    browser.step("End: Answer")
+    assert browser.reopen() is True
+    assert not browser.done and browser.step("Top").valid
+    browser.step("End: Nonsense")
+    assert browser.reopen() is False
