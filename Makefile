@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 PIP := $(PY) -m pip
 
-.PHONY: install run test lint format worker clean
+.PHONY: install run test lint format worker bench clean
 
 $(VENV)/bin/python:
 	$(PYTHON) -m venv $(VENV)
@@ -37,6 +37,11 @@ format: $(VENV)/.installed-dev
 
 worker: $(VENV)/.installed-app
 	$(VENV)/bin/celery -A webgpt_site worker -Q default,exports,training --concurrency 1 --loglevel INFO
+
+# Search and browser latency, tantivy vs SQLite FTS5 at 100k pages (a few minutes); JSON under var/bench/.
+bench: $(VENV)/.installed-dev
+	$(PY) bench/bench_search.py --out var/bench/search.json
+	$(PY) bench/bench_browser.py --out var/bench/browser.json
 
 clean:
 	rm -rf $(VENV) var .pytest_cache .ruff_cache

@@ -31,9 +31,11 @@ import tantivy  # noqa: E402
 
 from browser.corpus import CorpusRecord, read_freshwiki  # noqa: E402
 from browser.corpus.html_text import html_to_text  # noqa: E402
+from browser.engine.backend import Document, PageNotFound, SearchResult  # noqa: E402
 from browser.search import LocalIndex  # noqa: E402
 
 FRESHWIKI = ROOT / "data" / "corpus" / "freshwiki" / "json"
+SYNTHETIC = {"tantivy": "synthetic-tantivy", "fts5": "synthetic-fts5.sqlite"}  # index names in --out's folder
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
 _WORD = re.compile(r"[^\W_]+")
 # Seeded random.Random only picks benchmark data deterministically (ruff S311 is about secrets).
@@ -73,19 +75,22 @@ def synthetic_pages(records: list[CorpusRecord], n: int, seed: int) -> list[Corp
     ]
 
 
+def title_word_queries(records: list[CorpusRecord], k: int, rng: random.Random) -> list[str]:
+    """``k`` any-word queries: 2 or 3 words (of 3+ letters) of a corpus title."""
+    title_words = [w for r in records if len(w := [x for x in _WORD.findall(r.title) if len(x) > 2]) >= 2]
+    return [" ".join(rng.sample(ws, min(len(ws), rng.randint(2, 3)))) for ws in rng.choices(title_words, k=k)]
+
+
 def make_queries(records: list[CorpusRecord], n: int, seed: int) -> list[str]:
     """Half any-word queries (2-3 words of a title), a quarter whole titles, a quarter quoted bigrams."""
     rng = random.Random(seed)  # noqa: S311
-    title_words = [w for r in records if len(w := [x for x in _WORD.findall(r.title) if len(x) > 2]) >= 2]
     bigrams = [
         f'"{a} {b}"'
         for p in paragraphs_of(records)[:2000]
         for a, b in zip(p.split()[:-1], p.split()[1:], strict=True)
         if _WORD.fullmatch(a) and _WORD.fullmatch(b) and len(a) > 3 and len(b) > 3
     ]
-    queries = [
-        " ".join(rng.sample(ws, min(len(ws), rng.randint(2, 3)))) for ws in rng.choices(title_words, k=n // 2)
-    ]
+    queries = title_word_queries(records, n // 2, rng)
     queries += [r.title for r in rng.choices(records, k=n // 4)]
     queries += rng.sample(bigrams, n - len(queries))
     return queries
@@ -100,11 +105,24 @@ def disk_size(path: Path) -> int:
 
 
 class Fts5:
-    """The baseline: SQLite FTS5 (external content over a table keyed by URL), bm25 and snippet()."""
+    """The baseline: SQLite FTS5 (external content over a table keyed by URL), bm25 and snippet().
 
-    def __init__(self, path: Path) -> None:
-        path.unlink(missing_ok=True)
+    A SearchBackend like LocalIndex (same result and document types), so the browser can run on either.
+    Pages are stored as their visible text: fetch serves text/plain."""
+
+    name = "fts5"
+
+    def __init__(self, path: Path, fresh: bool = True) -> None:
+        """A new empty index at ``path`` (replacing any), or with ``fresh=False`` the existing one."""
+        if fresh:
+            path.unlink(missing_ok=True)
+        elif not path.is_file():
+            raise FileNotFoundError(path)
         self.db = sqlite3.connect(path)
+        if fresh:
+            self._create()
+
+    def _create(self) -> None:
         self.db.executescript(
             """
             CREATE TABLE docs(id INTEGER PRIMARY KEY, url TEXT UNIQUE NOT NULL, title TEXT, body TEXT);
@@ -133,17 +151,26 @@ class Fts5:
         required = " AND ".join(phrases)  # loose words only add to bm25: "(P OR w)" is always true
         return f"{required} AND ({' OR '.join([phrases[0], *words])})" if words else required
 
-    def search(self, query: str, k: int = 10) -> list[tuple[str, str, str]]:
+    def count(self) -> int:
+        return self.db.execute("SELECT count(*) FROM docs").fetchone()[0]
+
+    def search(self, query: str, k: int = 10) -> list[SearchResult]:
         # The inner query alone lets FTS5 sort by rank itself and run snippet() on the top k rows only.
         sql = """
             SELECT d.url, d.title, top.snip FROM (
                 SELECT rowid, rank, snippet(fts, 1, '', '', '', 32) AS snip
                 FROM fts WHERE fts MATCH ? ORDER BY rank LIMIT ?
             ) AS top JOIN docs d ON d.id = top.rowid ORDER BY top.rank"""
-        return self.db.execute(sql, (self.match(query), k)).fetchall()
+        if k <= 0 or not (match := self.match(query)):
+            return []
+        rows = self.db.execute(sql, (match, k)).fetchall()
+        return [SearchResult(url=url, title=title, snippet=snip) for url, title, snip in rows]
 
-    def fetch(self, url: str) -> tuple[str, str]:
-        return self.db.execute("SELECT title, body FROM docs WHERE url = ?", (url,)).fetchone()
+    def fetch(self, url: str) -> Document:
+        row = self.db.execute("SELECT title, body FROM docs WHERE url = ?", (url,)).fetchone()
+        if row is None:
+            raise PageNotFound(url)
+        return Document(url=url, content_type="text/plain", content=row[1], title=row[0])
 
 
 def latencies(fn: Callable[[str], object], args: list[str]) -> dict[str, float]:
@@ -155,7 +182,12 @@ def latencies(fn: Callable[[str], object], args: list[str]) -> dict[str, float]:
         start = time.perf_counter()
         fn(a)
         times.append((time.perf_counter() - start) * 1000)
-    times.sort()
+    return summary(times)
+
+
+def summary(times_ms: list[float]) -> dict[str, float]:
+    """p50, p95, max and mean of ``times_ms`` (milliseconds), rounded to the microsecond."""
+    times = sorted(times_ms)
     return {
         "p50_ms": round(statistics.median(times), 3),
         "p95_ms": round(times[int(0.95 * (len(times) - 1))], 3),
@@ -201,8 +233,8 @@ def main() -> None:
     urls = [p.url for p in fetched]
     text_mb = sum(len(p.title) + len(p.content) for p in pages) / 1e6
     results["synthetic"] = {"pages": len(pages), "text_mb": round(text_mb, 1), "queries": len(queries)}
-    ours, results["synthetic_tantivy"] = build("tantivy", work / "synthetic-tantivy", pages)
-    base, results["synthetic_fts5"] = build("fts5", work / "synthetic-fts5.sqlite", pages)
+    ours, results["synthetic_tantivy"] = build("tantivy", work / SYNTHETIC["tantivy"], pages)
+    base, results["synthetic_fts5"] = build("fts5", work / SYNTHETIC["fts5"], pages)
     del pages
     for engine, index in (("tantivy", ours), ("fts5", base)):
         row = results[f"synthetic_{engine}"]
