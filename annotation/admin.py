@@ -1,6 +1,6 @@
 from django.contrib import admin
 
-from annotation.models import Question, QuestionImport
+from annotation.models import DemonstrationBatch, Episode, EpisodeAction, Question, QuestionImport
 
 
 @admin.register(Question)
@@ -23,3 +23,32 @@ class QuestionImportAdmin(admin.ModelAdmin):
         "created_at",
     )
     readonly_fields = [field.name for field in QuestionImport._meta.fields]
+
+
+@admin.register(DemonstrationBatch)
+class DemonstrationBatchAdmin(admin.ModelAdmin):
+    list_display = ("name", "overlap", "is_active", "created_by", "created_at")
+    filter_horizontal = ("questions",)
+
+
+class EpisodeActionInline(admin.TabularInline):
+    model = EpisodeAction
+    fields = ("index", "command", "valid", "message", "created_at")
+    readonly_fields = fields
+    extra = 0
+    can_delete = False
+
+
+@admin.register(Episode)
+class EpisodeAdmin(admin.ModelAdmin):
+    list_display = ("id", "user", "question", "status", "end_reason", "started_at", "active_seconds")
+    list_filter = ("status", "end_reason")
+    raw_id_fields = ("user", "question", "batch")
+    readonly_fields = ("state", "settings", "version", "started_at", "finished_at", "last_seen_at")
+    inlines = (EpisodeActionInline,)
+
+
+@admin.register(EpisodeAction)
+class EpisodeActionAdmin(admin.ModelAdmin):
+    list_display = ("episode", "index", "command", "valid", "created_at")
+    readonly_fields = [field.name for field in EpisodeAction._meta.fields]

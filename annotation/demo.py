@@ -10,7 +10,11 @@ DEMO_QUESTION_FILES = (
     DEMO_QUESTION_DIR / "triviaqa_sm_sub.jsonl",
     DEMO_QUESTION_DIR / "nq_open.jsonl",
     DEMO_QUESTION_DIR / "web_questions.jsonl",
+    DEMO_QUESTION_DIR / "freshwiki_demo.jsonl",
 )
+# Questions written for the demo corpus, handed to demonstrators first.
+DEMO_BATCH_NAME = "FreshWiki demo questions"
+DEMO_BATCH_DATASET = "freshwiki_demo"
 DEMO_CORPUS_NAME = "freshwiki"
 DEMO_CORPUS_DIR = Path(settings.BASE_DIR) / "data" / "corpus" / "freshwiki" / "json"
 # (user name = password, group, is admin)

@@ -1,9 +1,21 @@
 from django.urls import path
 
 from annotation import views
+from annotation.demonstrations import views as demo
 
 app_name = "annotation"
 urlpatterns = [
-    path("demonstrations/", views.next_question, name="next_question"),
+    path("demonstrations/", demo.landing, name="next_question"),
+    path("demonstrations/start/", demo.start, name="start"),
+    path("demonstrations/history/", demo.history, name="history"),
+    path("demonstrations/instructions/", demo.instructions, name="instructions"),
+    path("demonstrations/episodes/<int:pk>/", demo.episode_page, name="episode"),
+    path("demonstrations/episodes/<int:pk>/act/", demo.act, name="act"),
+    path("demonstrations/episodes/<int:pk>/heartbeat/", demo.heartbeat, name="heartbeat"),
+    path("demonstrations/episodes/<int:pk>/draft/", demo.draft, name="draft"),
+    path("demonstrations/episodes/<int:pk>/answer/", demo.answer, name="answer"),
+    path("demonstrations/episodes/<int:pk>/browse-again/", demo.browse_again, name="browse_again"),
+    path("demonstrations/episodes/<int:pk>/note/", demo.note, name="note"),
+    path("demonstrations/episodes/<int:pk>/skip/", demo.skip, name="skip"),
     path("tasks/", views.next_task, name="next_task"),
 ]

@@ -11,6 +11,8 @@ from django.core.validators import validate_slug
 from django.db import transaction
 
 from browser.corpus.readers import detect_format, read_corpus
+from browser.engine.backend import SearchBackend
+from browser.engine.browser import Browser
 from browser.engine.page import Page
 from browser.engine.settings import BrowserSettings
 from browser.models import Corpus, CorpusImport, PageSnapshot
@@ -90,3 +92,26 @@ def store_snapshots(pages: Iterable[Page]) -> int:
 
 def load_snapshot(digest: str) -> Page:
     return Page.from_dict(PageSnapshot.objects.get(digest=digest).page)
+
+
+def save_browser(browser: Browser, known_digests: Iterable[str] = ()) -> dict:
+    """The browser's state for the database: pages go to snapshots, the state keeps their digests."""
+    store_snapshots(browser.pages.values())
+    state = browser.state()
+    state["pages"] = sorted(set(known_digests) | set(state["pages"]))
+    return state
+
+
+def restore_browser(backend: SearchBackend, state: dict, *, with_all_pages: bool = False) -> Browser:
+    """A browser from a saved state, loading only the snapshots it needs to go on (current page and
+    the Back history), or every page it opened (``with_all_pages``, for replays)."""
+    needed = (
+        set(state["pages"])
+        if with_all_pages
+        else {state["cursor"]["digest"]} | {cursor["digest"] for cursor in state["history"]}
+    )
+    pages = dict(PageSnapshot.objects.filter(digest__in=needed).values_list("digest", "page"))
+    missing = needed - set(pages)
+    if missing:
+        raise PageSnapshot.DoesNotExist(f"missing page snapshots: {sorted(missing)[:3]}")
+    return Browser.from_state(backend, {**state, "pages": pages})

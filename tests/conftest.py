@@ -10,6 +10,7 @@ from django.contrib.auth.models import Group
 
 ROOT = Path(__file__).resolve().parent.parent
 QUESTION_DATA = ROOT / "data" / "questions"
+FRESHWIKI = ROOT / "data" / "corpus" / "freshwiki" / "json"
 
 
 def database_url_for_tests() -> str:
@@ -34,6 +35,27 @@ def corpus_indexes_in_tmp(settings, tmp_path, monkeypatch):
 
     settings.CORPUS_INDEX_DIR = tmp_path / "corpora"
     monkeypatch.setattr(services, "_indexes", {})
+
+
+@pytest.fixture(scope="session")
+def freshwiki_index_dir(tmp_path_factory):
+    """The FreshWiki corpus indexed once per test session (tests only read it)."""
+    from browser.corpus.readers import read_corpus
+    from browser.search.local import LocalIndex
+
+    root = tmp_path_factory.mktemp("shared-corpora")
+    LocalIndex.open(root / "freshwiki").add(read_corpus(FRESHWIKI, "freshwiki"))
+    return root
+
+
+@pytest.fixture
+def freshwiki(settings, freshwiki_index_dir):
+    """The demo corpus, registered in this test's database and set as the default corpus."""
+    from browser.models import Corpus
+
+    settings.CORPUS_INDEX_DIR = freshwiki_index_dir
+    settings.DEFAULT_CORPUS = "freshwiki"
+    return Corpus.objects.create(name="freshwiki", document_count=100)
 
 
 @pytest.fixture

@@ -22,7 +22,7 @@ def test_load_demo_creates_the_demo_users_and_questions_once(settings):
     settings.DEBUG = True
     call_command("load_demo")
     counts = (Question.objects.count(), QuestionImport.objects.count(), get_user_model().objects.count())
-    assert counts == (790 + 3000 + 393 + 381, 4, 4)
+    assert counts == (790 + 3000 + 393 + 381 + 12, 5, 4)
     expected_roles = {
         "demonstrator": {Role.DEMONSTRATOR},
         "labeler": {Role.LABELER},

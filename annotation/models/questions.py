@@ -1,4 +1,4 @@
-"""Annotation data: the question bank (more models arrive with demonstrations and feedback tasks)."""
+"""The question bank: questions and the reports of their imports."""
 
 from __future__ import annotations
 

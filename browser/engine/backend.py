@@ -45,3 +45,15 @@ class SearchBackend(Protocol):
     def fetch(self, url: str) -> Document:
         """The document at ``url``; raises PageNotFound or FetchError."""
         ...
+
+
+class ReplayOnly:
+    """A backend for replays: every page must come from the recording, so any request is a bug."""
+
+    name = "replay"
+
+    def search(self, query: str, k: int = 10) -> list[SearchResult]:
+        raise LookupError(f"replay: no recorded results for search {query!r}")
+
+    def fetch(self, url: str) -> Document:
+        raise LookupError(f"replay: no recorded page for {url}")

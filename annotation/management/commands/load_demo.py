@@ -10,8 +10,16 @@ from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group
 from django.core.management.base import BaseCommand, CommandError
 
-from annotation.demo import DEMO_CORPUS_DIR, DEMO_CORPUS_NAME, DEMO_QUESTION_FILES, DEMO_USERS
-from annotation.models import QuestionImport
+from annotation.demo import (
+    DEMO_BATCH_DATASET,
+    DEMO_BATCH_NAME,
+    DEMO_CORPUS_DIR,
+    DEMO_CORPUS_NAME,
+    DEMO_QUESTION_FILES,
+    DEMO_USERS,
+)
+from annotation.demonstrations.batches import create_demonstration_batch
+from annotation.models import DemonstrationBatch, Question, QuestionImport
 from annotation.questions.service import import_questions
 from browser.models import Corpus
 from browser.services import import_corpus, open_index
@@ -51,3 +59,7 @@ class Command(BaseCommand):
         else:
             corpus_import = import_corpus(DEMO_CORPUS_NAME, DEMO_CORPUS_DIR, source_format="freshwiki")
             self.stdout.write(f"corpus {DEMO_CORPUS_NAME}: {corpus_import.record_count} pages indexed")
+        if not DemonstrationBatch.objects.filter(name=DEMO_BATCH_NAME).exists():
+            questions = Question.objects.filter(dataset=DEMO_BATCH_DATASET)
+            batch = create_demonstration_batch(None, DEMO_BATCH_NAME, questions)
+            self.stdout.write(f"demonstration batch {batch.name!r}: {questions.count()} questions")

@@ -1,0 +1,1 @@
+"""Demonstrations: assignment, the recorded browsing episode, the answer step, BC data."""

@@ -1,0 +1,247 @@
+"""Demonstration episodes: handing out questions, recording every command, the answer step.
+
+Every change takes the episode's row lock inside a transaction, so two requests for one episode (a double
+click, a retry, a second tab) are applied one after the other, and the checks below see the latest state.
+"""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from django.conf import settings
+from django.db import transaction
+from django.db.models import Count, Exists, IntegerField, OuterRef, Subquery
+from django.db.models.functions import Coalesce
+from django.utils import timezone
+
+from annotation.demonstrations.answers import answer_errors
+from annotation.models import DemonstrationBatch, Episode, EpisodeAction, EpisodeStatus, Question, Split
+from browser.engine.browser import Browser, StepResult
+from browser.engine.commands import EndReason
+from browser.services import backend_for, browser_settings, restore_browser, save_browser
+from webgpt_site.models import log_action
+from webgpt_site.permissions import AnyUser
+
+# Gaps longer than this between signs of activity do not count as time on task.
+IDLE_LIMIT = timedelta(seconds=60)
+STALE_MESSAGE = "This episode changed in another tab or window: here is its current state."
+
+
+class EpisodeClosed(ValueError):
+    """The episode is not in a state that allows this (for example, it is finished)."""
+
+
+@dataclass(frozen=True)
+class Outcome:
+    episode: Episode
+    result: StepResult | None = None  # None when nothing was applied
+    notice: str = ""
+    browser: Browser | None = None  # the episode's browser after the change, when one was opened
+
+
+def next_episode(user: AnyUser) -> Episode | None:
+    """The person's open episode, or a new one on a question they have not done; None when none is left."""
+    current = Episode.objects.filter(user=user).open().first()
+    if current is not None:
+        return current
+    with transaction.atomic():
+        question, batch = _pick_question(user)
+        if question is None:
+            return None
+        browser = Browser(backend_for(settings.DEFAULT_CORPUS), browser_settings())
+        browser.reset(question.text, question.reference_answers)
+        episode = Episode.objects.create(
+            user=user,
+            question=question,
+            batch=batch,
+            corpus=settings.DEFAULT_CORPUS,
+            settings=browser.settings.to_dict(),
+            state=save_browser(browser),
+            last_seen_at=timezone.now(),
+        )
+        log_action(user, "episode.start", episode, question=question.pk)
+    return episode
+
+
+def _pick_question(user: AnyUser) -> tuple[Question | None, DemonstrationBatch | None]:
+    """Active batches first (each question to ``overlap`` people), then the bc split (one person each).
+
+    Rows are locked with SKIP LOCKED, so two people asking at the same moment get different questions.
+    """
+    done_by_user = Episode.objects.filter(question=OuterRef("pk"), user=user)
+    for batch in DemonstrationBatch.objects.filter(is_active=True):
+        taken = (
+            Episode.objects.filter(question=OuterRef("pk"), batch=batch)
+            .exclude(status=EpisodeStatus.SKIPPED)
+            .values("question")
+            .annotate(n=Count("pk"))
+            .values("n")
+        )
+        question = (
+            batch.questions.annotate(taken=Coalesce(Subquery(taken, output_field=IntegerField()), 0))
+            .filter(~Exists(done_by_user), taken__lt=batch.overlap)
+            .order_by("key")
+            .select_for_update(skip_locked=True, of=("self",))
+            .first()
+        )
+        if question is not None:
+            return question, batch
+    taken_by_anyone = Episode.objects.filter(question=OuterRef("pk")).exclude(status=EpisodeStatus.SKIPPED)
+    in_active_batch = DemonstrationBatch.objects.filter(is_active=True, questions=OuterRef("pk"))
+    question = (
+        Question.objects.filter(split=Split.BC)
+        .filter(~Exists(done_by_user), ~Exists(taken_by_anyone), ~Exists(in_active_batch))
+        .order_by("key")
+        .select_for_update(skip_locked=True, of=("self",))
+        .first()
+    )
+    return question, None
+
+
+def open_browser(episode: Episode, *, with_all_pages: bool = False) -> Browser:
+    return restore_browser(backend_for(episode.corpus), episode.state, with_all_pages=with_all_pages)
+
+
+def record_action(episode_id: int, user: AnyUser, command: str, key: uuid.UUID, version: int) -> Outcome:
+    """Apply one command once: a repeated key is ignored, a stale version is refused."""
+    with transaction.atomic():
+        episode = Episode.objects.select_for_update().get(pk=episode_id, user=user)
+        if EpisodeAction.objects.filter(episode=episode, idempotency_key=key).exists():
+            return Outcome(episode)  # a double click or a retry: already applied
+        if version != episode.version:
+            return Outcome(episode, notice=STALE_MESSAGE)
+        if episode.status != EpisodeStatus.BROWSING:
+            return Outcome(episode, notice="Browsing has ended for this episode.")
+        browser = open_browser(episode)
+        observation, page_before = browser.observation(), browser.page.digest
+        result = browser.step(command)
+        episode.state = save_browser(browser, episode.state["pages"])
+        EpisodeAction.objects.create(
+            episode=episode,
+            index=episode.actions.count(),
+            command=command.strip(),
+            valid=result.valid,
+            message=result.message,
+            observation_before=observation,
+            page_before=page_before,
+            page_after=browser.page.digest,
+            idempotency_key=key,
+        )
+        if result.done:
+            _end_browsing(episode, browser)
+        _touch(episode, timezone.now())
+        episode.version += 1
+        episode.save()
+    return Outcome(episode, result, browser=browser)
+
+
+def _end_browsing(episode: Episode, browser: Browser) -> None:
+    reason = browser.end_reason
+    episode.end_reason = reason.value if reason else ""
+    # Limits end browsing but not the episode: whoever has quotes still writes the answer.
+    if reason == EndReason.ANSWER or (
+        reason in {EndReason.ACTION_LIMIT, EndReason.QUOTE_LIMIT} and browser.quotes
+    ):
+        episode.status = EpisodeStatus.ANSWERING
+    else:
+        episode.status = EpisodeStatus.FINISHED
+        episode.finished_at = timezone.now()
+
+
+def _touch(episode: Episode, now: datetime) -> None:
+    """Count the time since the last sign of activity, unless the person was away."""
+    if episode.last_seen_at is not None and timedelta(0) <= now - episode.last_seen_at <= IDLE_LIMIT:
+        episode.active_seconds += (now - episode.last_seen_at).total_seconds()
+    episode.last_seen_at = now
+
+
+def heartbeat(episode_id: int, user: AnyUser) -> None:
+    """The page is visible and in use (sent by the page every few seconds while that is so)."""
+    with transaction.atomic():
+        episode = Episode.objects.select_for_update().get(pk=episode_id, user=user)
+        if episode.is_open:
+            _touch(episode, timezone.now())
+            episode.save(update_fields=["active_seconds", "last_seen_at"])
+
+
+def save_draft(episode_id: int, user: AnyUser, text: str) -> Episode:
+    with transaction.atomic():
+        episode = Episode.objects.select_for_update().get(pk=episode_id, user=user)
+        if episode.status != EpisodeStatus.ANSWERING:
+            raise EpisodeClosed("This episode is not at the answer step.")
+        episode.answer_draft = text
+        _touch(episode, timezone.now())
+        episode.save(update_fields=["answer_draft", "active_seconds", "last_seen_at"])
+    return episode
+
+
+def submit_answer(episode_id: int, user: AnyUser, text: str) -> list[str]:
+    """Finish the episode with its answer, or say why not. Submitting the same answer again is harmless."""
+    with transaction.atomic():
+        episode = Episode.objects.select_for_update().get(pk=episode_id, user=user)
+        if episode.status == EpisodeStatus.FINISHED and episode.answer == text:
+            return []
+        if episode.status != EpisodeStatus.ANSWERING:
+            return ["This episode is not at the answer step."]
+        errors = answer_errors(text, len(episode.state["quotes"]))
+        episode.answer_draft = text
+        if not errors:
+            episode.answer = text
+            episode.status = EpisodeStatus.FINISHED
+            episode.finished_at = timezone.now()
+            episode.version += 1
+            log_action(user, "episode.answer", episode)
+        _touch(episode, timezone.now())
+        episode.save()
+    return errors
+
+
+def return_to_browsing(episode_id: int, user: AnyUser) -> str:
+    """Leave the answer step for more browsing while actions remain; the reason why not otherwise."""
+    with transaction.atomic():
+        episode = Episode.objects.select_for_update().get(pk=episode_id, user=user)
+        if episode.status != EpisodeStatus.ANSWERING:
+            return "This episode is not at the answer step."
+        browser = open_browser(episode)
+        if not browser.reopen():
+            return "No actions are left: write the answer with the quotes you have."
+        episode.state = save_browser(browser, episode.state["pages"])
+        episode.status, episode.end_reason = EpisodeStatus.BROWSING, ""
+        episode.version += 1
+        episode.save()
+    return ""
+
+
+def save_note(episode_id: int, user: AnyUser, note: str) -> None:
+    with transaction.atomic():
+        episode = Episode.objects.select_for_update().get(pk=episode_id, user=user)
+        if episode.status != EpisodeStatus.FINISHED:
+            raise EpisodeClosed("Notes are for finished episodes.")
+        episode.note = note
+        episode.save(update_fields=["note"])
+
+
+def skip_episode(episode_id: int, user: AnyUser, reason: str) -> None:
+    """Give the question back (it returns to the pool for others) with a reason."""
+    if not reason.strip():
+        raise EpisodeClosed("Say why you skip this question.")
+    with transaction.atomic():
+        episode = Episode.objects.select_for_update().get(pk=episode_id, user=user)
+        if not episode.is_open:
+            raise EpisodeClosed("This episode is already closed.")
+        episode.status, episode.note, episode.finished_at = (
+            EpisodeStatus.SKIPPED,
+            reason.strip(),
+            timezone.now(),
+        )
+        episode.version += 1
+        episode.save()
+        log_action(user, "episode.skip", episode, reason=reason.strip())
+
+
+def open_question_count() -> int:
+    """How many bc questions are waiting for anyone (an indication for the landing page)."""
+    taken = Episode.objects.filter(question=OuterRef("pk")).exclude(status=EpisodeStatus.SKIPPED)
+    return Question.objects.filter(split=Split.BC).filter(~Exists(taken)).count()

@@ -1,0 +1,219 @@
+"""The demonstrator's pages: landing, the browsing episode (htmx), the answer step, history."""
+
+from __future__ import annotations
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
+from django.views.decorators.http import require_GET, require_POST
+from django.views.decorators.vary import vary_on_headers
+
+from annotation.demonstrations import service
+from annotation.demonstrations.forms import ActionForm, AnswerForm, NoteForm, SkipForm
+from annotation.demonstrations.presenter import panel_context
+from annotation.models import Episode, EpisodeStatus
+from webgpt_site.permissions import Role, get_visible_or_404, role_required
+
+
+@require_GET
+@role_required(Role.DEMONSTRATOR)
+def landing(request: HttpRequest) -> HttpResponse:
+    episodes = Episode.objects.filter(user=request.user).select_related("question")
+    return render(
+        request,
+        "demonstrations/landing.html",
+        {
+            "open_episode": episodes.open().first(),
+            "recent": episodes.exclude(status__in=(EpisodeStatus.BROWSING, EpisodeStatus.ANSWERING))[:5],
+            "waiting": service.open_question_count(),
+        },
+    )
+
+
+@require_POST
+@role_required(Role.DEMONSTRATOR)
+def start(request: HttpRequest) -> HttpResponse:
+    episode = service.next_episode(request.user)
+    if episode is None:
+        messages.info(request, "No questions are waiting for you right now. Thank you!")
+        return redirect("annotation:next_question")
+    return redirect("annotation:episode", pk=episode.pk)
+
+
+@require_GET
+@login_required
+def episode_page(request: HttpRequest, pk: int) -> HttpResponse:
+    """The episode as its current step: browsing, answering, or (finished, or someone else's) read-only."""
+    episode = get_visible_or_404(Episode.objects.select_related("question", "user"), request.user, pk=pk)
+    if episode.user_id != request.user.pk or not episode.is_open:
+        return _detail(request, episode)
+    browser = service.open_browser(episode)
+    if episode.status == EpisodeStatus.ANSWERING:
+        form = AnswerForm(initial={"answer": episode.answer_draft})
+        return render(request, "demonstrations/answer.html", _answer_context(episode, browser, form))
+    return render(request, "demonstrations/episode.html", panel_context(episode, browser))
+
+
+def _detail(request: HttpRequest, episode: Episode) -> HttpResponse:
+    browser = service.open_browser(episode)
+    actions = episode.actions.only("index", "command", "valid", "message", "created_at")
+    return render(
+        request,
+        "demonstrations/detail.html",
+        {"episode": episode, "quotes": browser.quotes, "actions": actions, "note_form": NoteForm()},
+    )
+
+
+def _answer_context(episode: Episode, browser, form: AnswerForm, errors: list[str] = ()) -> dict:
+    return {
+        "episode": episode,
+        "question": browser.question,
+        "quotes": browser.quotes,
+        "form": form,
+        "errors": errors,
+        "can_browse_again": browser.actions_left > 0,
+        "actions_left": browser.actions_left,
+    }
+
+
+def _own_episode(request: HttpRequest, pk: int) -> Episode:
+    """Only the demonstrator acts on an episode; for anyone else it does not exist (404)."""
+    return get_object_or_404(Episode, pk=pk, user=request.user)
+
+
+@require_POST
+@role_required(Role.DEMONSTRATOR)
+@vary_on_headers("HX-Request")
+def act(request: HttpRequest, pk: int) -> HttpResponse:
+    episode = _own_episode(request, pk)
+    form = ActionForm(request.POST)
+    if not form.is_valid():
+        message = " ".join(form.non_field_errors()) or "That request was incomplete; nothing was done."
+        return _panel_or_redirect(request, episode, message=message, valid=False)
+    outcome = service.record_action(
+        episode.pk, request.user, form.command(), form.cleaned_data["key"], form.cleaned_data["version"]
+    )
+    episode = outcome.episode
+    if episode.status != EpisodeStatus.BROWSING:
+        return _go(request, reverse("annotation:episode", args=[episode.pk]))
+    if outcome.result is not None:
+        return _panel_or_redirect(
+            request, episode, outcome.browser, outcome.result.message, outcome.result.valid
+        )
+    return _panel_or_redirect(request, episode, message=outcome.notice, valid=not outcome.notice)
+
+
+def _panel_or_redirect(request, episode, browser=None, message="", valid=True) -> HttpResponse:
+    if not request.htmx:
+        if message:
+            (messages.info if valid else messages.error)(request, message)
+        return redirect("annotation:episode", pk=episode.pk)
+    browser = browser or service.open_browser(episode)
+    context = panel_context(episode, browser, message=message, valid=valid)
+    return render(request, "demonstrations/_panel.html", context)
+
+
+def _go(request: HttpRequest, url: str) -> HttpResponse:
+    """A full-page navigation, also from an htmx request."""
+    if request.htmx:
+        response = HttpResponse(status=204)
+        response["HX-Redirect"] = url
+        return response
+    return redirect(url)
+
+
+@require_POST
+@role_required(Role.DEMONSTRATOR)
+def heartbeat(request: HttpRequest, pk: int) -> HttpResponse:
+    service.heartbeat(_own_episode(request, pk).pk, request.user)
+    return HttpResponse(status=204)
+
+
+@require_POST
+@role_required(Role.DEMONSTRATOR)
+def draft(request: HttpRequest, pk: int) -> HttpResponse:
+    episode = _own_episode(request, pk)
+    form = AnswerForm(request.POST)
+    if not form.is_valid():
+        return HttpResponse("The draft is too long.", status=400)
+    try:
+        service.save_draft(episode.pk, request.user, form.cleaned_data["answer"])
+    except service.EpisodeClosed as exc:
+        return HttpResponse(str(exc), status=409)
+    return render(request, "demonstrations/_draft_saved.html")
+
+
+@require_POST
+@role_required(Role.DEMONSTRATOR)
+def answer(request: HttpRequest, pk: int) -> HttpResponse:
+    episode = _own_episode(request, pk)
+    form = AnswerForm(request.POST)
+    errors = ["The answer is too long."] if not form.is_valid() else []
+    if not errors:
+        errors = service.submit_answer(episode.pk, request.user, form.cleaned_data["answer"])
+    if not errors:
+        messages.success(request, "Answer submitted. Thank you!")
+        return redirect("annotation:next_question")
+    episode.refresh_from_db()
+    if episode.status != EpisodeStatus.ANSWERING:
+        return redirect("annotation:episode", pk=episode.pk)
+    browser = service.open_browser(episode)
+    return render(
+        request, "demonstrations/answer.html", _answer_context(episode, browser, form, errors), status=400
+    )
+
+
+@require_POST
+@role_required(Role.DEMONSTRATOR)
+def browse_again(request: HttpRequest, pk: int) -> HttpResponse:
+    problem = service.return_to_browsing(_own_episode(request, pk).pk, request.user)
+    if problem:
+        messages.error(request, problem)
+    return redirect("annotation:episode", pk=pk)
+
+
+@require_POST
+@role_required(Role.DEMONSTRATOR)
+def note(request: HttpRequest, pk: int) -> HttpResponse:
+    episode = _own_episode(request, pk)
+    form = NoteForm(request.POST)
+    if form.is_valid():
+        try:
+            service.save_note(episode.pk, request.user, form.cleaned_data["note"])
+            messages.success(request, "Note saved.")
+        except service.EpisodeClosed as exc:
+            messages.error(request, str(exc))
+    else:
+        messages.error(request, "The note is too long.")
+    return redirect("annotation:episode", pk=pk)
+
+
+@require_POST
+@role_required(Role.DEMONSTRATOR)
+def skip(request: HttpRequest, pk: int) -> HttpResponse:
+    episode = _own_episode(request, pk)
+    form = SkipForm(request.POST)
+    try:
+        if not form.is_valid():
+            raise service.EpisodeClosed("Say why you skip this question.")
+        service.skip_episode(episode.pk, request.user, form.cleaned_data["reason"])
+    except service.EpisodeClosed as exc:
+        messages.error(request, str(exc))
+        return redirect("annotation:episode", pk=pk)
+    messages.info(request, "Question skipped.")
+    return redirect("annotation:next_question")
+
+
+@require_GET
+@role_required(Role.DEMONSTRATOR)
+def history(request: HttpRequest) -> HttpResponse:
+    episodes = Episode.objects.filter(user=request.user).select_related("question")
+    return render(request, "demonstrations/history.html", {"episodes": episodes})
+
+
+@require_GET
+@login_required
+def instructions(request: HttpRequest) -> HttpResponse:
+    return render(request, "demonstrations/instructions.html")

@@ -1,0 +1,38 @@
+"""``manage.py create_demonstration_batch NAME``: questions to demonstrate next, from a dataset or split."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+
+from annotation.demonstrations.batches import create_demonstration_batch
+from annotation.models import Question, Split
+
+
+class Command(BaseCommand):
+    help = "Create an active demonstration batch; demonstrators get its questions before the bc pool."
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("name")
+        parser.add_argument("--dataset", help="only questions of this dataset")
+        parser.add_argument("--split", choices=Split.values, help="only questions of this split")
+        parser.add_argument("--limit", type=int, help="at most this many questions")
+        parser.add_argument("--overlap", type=int, default=1, help="demonstrators per question (1-10)")
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        questions = Question.objects.order_by("key")
+        if options["dataset"]:
+            questions = questions.filter(dataset=options["dataset"])
+        if options["split"]:
+            questions = questions.filter(split=options["split"])
+        ids = list(questions.values_list("pk", flat=True)[: options["limit"]])
+        if not ids:
+            raise CommandError("no question matches; nothing was created")
+        try:
+            batch = create_demonstration_batch(
+                None, options["name"], Question.objects.filter(pk__in=ids), options["overlap"]
+            )
+        except ValueError as exc:
+            raise CommandError(str(exc)) from None
+        self.stdout.write(f"batch {batch.pk} {batch.name!r}: {len(ids)} questions, overlap {batch.overlap}")
