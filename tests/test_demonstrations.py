@@ -82,7 +82,10 @@ def test_each_command_is_recorded_with_what_was_seen_before_it(bank, dana):
     act(episode, dana, "Clicked on link 0")
     reloaded = service.open_browser(Episode.objects.get())  # as after a reload or a server restart
     assert reloaded.page.title == "2022 AFL Grand Final"
-    assert "♦Past actions\nSearch AFL Grand Final\nClick 2022 AFL Grand Final en.wikipedia.org\n" in reloaded.observation()
+    assert (
+        "♦Past actions\nSearch AFL Grand Final\nClick 2022 AFL Grand Final en.wikipedia.org\n"
+        in reloaded.observation()
+    )
 
 
 def test_a_repeated_request_is_applied_once(bank, dana):
@@ -121,7 +124,10 @@ def test_running_out_of_actions_moves_to_the_answer_step_when_there_are_quotes(b
     act(episode, dana, "Quote: Geelong")
     episode.refresh_from_db()
     assert (episode.status, episode.end_reason) == (EpisodeStatus.ANSWERING, "action_limit")
-    assert service.return_to_browsing(episode.pk, dana) == "No actions are left: write the answer with the quotes you have."
+    assert (
+        service.return_to_browsing(episode.pk, dana)
+        == "No actions are left: write the answer with the quotes you have."
+    )
 
 
 def test_running_out_of_actions_without_quotes_finishes(bank, dana, settings):

@@ -1,0 +1,186 @@
+"""The demonstration pages over HTTP: who may see and act, htmx partials, form validation."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from django.urls import reverse
+
+from annotation.demonstrations import service
+from annotation.models import Episode, EpisodeAction, EpisodeStatus
+from annotation.questions.service import import_questions
+from tests.conftest import make_user
+
+pytestmark = pytest.mark.django_db
+HTMX = {"HX-Request": "true"}
+
+
+@pytest.fixture
+def episode(freshwiki, dana):
+    import_questions(
+        b'{"question": "Who won the 2022 AFL Grand Final?"}', filename="q.jsonl", explain_statements=False
+    )
+    from annotation.models import Question
+
+    Question.objects.update(split="bc")
+    return service.next_episode(dana)
+
+
+def panel_fields(html: str) -> dict[str, str]:
+    return {
+        "key": re.search(r'name="key" value="([^"]+)"', html).group(1),
+        "version": re.search(r'name="version" value="([^"]+)"', html).group(1),
+    }
+
+
+def post_action(client, episode, kind, text, html=None, headers=HTMX):
+    html = html or client.get(reverse("annotation:episode", args=[episode.pk])).content.decode()
+    data = {"kind": kind, "text": text, **panel_fields(html)}
+    return client.post(reverse("annotation:act", args=[episode.pk]), data, headers=headers)
+
+
+def test_the_landing_page_starts_and_then_resumes_a_question(freshwiki, client_for, dana):
+    import_questions(b'{"question": "Who won the 2022 AFL Grand Final?"}', filename="q.jsonl")
+    from annotation.models import Question
+
+    Question.objects.update(split="bc")
+    client = client_for(dana)
+    landing = client.get(reverse("annotation:next_question")).content.decode()
+    assert "Start next question" in landing
+    response = client.post(reverse("annotation:start"))
+    episode = Episode.objects.get()
+    assert response.url == reverse("annotation:episode", args=[episode.pk])
+    assert "Resume your question" in client.get(reverse("annotation:next_question")).content.decode()
+
+
+def test_the_browsing_page_has_every_control_with_its_name(client_for, dana, episode):
+    html = client_for(dana).get(reverse("annotation:episode", args=[episode.pk])).content.decode()
+    for name in (
+        "Search",
+        "Back",
+        "Top",
+        "Scroll down",
+        "Scroll up",
+        "Find in page",
+        "Quote",
+        "End: Answer",
+        "End: Nonsense",
+        "End: Controversial",
+    ):
+        assert re.search(rf"<button[^>]*>{re.escape(name)}</button>", html), name
+    assert '<label for="search-query">Search query</label>' in html
+    assert '<label for="find-text">Find text</label>' in html
+    assert "Who won the 2022 AFL Grand Final?" in html
+    assert reverse("annotation:instructions") in html
+    assert "<kbd>/</kbd>" in html  # shortcuts are listed
+
+
+def test_an_htmx_action_returns_the_updated_panel_with_links(client_for, dana, episode):
+    client = client_for(dana)
+    response = post_action(client, episode, "search", "AFL Grand Final")
+    html = response.content.decode()
+    assert response.status_code == 200
+    assert html.startswith('<div id="episode-panel"')
+    assert "Search results for: AFL Grand Final" in html
+    assert re.search(r'<a href="#page-title" hx-post="[^"]+" hx-vals=\'\{"kind": "click", "text": "0"', html)
+    response = post_action(client, episode, "click", "0", html=html)
+    assert "2022 AFL Grand Final (en.wikipedia.org)" in response.content.decode()
+    assert list(EpisodeAction.objects.values_list("command", flat=True)) == [
+        "Search AFL Grand Final",
+        "Clicked on link 0",
+    ]
+
+
+def test_a_refused_quote_shows_why(client_for, dana, episode):
+    response = post_action(client_for(dana), episode, "quote", "words that are nowhere")
+    html = response.content.decode()
+    assert 'role="alert"' in html and "not on this page" in html
+    assert EpisodeAction.objects.get().valid is False
+
+
+def test_empty_or_forged_inputs_are_refused_without_recording_anything(client_for, dana, episode):
+    client = client_for(dana)
+    assert "Type what to search for." in post_action(client, episode, "search", "   ").content.decode()
+    assert "Select text in the page first" in post_action(client, episode, "quote", "").content.decode()
+    assert "Unknown command." in post_action(client, episode, "command", "Search evil").content.decode()
+    assert "Unknown link." in post_action(client, episode, "click", "x").content.decode()
+    response = client.post(
+        reverse("annotation:act", args=[episode.pk]), {"kind": "search", "text": "AFL"}, headers=HTMX
+    )
+    assert response.status_code == 200 and "nothing was done" in response.content.decode()
+    assert EpisodeAction.objects.count() == 0
+
+
+def test_a_stale_tab_gets_the_current_state_and_a_message(client_for, dana, episode):
+    client = client_for(dana)
+    old_page = client.get(reverse("annotation:episode", args=[episode.pk])).content.decode()
+    post_action(client, episode, "search", "AFL")
+    response = post_action(client, episode, "search", "Olympics", html=old_page)
+    html = response.content.decode()
+    assert "changed in another tab" in html
+    assert "Search results for: AFL" in html
+    assert EpisodeAction.objects.count() == 1
+
+
+def test_without_htmx_actions_redirect_back_to_the_episode(client_for, dana, episode):
+    response = post_action(client_for(dana), episode, "search", "AFL", headers={})
+    assert response.status_code == 302 and response.url == reverse("annotation:episode", args=[episode.pk])
+
+
+def test_ending_with_answer_leads_to_the_answer_step_and_submission(client_for, dana, episode):
+    client = client_for(dana)
+    html = post_action(client, episode, "search", "AFL Grand Final").content.decode()
+    html = post_action(client, episode, "click", "0", html=html).content.decode()
+    html = post_action(client, episode, "quote", "won by Geelong", html=html).content.decode()
+    response = post_action(client, episode, "command", "End: Answer", html=html)
+    assert response.status_code == 204
+    assert response.headers["HX-Redirect"] == reverse("annotation:episode", args=[episode.pk])
+    page = client.get(reverse("annotation:episode", args=[episode.pk])).content.decode()
+    assert "[1] 2022 AFL Grand Final (en.wikipedia.org)" in page
+    assert '<label for="id_answer">Answer</label>' in page
+    assert client.post(reverse("annotation:draft", args=[episode.pk]), {"answer": "Geel"}).status_code == 200
+    bad = client.post(reverse("annotation:answer", args=[episode.pk]), {"answer": "Geelong [3]"})
+    assert bad.status_code == 400 and "Unknown citation [3]" in bad.content.decode()
+    good = client.post(reverse("annotation:answer", args=[episode.pk]), {"answer": "Geelong won [1]."})
+    assert good.url == reverse("annotation:next_question")
+    episode.refresh_from_db()
+    assert episode.status == EpisodeStatus.FINISHED
+    detail = client.get(reverse("annotation:episode", args=[episode.pk])).content.decode()
+    assert "Geelong won [1]." in detail and "Clicked on link 0" in detail
+
+
+def test_another_demonstrator_gets_404_for_every_episode_url(client_for, django_user_model, episode):
+    erin = make_user(django_user_model, "erin", "demonstrator")
+    client = client_for(erin)
+    assert client.get(reverse("annotation:episode", args=[episode.pk])).status_code == 404
+    for name in ("act", "heartbeat", "draft", "answer", "browse_again", "note", "skip"):
+        assert client.post(reverse(f"annotation:{name}", args=[episode.pk]), {}).status_code == 404, name
+    assert EpisodeAction.objects.count() == 0
+
+
+def test_labelers_outsiders_and_anonymous_visitors_cannot_use_demonstration_pages(
+    client_for, bob, charlie, episode
+):
+    for user in (bob, charlie):
+        client = client_for(user)
+        assert client.get(reverse("annotation:next_question")).status_code == 403
+        assert client.post(reverse("annotation:start")).status_code == 403
+        assert client.get(reverse("annotation:episode", args=[episode.pk])).status_code == 404
+        assert client.post(reverse("annotation:act", args=[episode.pk]), {}).status_code == 403
+    anonymous = client_for(None)
+    response = anonymous.get(reverse("annotation:episode", args=[episode.pk]))
+    assert response.status_code == 302 and response.url.startswith(reverse("login"))
+
+
+def test_researchers_see_episodes_read_only(client_for, alice, episode):
+    client = client_for(alice)
+    page = client.get(reverse("annotation:episode", args=[episode.pk]))
+    assert page.status_code == 200 and "by dana" in page.content.decode()
+    assert client.post(reverse("annotation:act", args=[episode.pk]), {}).status_code == 403
+
+
+def test_history_lists_only_ones_own_episodes(client_for, django_user_model, dana, episode):
+    erin = make_user(django_user_model, "erin", "demonstrator")
+    assert "AFL Grand Final" in client_for(dana).get(reverse("annotation:history")).content.decode()
+    assert "AFL Grand Final" not in client_for(erin).get(reverse("annotation:history")).content.decode()
