@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from playwright.sync_api import Page, sync_playwright
+from playwright.sync_api import Page, expect, sync_playwright
 
 OUT = Path(__file__).resolve().parent.parent / "docs" / "screenshots"
 ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update"]
@@ -37,7 +37,52 @@ def main(base: str) -> None:
         page.locator("tbody a").first.click()
         page.wait_for_load_state("networkidle")
         page.screenshot(path=OUT / "question.png", full_page=True)
+        demonstration(browser.new_page(viewport={"width": 1280, "height": 1000}), base)
         browser.close()
+
+
+SELECT = """(text) => {
+  const walker = document.createTreeWalker(document.getElementById("page-text"), NodeFilter.SHOW_TEXT);
+  while (walker.nextNode()) {
+    const start = walker.currentNode.textContent.indexOf(text);
+    if (start >= 0) {
+      const range = document.createRange();
+      range.setStart(walker.currentNode, start);
+      range.setEnd(walker.currentNode, start + text.length);
+      window.getSelection().removeAllRanges();
+      window.getSelection().addRange(range);
+      return true;
+    }
+  }
+  return false;
+}"""
+
+
+def demonstration(page: Page, base: str) -> None:
+    """The browsing page after a search, a click, a find and a quote; then the answer step."""
+    sign_in(page, base, "demonstrator")
+    page.get_by_role("button", name="Start next question").click()
+    # The first demo question asks about the 2022 Champions League final.
+    page.get_by_label("Search query").fill("2022 UEFA Champions League final")
+    page.get_by_role("button", name="Search").click()
+    expect(page.locator("#page-title")).to_have_text("Search results for: 2022 UEFA Champions League final")
+    page.get_by_role("link", name="2022 UEFA Champions League final", exact=True).click()
+    expect(page.locator("#page-title")).to_contain_text("(en.wikipedia.org)")
+    page.evaluate(SELECT, "Real Madrid won the match")
+    page.get_by_role("button", name="Quote").click()
+    expect(page.locator(".quotes blockquote")).to_have_count(1)
+    page.get_by_label("Find text").fill("kickoff being delayed")
+    page.get_by_role("button", name="Find in page").click()
+    expect(page.locator(".scrollbar")).not_to_contain_text("Scrollbar: 0 -")
+    page.evaluate(SELECT, "issues with crowd control")
+    page.screenshot(path=OUT / "browsing.png")
+    page.get_by_role("button", name="End: Answer").click()
+    page.get_by_label("Answer").fill(
+        "Real Madrid won the final [1]. The quote says the kick-off was delayed but not why, "
+        "so I would go back to browsing for that."
+    )
+    page.wait_for_timeout(1500)  # the draft autosaves
+    page.screenshot(path=OUT / "answer.png")
 
 
 if __name__ == "__main__":
