@@ -42,6 +42,7 @@ worker: $(VENV)/.installed-app
 bench: $(VENV)/.installed-dev
 	$(PY) bench/bench_search.py --out var/bench/search.json
 	$(PY) bench/bench_browser.py --out var/bench/browser.json
+	$(PY) bench/bench_http.py --out var/bench/http.json
 
 clean:
 	rm -rf $(VENV) var .pytest_cache .ruff_cache
