@@ -38,11 +38,13 @@ format: $(VENV)/.installed-dev
 worker: $(VENV)/.installed-app
 	$(VENV)/bin/celery -A webgpt_site worker -Q default,exports,training --concurrency 1 --loglevel INFO
 
-# Search and browser latency, tantivy vs SQLite FTS5 at 100k pages (a few minutes); JSON under var/bench/.
+# Search and browser latency (tantivy vs SQLite FTS5 at 100k pages) and the demonstration UI over HTTP
+# (gunicorn, PostgreSQL, 1 and 8 users); a few minutes; JSON under var/bench/.
 bench: $(VENV)/.installed-dev
 	$(PY) bench/bench_search.py --out var/bench/search.json
 	$(PY) bench/bench_browser.py --out var/bench/browser.json
 	$(PY) bench/bench_http.py --out var/bench/http.json
+	$(PY) bench/bench_http.py --think-ms 1000 --rounds 6 --out var/bench/http-think.json
 
 clean:
 	rm -rf $(VENV) var .pytest_cache .ruff_cache

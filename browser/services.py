@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Iterable
+from functools import lru_cache
 from pathlib import Path
 
 from django.conf import settings
@@ -40,7 +41,9 @@ def open_index(corpus: Corpus) -> LocalIndex:
 
 def backend_for(name: str | None = None) -> LocalIndex:
     """The search backend for a corpus name (default ``DEFAULT_CORPUS``); Corpus.DoesNotExist if unknown."""
-    return open_index(Corpus.objects.get(name=name or settings.DEFAULT_CORPUS))
+    name = name or settings.DEFAULT_CORPUS
+    index = _indexes.get(name)  # an index already open needs no query (this runs on every browsing action)
+    return index if index is not None else open_index(Corpus.objects.get(name=name))
 
 
 def import_corpus(
@@ -78,6 +81,9 @@ def import_corpus(
 
 def store_snapshots(pages: Iterable[Page]) -> int:
     """Save pages not stored yet (content-addressed, so a page seen twice is stored once)."""
+    pages = list(pages)
+    if not pages:
+        return 0
     rows = [
         PageSnapshot(digest=page.digest, url=page.url, title=page.title, kind=page.kind, page=page.to_dict())
         for page in {page.digest: page for page in pages}.values()
@@ -90,28 +96,34 @@ def store_snapshots(pages: Iterable[Page]) -> int:
     return len(new)
 
 
+@lru_cache(maxsize=512)
 def load_snapshot(digest: str) -> Page:
+    """A stored page. Snapshots never change (the digest is their content), so each process keeps the
+    recently used ones parsed: most browsing actions then read no page from the database."""
     return Page.from_dict(PageSnapshot.objects.get(digest=digest).page)
 
 
 def save_browser(browser: Browser, known_digests: Iterable[str] = ()) -> dict:
-    """The browser's state for the database: pages go to snapshots, the state keeps their digests."""
-    store_snapshots(browser.pages.values())
+    """The browser's state for the database: pages go to snapshots, the state keeps their digests.
+
+    Only pages not among ``known_digests`` (the episode's pages so far) are checked and stored."""
+    known = set(known_digests)
+    store_snapshots(page for digest, page in browser.pages.items() if digest not in known)
     state = browser.state()
-    state["pages"] = sorted(set(known_digests) | set(state["pages"]))
+    state["pages"] = sorted(known | set(state["pages"]))
     return state
 
 
 def restore_browser(backend: SearchBackend, state: dict, *, with_all_pages: bool = False) -> Browser:
-    """A browser from a saved state, loading only the snapshots it needs to go on (current page and
-    the Back history), or every page it opened (``with_all_pages``, for replays)."""
-    needed = (
-        set(state["pages"])
-        if with_all_pages
-        else {state["cursor"]["digest"]} | {cursor["digest"] for cursor in state["history"]}
-    )
-    pages = dict(PageSnapshot.objects.filter(digest__in=needed).values_list("digest", "page"))
-    missing = needed - set(pages)
+    """A browser from a saved state: the current page is loaded now, pages in the Back history when the
+    engine needs them; ``with_all_pages`` loads every page the episode opened (for replays)."""
+    if not with_all_pages:
+        current = state["cursor"]["digest"]
+        return Browser.from_state(
+            backend, {**state, "pages": {}}, page_loader=load_snapshot, preload=[current]
+        )
+    pages = dict(PageSnapshot.objects.filter(digest__in=state["pages"]).values_list("digest", "page"))
+    missing = set(state["pages"]) - set(pages)
     if missing:
         raise PageSnapshot.DoesNotExist(f"missing page snapshots: {sorted(missing)[:3]}")
     return Browser.from_state(backend, {**state, "pages": pages})

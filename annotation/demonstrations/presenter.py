@@ -5,6 +5,8 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
+from django.urls import reverse
+
 from annotation.models import Episode
 from browser.engine.browser import Browser
 from browser.engine.page import LINK_MARKER
@@ -41,6 +43,7 @@ def panel_context(
     page = browser.page
     return {
         "episode": episode,
+        "act_url": reverse("annotation:act", args=[episode.pk]),
         "question": browser.question,
         "page": page,
         "page_title": page.display_title,

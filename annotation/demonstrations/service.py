@@ -108,9 +108,9 @@ def record_action(episode_id: int, user: AnyUser, command: str, key: uuid.UUID, 
     """Apply one command once: a repeated key is ignored, a stale version is refused."""
     with transaction.atomic():
         episode = Episode.objects.select_for_update().get(pk=episode_id, user=user)
-        if EpisodeAction.objects.filter(episode=episode, idempotency_key=key).exists():
-            return Outcome(episode)  # a double click or a retry: already applied
-        if version != episode.version:
+        if key == episode.last_action_key:
+            return Outcome(episode)  # a double click or a retry of the last action: already applied
+        if version != episode.version:  # (an older retry lands here too: refused, never applied twice)
             return Outcome(episode, notice=STALE_MESSAGE)
         if episode.status != EpisodeStatus.BROWSING:
             return Outcome(episode, notice="Browsing has ended for this episode.")
@@ -120,7 +120,7 @@ def record_action(episode_id: int, user: AnyUser, command: str, key: uuid.UUID, 
         episode.state = save_browser(browser, episode.state["pages"])
         EpisodeAction.objects.create(
             episode=episode,
-            index=episode.actions.count(),
+            index=len(browser.actions) - 1,  # the engine's action list and the rows grow together
             command=command.strip(),
             valid=result.valid,
             message=result.message,
@@ -133,8 +133,21 @@ def record_action(episode_id: int, user: AnyUser, command: str, key: uuid.UUID, 
             _end_browsing(episode, browser)
         _touch(episode, timezone.now())
         episode.version += 1
-        episode.save()
+        episode.last_action_key = key
+        episode.save(update_fields=[*_STEP_FIELDS])
     return Outcome(episode, result, browser=browser)
+
+
+_STEP_FIELDS = (
+    "state",
+    "status",
+    "end_reason",
+    "finished_at",
+    "version",
+    "last_action_key",
+    "active_seconds",
+    "last_seen_at",
+)
 
 
 def _end_browsing(episode: Episode, browser: Browser) -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.http import HttpRequest, HttpResponse
+from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
@@ -78,23 +78,28 @@ def _answer_context(episode: Episode, browser, form: AnswerForm, errors: list[st
     }
 
 
-def _own_episode(request: HttpRequest, pk: int) -> Episode:
-    """Only the demonstrator acts on an episode; for anyone else it does not exist (404)."""
-    return get_object_or_404(Episode, pk=pk, user=request.user)
+def _own_episode(request: HttpRequest, pk: int, *, full: bool = False) -> Episode:
+    """Only the demonstrator acts on an episode; for anyone else it does not exist (404).
+
+    Loads only the key columns unless ``full``: the services lock and read the row themselves."""
+    episodes = Episode.objects.all() if full else Episode.objects.only("pk", "user_id", "version")
+    return get_object_or_404(episodes, pk=pk, user=request.user)
 
 
 @require_POST
 @role_required(Role.DEMONSTRATOR)
 @vary_on_headers("HX-Request")
 def act(request: HttpRequest, pk: int) -> HttpResponse:
-    episode = _own_episode(request, pk)
     form = ActionForm(request.POST)
     if not form.is_valid():
         message = " ".join(form.non_field_errors()) or "That request was incomplete; nothing was done."
-        return _panel_or_redirect(request, episode, message=message, valid=False)
-    outcome = service.record_action(
-        episode.pk, request.user, form.command(), form.cleaned_data["key"], form.cleaned_data["version"]
-    )
+        return _panel_or_redirect(request, _own_episode(request, pk, full=True), message=message, valid=False)
+    try:
+        outcome = service.record_action(
+            pk, request.user, form.command(), form.cleaned_data["key"], form.cleaned_data["version"]
+        )
+    except Episode.DoesNotExist:
+        raise Http404("No such episode.") from None
     episode = outcome.episode
     if episode.status != EpisodeStatus.BROWSING:
         return _go(request, reverse("annotation:episode", args=[episode.pk]))
@@ -102,7 +107,7 @@ def act(request: HttpRequest, pk: int) -> HttpResponse:
         return _panel_or_redirect(
             request, episode, outcome.browser, outcome.result.message, outcome.result.valid
         )
-    return _panel_or_redirect(request, episode, message=outcome.notice, valid=not outcome.notice)
+    return _panel_or_redirect(request, episode, outcome.browser, outcome.notice, valid=not outcome.notice)
 
 
 def _panel_or_redirect(request, episode, browser=None, message="", valid=True) -> HttpResponse:

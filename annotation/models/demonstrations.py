@@ -69,6 +69,7 @@ class Episode(models.Model):
     settings = models.JSONField(help_text="BrowserSettings used for this episode")
     state = models.JSONField()
     version = models.PositiveIntegerField(default=0)
+    last_action_key = models.UUIDField(null=True, blank=True, editable=False)
     answer_draft = models.TextField(blank=True)
     answer = models.TextField(blank=True)
     note = models.TextField(

@@ -49,6 +49,25 @@ class _Cursor:
     find_offset: int | None = None  # where the last Find matched, so the next one moves on
 
 
+class _Pages(dict):
+    """Pages by digest, loading a missing one on first use when a loader is given."""
+
+    def __init__(self, pages: dict[str, Page], loader: Callable[[str], Page] | None) -> None:
+        super().__init__(pages)
+        self._loader = loader
+
+    def ensure(self, digests: Sequence[str]) -> None:
+        for digest in digests:
+            if digest not in self:
+                self.__missing__(digest)
+
+    def __missing__(self, digest: str) -> Page:
+        if self._loader is None:
+            raise KeyError(digest)
+        page = self[digest] = self._loader(digest)
+        return page
+
+
 @dataclass
 class _Episode:
     question: str = ""
@@ -310,20 +329,31 @@ class Browser:
         }
 
     @classmethod
-    def from_state(cls, backend: SearchBackend, state: dict) -> Browser:
+    def from_state(
+        cls,
+        backend: SearchBackend,
+        state: dict,
+        page_loader: Callable[[str], Page] | None = None,
+        preload: Sequence[str] = (),
+    ) -> Browser:
+        """The browser ``state()`` described. ``state["pages"]`` may hold only some pages when
+        ``page_loader`` fetches the others (by digest) the first time they are needed; ``preload``
+        names pages to fetch now (so a missing snapshot fails here, not halfway through a step)."""
         if state.get("version") != STATE_VERSION:
             raise ValueError(f"unsupported browser state version {state.get('version')!r}")
         browser = cls(backend, BrowserSettings.from_dict(state["settings"]))
+        pages = {digest: Page.from_dict(page) for digest, page in state["pages"].items()}
         browser._episode = _Episode(
             question=state["question"],
             reference_answers=tuple(state["reference_answers"]),
-            pages={digest: Page.from_dict(page) for digest, page in state["pages"].items()},
+            pages=_Pages(pages, page_loader),
             cursor=_Cursor(**state["cursor"]),
             history=[_Cursor(**cursor) for cursor in state["history"]],
             quotes=[Quote.from_dict(quote) for quote in state["quotes"]],
             actions=[Action(**action) for action in state["actions"]],
             end_reason=EndReason(state["end_reason"]) if state["end_reason"] else None,
         )
+        browser._episode.pages.ensure(preload)
         return browser
 
 
