@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import platform
 import random
 import re
 import sqlite3
@@ -28,13 +27,13 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:  # run as a script from a checkout
     sys.path.insert(0, str(ROOT))
 
-import tantivy  # noqa: E402
 
 from bench.bench_search import (  # noqa: E402
     FRESHWIKI,
     SYNTHETIC,
     Fts5,
     build,
+    environment,
     summary,
     synthetic_pages,
     title_word_queries,
@@ -171,13 +170,7 @@ def main() -> None:
         engine: [k for k, row in results[engine].items() if row["p95_ms"] > TARGET_MS]
         for engine in ("tantivy", "fts5")
     }
-    results["environment"] = {
-        "python": platform.python_version(),
-        "tantivy": tantivy.__version__ if hasattr(tantivy, "__version__") else "?",
-        "sqlite": sqlite3.sqlite_version,
-        "machine": f"{platform.machine()}, {platform.system()}",
-        "total_s": round(time.perf_counter() - start, 1),
-    }
+    results["environment"] = environment(start)
     args.out.write_text(json.dumps(results, indent=2) + "\n")
     print(markdown(results))
 

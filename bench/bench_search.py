@@ -252,15 +252,20 @@ def main() -> None:
             for stat in ("p50_ms", "p95_ms", "max_ms")
         },
     }
-    results["environment"] = {
+    results["environment"] = environment(start)
+    args.out.write_text(json.dumps(results, indent=2) + "\n")
+    print(markdown(results))
+
+
+def environment(start: float) -> dict:
+    """What the numbers were measured on, and how long the run took (``start``: perf_counter)."""
+    return {
         "python": platform.python_version(),
         "tantivy": tantivy.__version__ if hasattr(tantivy, "__version__") else "?",
         "sqlite": sqlite3.sqlite_version,
         "machine": f"{platform.machine()}, {platform.system()}",
         "total_s": round(time.perf_counter() - start, 1),
     }
-    args.out.write_text(json.dumps(results, indent=2) + "\n")
-    print(markdown(results))
 
 
 def markdown(r: dict) -> str:
