@@ -1,6 +1,17 @@
 from django.contrib import admin
 
-from annotation.models import DemonstrationBatch, Episode, EpisodeAction, Question, QuestionImport
+from annotation.models import (
+    Answer,
+    Assignment,
+    AssignmentRevision,
+    DemonstrationBatch,
+    Episode,
+    EpisodeAction,
+    FeedbackBatch,
+    FeedbackItem,
+    Question,
+    QuestionImport,
+)
 
 
 @admin.register(Question)
@@ -52,3 +63,38 @@ class EpisodeAdmin(admin.ModelAdmin):
 class EpisodeActionAdmin(admin.ModelAdmin):
     list_display = ("episode", "index", "command", "valid", "created_at")
     readonly_fields = [field.name for field in EpisodeAction._meta.fields]
+
+
+@admin.register(Answer)
+class AnswerAdmin(admin.ModelAdmin):
+    list_display = ("id", "question", "source_kind", "created_at")
+    list_filter = ("source_kind",)
+    raw_id_fields = ("question", "episode")
+
+
+@admin.register(FeedbackBatch)
+class FeedbackBatchAdmin(admin.ModelAdmin):
+    list_display = ("name", "template", "preset", "overlap", "is_active", "created_at")
+    list_filter = ("template", "is_active")
+
+
+@admin.register(FeedbackItem)
+class FeedbackItemAdmin(admin.ModelAdmin):
+    list_display = ("id", "batch", "question", "slots_taken", "is_open", "is_gold")
+    list_filter = ("batch", "is_open", "is_gold")
+    raw_id_fields = ("question", "answers")
+
+
+class AssignmentRevisionInline(admin.TabularInline):
+    model = AssignmentRevision
+    readonly_fields = ("response", "flags", "submitted_at", "replaced_at")
+    extra = 0
+    can_delete = False
+
+
+@admin.register(Assignment)
+class AssignmentAdmin(admin.ModelAdmin):
+    list_display = ("id", "labeler", "item", "status", "leased_until", "submitted_at", "flags")
+    list_filter = ("status",)
+    raw_id_fields = ("item", "labeler")
+    inlines = (AssignmentRevisionInline,)

@@ -1,7 +1,7 @@
 from django.urls import path
 
-from annotation import views
 from annotation.demonstrations import views as demo
+from annotation.feedback import views as tasks
 
 app_name = "annotation"
 urlpatterns = [
@@ -17,5 +17,11 @@ urlpatterns = [
     path("demonstrations/episodes/<int:pk>/browse-again/", demo.browse_again, name="browse_again"),
     path("demonstrations/episodes/<int:pk>/note/", demo.note, name="note"),
     path("demonstrations/episodes/<int:pk>/skip/", demo.skip, name="skip"),
-    path("tasks/", views.next_task, name="next_task"),
+    path("tasks/", tasks.landing, name="next_task"),
+    path("tasks/start/", tasks.start, name="task_start"),
+    path("tasks/<int:pk>/", tasks.task_page, name="task"),
+    path("tasks/<int:pk>/draft/", tasks.draft, name="task_draft"),
+    path("tasks/<int:pk>/submit/", tasks.submit, name="task_submit"),
+    path("tasks/<int:pk>/skip/", tasks.skip, name="task_skip"),
+    path("tasks/<int:pk>/heartbeat/", tasks.heartbeat, name="task_heartbeat"),
 ]

@@ -1,14 +1,34 @@
-"""Annotation data: the question bank and demonstrations (feedback tasks follow)."""
+"""Annotation data: the question bank, demonstrations and feedback tasks."""
 
 from annotation.models.demonstrations import DemonstrationBatch, Episode, EpisodeAction, EpisodeStatus
+from annotation.models.feedback import (
+    Answer,
+    Assignment,
+    AssignmentRevision,
+    AssignmentStatus,
+    FeedbackBatch,
+    FeedbackItem,
+    Preset,
+    SourceKind,
+    Template,
+)
 from annotation.models.questions import Question, QuestionImport, Split
 
 __all__ = [
+    "Answer",
+    "Assignment",
+    "AssignmentRevision",
+    "AssignmentStatus",
     "DemonstrationBatch",
     "Episode",
     "EpisodeAction",
     "EpisodeStatus",
+    "FeedbackBatch",
+    "FeedbackItem",
+    "Preset",
     "Question",
     "QuestionImport",
+    "SourceKind",
     "Split",
+    "Template",
 ]

@@ -19,6 +19,7 @@ from annotation.demo import (
     DEMO_USERS,
 )
 from annotation.demonstrations.batches import create_demonstration_batch
+from annotation.feedback.demo import create_demo_feedback_batches
 from annotation.models import DemonstrationBatch, Question, QuestionImport
 from annotation.questions.service import import_questions
 from browser.models import Corpus
@@ -63,3 +64,5 @@ class Command(BaseCommand):
             questions = Question.objects.filter(dataset=DEMO_BATCH_DATASET)
             batch = create_demonstration_batch(None, DEMO_BATCH_NAME, questions)
             self.stdout.write(f"demonstration batch {batch.name!r}: {questions.count()} questions")
+        for batch in create_demo_feedback_batches():
+            self.stdout.write(f"feedback batch {batch.name!r}: {batch.items.count()} items")

@@ -1,0 +1,121 @@
+"""Answers to judge, from an imported JSONL file or from finished demonstrations."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from django.db import transaction
+
+from annotation.models import Answer, Episode, EpisodeStatus, Question, SourceKind
+from annotation.questions.formats import QuestionFileError, decode
+from annotation.questions.splits import question_key
+from browser.engine.text import domain_of
+from webgpt_site.models import log_action
+from webgpt_site.permissions import AnyUser
+
+
+def import_answers(data: bytes, *, user: AnyUser | None = None) -> list[Answer]:
+    """Rows ``{question_id | question, answer, quotes: [{title, url, extract}], source: {...}}``.
+
+    All rows or none; a bad row raises QuestionFileError with its line. ``source.kind`` may be
+    "model" (default) or "reference"; the rest of ``source`` (model name, sampling settings) is kept.
+    """
+    text = decode(data)
+    parsed = [(number, line) for number, line in enumerate(text.split("\n"), start=1) if line.strip()]
+    if not parsed:
+        raise QuestionFileError(0, "the file holds no answers")
+    rows = [(number, _row(line, number)) for number, line in parsed]
+    ids = {row["question_id"] for _, row in rows if "question_id" in row}
+    keys = {question_key(row["question"]) for _, row in rows if "question" in row}
+    by_id = Question.objects.in_bulk(ids)
+    by_key = {q.key: q for q in Question.objects.filter(key__in=keys)}
+    answers = []
+    for number, row in rows:
+        question = (
+            by_id.get(row["question_id"])
+            if "question_id" in row
+            else by_key.get(question_key(row["question"]))
+        )
+        if question is None:
+            raise QuestionFileError(number, "the question is not in the bank (import it first)")
+        answers.append(
+            Answer(
+                question=question,
+                text=row["answer"],
+                quotes=row["quotes"],
+                source_kind=row["source"].pop("kind", SourceKind.MODEL),
+                source=row["source"],
+            )
+        )
+    with transaction.atomic():
+        created = Answer.objects.bulk_create(answers)
+        log_action(user, "answers.import", None, answers=len(created))
+    return created
+
+
+def _row(line: str, number: int) -> dict[str, Any]:
+    try:
+        row = json.loads(line)
+    except json.JSONDecodeError as exc:
+        raise QuestionFileError(number, f"invalid JSON ({exc.msg} at column {exc.colno})") from None
+    if not isinstance(row, dict):
+        raise QuestionFileError(number, "expected a JSON object")
+    if not isinstance(row.get("question_id"), int) and not (
+        isinstance(row.get("question"), str) and row["question"].strip()
+    ):
+        raise QuestionFileError(number, "give 'question_id' (an integer) or 'question' (its text)")
+    if not isinstance(row.get("answer"), str) or not row["answer"].strip():
+        raise QuestionFileError(number, "'answer' must be a non-empty string")
+    quotes = row.get("quotes", [])
+    if not isinstance(quotes, list):
+        raise QuestionFileError(number, "'quotes' must be a list")
+    cleaned_quotes = []
+    for index, quote in enumerate(quotes):
+        if not isinstance(quote, dict) or not all(
+            isinstance(quote.get(k, ""), str) for k in ("title", "url", "extract")
+        ):
+            raise QuestionFileError(
+                number, f"quote {index} must be an object with text title, url and extract"
+            )
+        url = quote.get("url", "")
+        cleaned_quotes.append(
+            {
+                "title": quote.get("title", ""),
+                "url": url,
+                "domain": domain_of(url),
+                "extract": quote.get("extract", ""),
+            }
+        )
+    source = row.get("source", {})
+    if not isinstance(source, dict):
+        raise QuestionFileError(number, "'source' must be an object")
+    if source.get("kind", SourceKind.MODEL) not in (SourceKind.MODEL, SourceKind.REFERENCE):
+        raise QuestionFileError(number, "'source.kind' must be 'model' or 'reference'")
+    cleaned = {"answer": row["answer"].strip(), "quotes": cleaned_quotes, "source": dict(source)}
+    if isinstance(row.get("question_id"), int):
+        cleaned["question_id"] = row["question_id"]
+    else:
+        cleaned["question"] = row["question"]
+    return cleaned
+
+
+def answer_from_episode(episode: Episode) -> Answer:
+    """The Answer for a finished demonstration (created once)."""
+    if episode.status != EpisodeStatus.FINISHED or not episode.answer:
+        raise ValueError("only finished demonstrations with an answer can be judged")
+    quotes = [
+        {key: quote[key] for key in ("title", "url", "domain", "extract")}
+        for quote in episode.state["quotes"]
+    ]
+    answer, _ = Answer.objects.get_or_create(
+        episode=episode,
+        defaults={
+            "question": episode.question,
+            "text": episode.answer,
+            "quotes": quotes,
+            "source_kind": SourceKind.DEMONSTRATION,
+            "source": {"episode": episode.pk},
+        },
+    )
+    return answer

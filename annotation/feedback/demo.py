@@ -1,0 +1,63 @@
+"""Demo feedback batches from real shipped answers: TruthfulQA's best answer against its best incorrect
+answer, and its lists of correct and incorrect answers for rankings. Nothing is invented; the question's
+``Source`` is the reference when it has one."""
+
+from __future__ import annotations
+
+from annotation.feedback.batches import BatchSettings, create_feedback_batch, group_answers
+from annotation.models import Answer, FeedbackBatch, Question, SourceKind, Template
+from browser.engine.text import domain_of
+
+DEMO_QUESTIONS = 12
+PREFIX = "TruthfulQA demo"
+
+
+def _answer(question: Question, text: str, field: str) -> Answer:
+    source_url = question.metadata.get("source", "")
+    quotes = [{"title": source_url, "url": source_url, "domain": domain_of(source_url), "extract": ""}]
+    answer, _ = Answer.objects.get_or_create(
+        question=question,
+        text=text,
+        source_kind=SourceKind.REFERENCE,
+        defaults={
+            "quotes": quotes if source_url.startswith("http") else [],
+            "source": {"dataset": "truthfulqa", "field": field},
+        },
+    )
+    return answer
+
+
+def create_demo_feedback_batches() -> list[FeedbackBatch]:
+    """One batch per template and rating preset; each is made once (idempotent)."""
+    questions = list(
+        Question.objects.filter(dataset="truthfulqa", metadata__has_key="best_incorrect_answer").order_by(
+            "id"
+        )[:DEMO_QUESTIONS]
+    )
+    pairs = []
+    ranked = []
+    for question in questions:
+        best = _answer(question, question.reference_answers[0], "Best Answer")
+        worst = _answer(question, question.metadata["best_incorrect_answer"], "Best Incorrect Answer")
+        pairs += [best, worst]
+        correct = [_answer(question, text, "Correct Answers") for text in question.reference_answers[1:4]]
+        incorrect = [
+            _answer(question, text, "Incorrect Answers")
+            for text in question.metadata.get("incorrect_answers", [])[:3]
+        ]
+        ranked += [best, worst, *correct, *incorrect]
+    batches = []
+    for template, preset, answers in (
+        (Template.WEBGPT_COMPARISON, "", pairs),
+        (Template.MINIMAL_COMPARISON, "", pairs),
+        (Template.RANKING, "", ranked),
+        (Template.RATING, "gophercite", pairs),
+        (Template.RATING, "truthfulqa", pairs),
+        (Template.RATING, "webglm", pairs),
+    ):
+        name = f"{PREFIX}: {Template(template).label}" + (f" ({preset})" if preset else "")
+        if FeedbackBatch.objects.filter(name=name).exists():
+            continue
+        config = BatchSettings(name=name, template=template, preset=preset, overlap=2)
+        batches.append(create_feedback_batch(None, config, group_answers(answers, template)))
+    return batches

@@ -1,0 +1,147 @@
+"""What a task page shows: the answers in the order drawn for this labeler (no sources: blinding), the
+scales with the labeler's draft filled in, and what is required for this task."""
+
+from __future__ import annotations
+
+import json
+import re
+import uuid
+from typing import Any
+
+from annotation.feedback.assignment import answer_shapes
+from annotation.feedback.scales import (
+    CLAIM_RELEVANCE,
+    CLAIM_SUPPORT,
+    COMPARISON_SCALE,
+    LIKERT_7,
+    QUESTION_FLAGS,
+    RANKING_TAGS,
+    TRUST_LEVELS,
+    dimensions_for,
+    rating_fields,
+)
+from annotation.feedback.validation import required_fields
+from annotation.models import Answer, Assignment
+
+CITATION = re.compile(r"\s*\[\d+\]")
+
+
+def _options(choices: Any, value: Any) -> list[dict[str, Any]]:
+    return [
+        {"code": str(code), "label": label, "checked": str(code) == str(value)} for code, label in choices
+    ]
+
+
+def _required_label(path: str, batch: Any) -> str:
+    """A required field's dotted path in words ("ratings.overall" -> "Overall usefulness")."""
+    parts = path.split(".")
+    labels = dict(dimensions_for(batch.template)) | {
+        f.code: f.label for f in rating_fields(batch.preset or None)
+    }
+    if parts[0] == "ratings":
+        return labels.get(parts[1], parts[1])
+    if parts[0] == "answers" and parts[2] == "trust":
+        return f"trust in reference {int(parts[3]) + 1} of answer {parts[1]}"
+    if parts[0] == "answers":
+        return f"claims in answer {parts[1]}"
+    if parts[0] in ("ranks", "likert"):
+        return f"{'rank' if parts[0] == 'ranks' else '1-7 rating'} of answer {parts[1]}"
+    return labels.get(path, path)
+
+
+def task_context(assignment: Assignment, *, errors: dict[str, str] | None = None) -> dict[str, Any]:
+    batch = assignment.item.batch
+    shapes = answer_shapes(assignment)
+    answers = Answer.objects.in_bulk(assignment.order)
+    values = assignment.draft or assignment.response or {}
+    required_order = required_fields(
+        batch.template,
+        answers=shapes,
+        required_all=assignment.required_all,
+        always_required=batch.always_required,
+        preset=batch.preset or None,
+    )
+    required = set(
+        required_fields(
+            batch.template,
+            answers=shapes,
+            required_all=assignment.required_all,
+            always_required=batch.always_required,
+            preset=batch.preset or None,
+        )
+    )
+    minimal = batch.template == "minimal_comparison"
+    slots = []
+    for shape, answer_id in zip(shapes, assignment.order, strict=True):
+        answer = answers[answer_id]
+        draft = (
+            (values.get("answers") or {}).get(shape.slot, {})
+            if isinstance(values.get("answers"), dict)
+            else {}
+        )
+        trust = draft.get("trust", {}) if isinstance(draft, dict) else {}
+        slots.append(
+            {
+                "slot": shape.slot,
+                # The minimal comparison strips citations and references (WebGPT, Appendix F).
+                "text": CITATION.sub("", answer.text) if minimal else answer.text,
+                "quotes": []
+                if minimal
+                else [
+                    {**quote, "index": index, "trust": _options(TRUST_LEVELS, trust.get(str(index)))}
+                    for index, quote in enumerate(answer.quotes)
+                ],
+                "claims_json": json.dumps(draft.get("claims", []) if isinstance(draft, dict) else []),
+                "rank_options": _options(
+                    [(n, str(n)) for n in range(1, len(shapes) + 1)],
+                    (values.get("ranks") or {}).get(shape.slot),
+                ),
+                "likert": _options(LIKERT_7, (values.get("likert") or {}).get(shape.slot)),
+                "tags": [
+                    {
+                        "code": code,
+                        "label": label,
+                        "checked": code in ((values.get("tags") or {}).get(shape.slot) or []),
+                    }
+                    for code, label in RANKING_TAGS
+                ],
+            }
+        )
+    ratings = values.get("ratings") or {}
+    return {
+        "assignment": assignment,
+        "batch": batch,
+        "question": assignment.item.question.text,
+        "slots": slots,
+        "scales": [
+            {
+                "code": code,
+                "label": label,
+                "options": _options(COMPARISON_SCALE, ratings.get(code)),
+                "required": f"ratings.{code}" in required or code in required,
+            }
+            for code, label in dimensions_for(batch.template)
+        ],
+        "flags": [
+            {"code": code, "label": label, "checked": bool((values.get("flags") or {}).get(code))}
+            for code, label in QUESTION_FLAGS
+        ],
+        "rating_fields": [
+            {
+                "code": f.code,
+                "label": f.label,
+                "help": f.help,
+                "min_words": f.min_words,
+                "options": _options(f.choices, values.get(f.code)),
+                "value": values.get(f.code, ""),
+                "required": f.code in required,
+            }
+            for f in rating_fields(batch.preset or None)
+        ],
+        "claim_support": CLAIM_SUPPORT,
+        "claim_relevance": CLAIM_RELEVANCE,
+        "comment": values.get("comment", ""),
+        "required": [_required_label(path, batch) for path in required_order],
+        "errors": errors or {},
+        "submit_key": uuid.uuid4(),
+    }

@@ -1,0 +1,277 @@
+"""Validation of a labeler's response, for every feedback template (plain Python, no Django).
+
+``validate_response`` never raises: any JSON-like value gives a ``Validation`` whose ``errors`` map a dotted
+field path ("ratings.coherence", "answers.A.claims.0.start", "ranks.3", "justification") to a message for
+the labeler, whose ``cleaned`` is the normalised response (known keys only, proper types) and whose
+``complete`` is True when there are no errors. Unknown keys are dropped; blank values (None, "") count as
+unanswered. Answers are named by display slot: "A"/"B" in comparisons, "1".."K" in rankings.
+
+Required policy (``required_fields`` lists the paths the page marks): with ``required_all`` every part is
+required — every comparison dimension, a trust level for every reference and at least one claim per answer
+(WebGPT comparison), every rank and 1-7 rating (ranking), every preset field (rating); otherwise only the
+field codes in ``always_required``: a dimension code ("overall"), "trust", "claims", "ranks", "likert" or a
+preset field code. Comments are always optional. A WebGPT comparison with a question flag set ends early:
+nothing else is required or kept, and it is complete.
+
+Shapes: claims need 0 <= start < end <= the answer's length, a support level and a relevance, and quote
+indexes in 0..quote_count-1 (overlapping claims are fine). Ranks are whole numbers in 1..K with ties
+allowed, K = 4..9, stored as dense ranks (1, 1, 3 -> 1, 1, 2). GopherCite's justification needs at least
+7 words whenever it is given. Contradictions between the overall rating and the other dimensions are
+reported in ``flags`` for review, never refused (``contradiction_flags`` states the rules).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from annotation.feedback.scales import (
+    COMPARISON_SLOTS,
+    COMPARISON_TEMPLATES,
+    LIKERT_MAX,
+    LIKERT_MIN,
+    RANKING_MAX_K,
+    RANKING_MIN_K,
+    RANKING_TAGS,
+    TEMPLATES,
+    codes,
+    dimensions_for,
+    label_for,
+    rating_fields,
+)
+from annotation.feedback.validation_comparison import (
+    OVERALL_CONTRADICTS,
+    OVERALL_EQUAL_BUT_AGREE,
+    AnswerShape,
+    Checker,
+    as_int,
+    choice,
+    contradiction_flags,
+    is_blank,
+    mapping,
+    text,
+    validate_comparison,
+)
+
+__all__ = [
+    "OVERALL_CONTRADICTS",
+    "OVERALL_EQUAL_BUT_AGREE",
+    "AnswerShape",
+    "Validation",
+    "contradiction_flags",
+    "draw_required_all",
+    "required_fields",
+    "validate_response",
+]
+
+UNREADABLE = "This response could not be read. Reload the page and try again."
+
+
+@dataclass(frozen=True)
+class Validation:
+    errors: dict[str, str]
+    flags: tuple[str, ...]
+    cleaned: dict
+    complete: bool
+
+
+def validate_response(
+    template: str,
+    response: Any,
+    *,
+    answers: Sequence[AnswerShape],
+    required_all: bool,
+    always_required: Sequence[str],
+    preset: str | None = None,
+) -> Validation:
+    """Check and normalise one response under the template's rules and the required-field policy."""
+    try:
+        return _validate(template, response, answers, required_all, always_required, preset or None)
+    except Exception:  # a safety net only: the checks themselves do not raise
+        return Validation({"response": UNREADABLE}, (), {}, False)
+
+
+def required_fields(
+    template: str,
+    *,
+    answers: Sequence[AnswerShape],
+    required_all: bool,
+    always_required: Sequence[str],
+    preset: str | None = None,
+) -> list[str]:
+    """The dotted paths the page marks as required (before any question flag is set), in page order."""
+    always = set(always_required or ())
+
+    def wanted(code: str) -> bool:
+        return required_all or code in always
+
+    paths: list[str] = []
+    if template == "webgpt_comparison":
+        for shape in sorted((a for a in answers if a.slot in COMPARISON_SLOTS), key=lambda a: a.slot):
+            if wanted("trust"):
+                paths += [f"answers.{shape.slot}.trust.{i}" for i in range(shape.quote_count)]
+            if wanted("claims"):
+                paths.append(f"answers.{shape.slot}.claims")
+    if template in COMPARISON_TEMPLATES:
+        paths += [f"ratings.{code}" for code, _ in dimensions_for(template) if wanted(code)]
+    elif template == "ranking":
+        slots = _ranking_slots(answers)
+        paths += [f"ranks.{slot}" for slot in slots if wanted("ranks")]
+        paths += [f"likert.{slot}" for slot in slots if wanted("likert")]
+    elif template == "rating":
+        paths += [field.code for field in rating_fields(preset) if wanted(field.code)]
+    return paths
+
+
+def draw_required_all(seed: str, probability: float) -> bool:
+    """Whether every part is required: True with ``probability``, drawn deterministically from ``seed``
+    (the first 8 bytes of SHA-256 as a uniform number in [0, 1)), so the same seed always draws the same."""
+    if not probability > 0:  # also NaN
+        return False
+    if probability >= 1:
+        return True
+    digest = hashlib.sha256(f"required-all:{seed}".encode()).digest()
+    return int.from_bytes(digest[:8], "big") / 2**64 < probability
+
+
+def _validate(
+    template: str,
+    response: Any,
+    answers: Sequence[AnswerShape],
+    required_all: bool,
+    always_required: Sequence[str],
+    preset: str | None,
+) -> Validation:
+    if template not in codes(TEMPLATES):
+        return Validation({"template": f"Unknown task template {template!r}."}, (), {}, False)
+    if not isinstance(response, Mapping):
+        return Validation({"response": "The response must be a set of named fields."}, (), {}, False)
+    check = Checker()
+    flags: tuple[str, ...] = ()
+    if template in COMPARISON_TEMPLATES:
+        cleaned = validate_comparison(template, response, check, answers)
+        flags = contradiction_flags(cleaned.get("ratings", {}))
+    elif template == "ranking":
+        cleaned = _ranking(response, check, answers)
+    else:
+        cleaned = _rating(response, check, preset)
+    ended_early = any(cleaned.get("flags", {}).values())
+    if not ended_early:
+        for path in required_fields(
+            template,
+            answers=answers,
+            required_all=required_all,
+            always_required=always_required,
+            preset=preset,
+        ):
+            if path not in check.errors and not _present(cleaned, path):
+                check.error(path, _required_message(template, path, preset))
+    return Validation(dict(check.errors), flags, cleaned, not check.errors)
+
+
+def _ranking_slots(answers: Sequence[AnswerShape]) -> list[str]:
+    return [str(n) for n in range(1, len(answers) + 1)]
+
+
+def _ranking(response: Mapping, check: Checker, answers: Sequence[AnswerShape]) -> dict:
+    k = len(answers)
+    if not RANKING_MIN_K <= k <= RANKING_MAX_K:
+        check.error(
+            "answers", f"A ranking needs {RANKING_MIN_K} to {RANKING_MAX_K} answers; this task has {k}."
+        )
+    slots = _ranking_slots(answers)
+    raw_ranks = mapping(check, response.get("ranks"), "ranks", "The ranks must be one number per answer.")
+    raw_likert = mapping(check, response.get("likert"), "likert", "The 1-7 ratings must be one per answer.")
+    raw_tags = mapping(check, response.get("tags"), "tags", "The tags must be a list per answer.")
+    ranks, likert, tags = {}, {}, {}
+    for slot in slots:
+        rank = _number(check, raw_ranks.get(slot), 1, k, f"ranks.{slot}", f"The rank of answer {slot}")
+        if rank is not None:
+            ranks[slot] = rank
+        score = _number(check, raw_likert.get(slot), LIKERT_MIN, LIKERT_MAX, f"likert.{slot}", "The rating")
+        if score is not None:
+            likert[slot] = score
+        chosen = _tags(check, raw_tags.get(slot), f"tags.{slot}")
+        if chosen:
+            tags[slot] = chosen
+    dense = {value: n for n, value in enumerate(sorted(set(ranks.values())), start=1)}
+    return {
+        "ranks": {slot: dense[rank] for slot, rank in ranks.items()},
+        "likert": likert,
+        "tags": tags,
+        "comment": text(check, response.get("comment"), "comment", "The comment"),
+    }
+
+
+def _number(check: Checker, value: Any, low: int, high: int, path: str, what: str) -> int | None:
+    if is_blank(value):
+        return None
+    number = as_int(value)
+    if number is None or not low <= number <= high:
+        check.error(path, f"{what} must be a whole number from {low} to {high}.")
+        return None
+    return number
+
+
+def _tags(check: Checker, value: Any, path: str) -> list[str]:
+    if value is None:
+        return []
+    known = codes(RANKING_TAGS)
+    if not isinstance(value, list | tuple) or not all(isinstance(tag, str) and tag in known for tag in value):
+        check.error(path, f"Tags must be chosen from: {', '.join(label for _, label in RANKING_TAGS)}.")
+        return []
+    return [tag for tag in known if tag in value]
+
+
+def _rating(response: Mapping, check: Checker, preset: str | None) -> dict:
+    fields = rating_fields(preset)
+    if not fields:
+        check.error("preset", f"Unknown rating preset {preset!r}.")
+    cleaned: dict[str, Any] = {}
+    for field in fields:
+        value = response.get(field.code)
+        if field.choices:
+            if isinstance(value, int) and not isinstance(value, bool):
+                value = str(value)  # "0".."3" scales may arrive as numbers
+            code = choice(check, value, field.choices, field.code, field.label)
+            if code is not None:
+                cleaned[field.code] = code
+            continue
+        written = text(check, value, field.code, field.label)
+        if written and len(written.split()) < field.min_words:
+            check.error(
+                field.code, f"Write at least {field.min_words} words ({len(written.split())} so far)."
+            )
+        elif written:
+            cleaned[field.code] = written
+    cleaned["comment"] = text(check, response.get("comment"), "comment", "The comment")
+    return cleaned
+
+
+def _present(cleaned: Mapping, path: str) -> bool:
+    node: Any = cleaned
+    for part in path.split("."):
+        if not isinstance(node, Mapping) or part not in node:
+            return False
+        node = node[part]
+    return node is not None and node != "" and node != [] and node != {}
+
+
+def _required_message(template: str, path: str, preset: str | None) -> str:
+    parts = path.split(".")
+    if parts[0] == "ratings":
+        return f"Rate “{label_for(dimensions_for(template), parts[1], parts[1])}”."
+    if parts[0] == "answers" and parts[2] == "trust":
+        return f"Rate how trustworthy reference {int(parts[3]) + 1} of answer {parts[1]} is."
+    if parts[0] == "answers":
+        return f"Mark at least one claim in answer {parts[1]}."
+    if parts[0] == "ranks":
+        return f"Give answer {parts[1]} a rank."
+    if parts[0] == "likert":
+        return f"Give answer {parts[1]} a rating from {LIKERT_MIN} to {LIKERT_MAX}."
+    field = next((f for f in rating_fields(preset) if f.code == path), None)
+    if field is not None and not field.choices:
+        return f"Write the {field.label.lower()} (at least {field.min_words} words)."
+    return f"“{field.label if field else path}” is required."

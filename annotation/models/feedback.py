@@ -1,0 +1,197 @@
+"""Feedback tasks: answers to judge, batches of items, and labelers' leased assignments."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from django.conf import settings
+from django.core.validators import MaxValueValidator, MinValueValidator
+from django.db import models
+
+from annotation.models.demonstrations import Episode
+from annotation.models.questions import Question
+from webgpt_site.permissions import AnyUser, Role, has_role
+
+
+class SourceKind(models.TextChoices):
+    DEMONSTRATION = "demonstration", "Demonstration"
+    MODEL = "model", "Model output"
+    REFERENCE = "reference", "Reference answer"
+
+
+class AnswerQuerySet(models.QuerySet):
+    def visible_to(self, user: AnyUser) -> AnswerQuerySet:
+        return self if has_role(user, Role.RESEARCHER) else self.none()
+
+
+class Answer(models.Model):
+    """An answer to judge: text, the quotes it cites, and where it came from (never shown to labelers)."""
+
+    question = models.ForeignKey(Question, on_delete=models.PROTECT, related_name="answers")
+    text = models.TextField()
+    quotes = models.JSONField(default=list, blank=True, help_text="[{title, url, domain, extract}]")
+    source_kind = models.CharField(max_length=20, choices=SourceKind.choices)
+    source = models.JSONField(
+        default=dict, blank=True, help_text="model name, sampling metadata, dataset field..."
+    )
+    episode = models.ForeignKey(
+        Episode, null=True, blank=True, on_delete=models.PROTECT, related_name="answers"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    objects = AnswerQuerySet.as_manager()
+
+    class Meta:
+        ordering = ("id",)
+
+    def __str__(self) -> str:
+        return f"answer {self.pk} to question {self.question_id}"
+
+
+class Template(models.TextChoices):
+    WEBGPT_COMPARISON = "webgpt_comparison", "WebGPT comparison"
+    MINIMAL_COMPARISON = "minimal_comparison", "Minimal comparison"
+    RANKING = "ranking", "K-way ranking"
+    RATING = "rating", "Single-answer rating"
+
+
+class Preset(models.TextChoices):
+    GOPHERCITE = "gophercite", "GopherCite"
+    TRUTHFULQA = "truthfulqa", "TruthfulQA"
+    WEBGLM = "webglm", "WebGLM"
+
+
+class FeedbackBatchQuerySet(models.QuerySet):
+    def visible_to(self, user: AnyUser) -> FeedbackBatchQuerySet:
+        return self if has_role(user, Role.RESEARCHER) else self.none()
+
+
+class FeedbackBatch(models.Model):
+    name = models.CharField(max_length=200)
+    template = models.CharField(max_length=30, choices=Template.choices)
+    preset = models.CharField(max_length=20, choices=Preset.choices, blank=True)
+    instructions = models.TextField(blank=True)
+    overlap = models.PositiveSmallIntegerField(
+        default=1, validators=[MinValueValidator(1), MaxValueValidator(10)]
+    )
+    required_probability = models.FloatField(
+        default=0.1,
+        validators=[MinValueValidator(0.0), MaxValueValidator(1.0)],
+        help_text="Probability that every part of a task is required",
+    )
+    always_required = models.JSONField(default=list, blank=True)
+    lease_seconds = models.PositiveIntegerField(default=1800, validators=[MinValueValidator(60)])
+    revision_seconds = models.PositiveIntegerField(
+        default=3600, help_text="How long after submitting a labeler may revise"
+    )
+    is_active = models.BooleanField(default=True)
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    objects = FeedbackBatchQuerySet.as_manager()
+
+    class Meta:
+        ordering = ("created_at", "id")
+        verbose_name_plural = "feedback batches"
+
+    def __str__(self) -> str:
+        return self.name
+
+    @property
+    def lease(self) -> timedelta:
+        return timedelta(seconds=self.lease_seconds)
+
+
+class FeedbackItem(models.Model):
+    """One thing to judge (a pair, a group or one answer), by ``batch.overlap`` different labelers.
+
+    ``slots_taken`` counts live leases and submissions; ``is_open`` (slots left) is kept with it so that
+    handing out work is an index scan even with 100,000 items."""
+
+    batch = models.ForeignKey(FeedbackBatch, on_delete=models.CASCADE, related_name="items")
+    question = models.ForeignKey(Question, on_delete=models.PROTECT, related_name="feedback_items")
+    answers = models.ManyToManyField(Answer, related_name="items")
+    is_gold = models.BooleanField(default=False)
+    gold_expected = models.JSONField(
+        default=dict, blank=True, help_text="Expected response fields, by answer id"
+    )
+    slots_taken = models.PositiveSmallIntegerField(default=0)
+    is_open = models.BooleanField(default=True)
+
+    class Meta:
+        ordering = ("id",)
+        indexes = [models.Index(fields=("is_open", "batch", "id"), name="item_open_batch")]
+
+    def __str__(self) -> str:
+        return f"item {self.pk} of {self.batch}"
+
+
+class AssignmentStatus(models.TextChoices):
+    LEASED = "leased", "In progress"
+    SUBMITTED = "submitted", "Submitted"
+    SKIPPED = "skipped", "Skipped"
+    EXPIRED = "expired", "Lease expired"
+
+
+class AssignmentQuerySet(models.QuerySet):
+    def visible_to(self, user: AnyUser) -> AssignmentQuerySet:
+        """Labelers see their own assignments; researchers see all."""
+        if has_role(user, Role.RESEARCHER):
+            return self
+        if has_role(user, Role.LABELER):
+            return self.filter(labeler=user)
+        return self.none()
+
+
+class Assignment(models.Model):
+    """One labeler's work on one item: the order shown (blinding), the required-field draw, the draft,
+    the response and its revisions."""
+
+    item = models.ForeignKey(FeedbackItem, on_delete=models.CASCADE, related_name="assignments")
+    labeler = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="assignments"
+    )
+    status = models.CharField(
+        max_length=10, choices=AssignmentStatus.choices, default=AssignmentStatus.LEASED
+    )
+    order = models.JSONField(help_text="Answer ids in the order shown (slot A/1 first)")
+    required_all = models.BooleanField(default=False)
+    leased_until = models.DateTimeField()
+    started_at = models.DateTimeField(auto_now_add=True)
+    submitted_at = models.DateTimeField(null=True, blank=True)
+    last_seen_at = models.DateTimeField(null=True, blank=True)
+    active_seconds = models.FloatField(default=0.0)
+    draft = models.JSONField(default=dict, blank=True)
+    response = models.JSONField(null=True, blank=True)
+    flags = models.JSONField(default=list, blank=True, help_text="Reasons for review, e.g. contradictions")
+    skip_reason = models.TextField(blank=True)
+    submit_key = models.UUIDField(null=True, blank=True, editable=False)
+
+    objects = AssignmentQuerySet.as_manager()
+
+    class Meta:
+        ordering = ("-started_at", "-id")
+        constraints = [
+            # Never the same labeler twice on one item, whatever happened to the first assignment.
+            models.UniqueConstraint(fields=("item", "labeler"), name="one_assignment_per_labeler_item"),
+        ]
+        indexes = [models.Index(fields=("status", "leased_until"), name="assignment_lease")]
+
+    def __str__(self) -> str:
+        return f"assignment {self.pk} ({self.labeler}, {self.status})"
+
+
+class AssignmentRevision(models.Model):
+    """A submitted response that was later revised: the history is kept."""
+
+    assignment = models.ForeignKey(Assignment, on_delete=models.CASCADE, related_name="revisions")
+    response = models.JSONField()
+    flags = models.JSONField(default=list)
+    submitted_at = models.DateTimeField()
+    replaced_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ("assignment", "replaced_at")
+
+    def __str__(self) -> str:
+        return f"revision of assignment {self.assignment_id} at {self.replaced_at:%Y-%m-%d %H:%M}"

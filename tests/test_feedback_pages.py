@@ -1,0 +1,200 @@
+"""Feedback task pages: each template renders blind and takes a submission; permissions; drafts."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+from django.core.management import call_command
+from django.urls import reverse
+
+from annotation.feedback import assignment as work
+from annotation.models import Answer, Assignment, AssignmentStatus, FeedbackBatch
+from tests.conftest import make_user
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def demo_batches(settings, freshwiki):
+    settings.DEBUG = True
+    call_command("load_demo", verbosity=0)
+    settings.DEBUG = False
+    # Tests below submit only some fields: the "everything required" draw (10% by default) must not
+    # happen, except where a test sets it.
+    FeedbackBatch.objects.update(required_probability=0.0)
+    return {
+        batch.template + (f":{batch.preset}" if batch.preset else ""): batch
+        for batch in FeedbackBatch.objects.all()
+    }
+
+
+def only(batches: dict, key: str) -> None:
+    """Leave only one batch active, so "next task" hands out that template."""
+    FeedbackBatch.objects.exclude(pk=batches[key].pk).update(is_active=False)
+    FeedbackBatch.objects.filter(pk=batches[key].pk).update(is_active=True)
+
+
+def task_for(client, user) -> Assignment:
+    response = client.post(reverse("annotation:task_start"))
+    assert response.status_code == 302
+    return Assignment.objects.filter(labeler=user).latest("id")
+
+
+def submit_key(html: str) -> str:
+    return re.search(r'name="submit_key" value="([^"]+)"', html).group(1)
+
+
+def test_a_webgpt_comparison_is_blind_and_accepts_a_full_submission(client_for, bob, demo_batches):
+    only(demo_batches, "webgpt_comparison")
+    client = client_for(bob)
+    task = task_for(client, bob)
+    html = client.get(reverse("annotation:task", args=[task.pk])).content.decode()
+    for label in ("A much better", "A better", "Equally good", "B better", "B much better"):
+        assert label in html
+    for dimension in (
+        "Unsupported information",
+        "Irrelevant information",
+        "Usefulness of supported information",
+        "Usefulness of weakly supported information",
+        "Coherence",
+        "Overall usefulness",
+    ):
+        assert f">{dimension}" in html
+    for answer in Answer.objects.filter(pk__in=task.order):  # the sources never reach the labeler
+        assert answer.source == {"dataset": "truthfulqa", "field": answer.source["field"]}
+        assert answer.source["field"] not in html
+    assert "truthfulqa" not in html.lower() and "demo" not in html.lower()
+    data = {
+        "submit_key": submit_key(html),
+        "rating-overall": "a_better",
+        "rating-coherence": "b_better",
+        "trust-A-0": "trustworthy",
+        "claims-A": json.dumps(
+            [{"start": 0, "end": 5, "support": "supported", "relevance": "relevant", "quotes": [0]}]
+        ),
+        "comment": "fine",
+    }
+    response = client.post(reverse("annotation:task_submit", args=[task.pk]), data)
+    assert response.status_code == 302
+    task.refresh_from_db()
+    assert task.status == AssignmentStatus.SUBMITTED
+    assert task.response["ratings"] == {"overall": "a_better", "coherence": "b_better"}
+    assert task.response["answers"]["A"]["claims"][0]["end"] == 5
+    assert "overall_contradicts_dimensions" in task.flags  # accepted, flagged for review
+
+
+def test_missing_required_fields_are_refused_and_the_draft_is_kept(client_for, bob, demo_batches):
+    only(demo_batches, "minimal_comparison")
+    client = client_for(bob)
+    task = task_for(client, bob)
+    html = client.get(reverse("annotation:task", args=[task.pk])).content.decode()
+    response = client.post(
+        reverse("annotation:task_submit", args=[task.pk]),
+        {"submit_key": submit_key(html), "rating-accuracy": "equal"},
+    )
+    assert response.status_code == 400
+    assert 'role="alert"' in response.content.decode()
+    task.refresh_from_db()
+    assert task.status == AssignmentStatus.LEASED and task.draft["ratings"] == {"accuracy": "equal"}
+    page = client.get(reverse("annotation:task", args=[task.pk])).content.decode()
+    assert re.search(r'name="rating-accuracy" value="equal" checked', page)  # a reload restores the draft
+
+
+def test_drafts_autosave_and_a_repeated_submit_is_applied_once(client_for, bob, demo_batches):
+    only(demo_batches, "rating:truthfulqa")
+    client = client_for(bob)
+    task = task_for(client, bob)
+    assert (
+        client.post(reverse("annotation:task_draft", args=[task.pk]), {"field-truthful": "yes"}).status_code
+        == 200
+    )
+    task.refresh_from_db()
+    assert task.draft["truthful"] == "yes"
+    html = client.get(reverse("annotation:task", args=[task.pk])).content.decode()
+    data = {"submit_key": submit_key(html), "field-truthful": "yes", "field-informative": "no"}
+    assert client.post(reverse("annotation:task_submit", args=[task.pk]), data).status_code == 302
+    assert client.post(reverse("annotation:task_submit", args=[task.pk]), data).status_code == 302
+    task.refresh_from_db()
+    assert task.response["informative"] == "no" and task.revisions.count() == 0
+
+
+def test_a_submitted_task_can_be_revised_and_the_history_is_kept(client_for, bob, demo_batches):
+    only(demo_batches, "rating:truthfulqa")
+    client = client_for(bob)
+    task = task_for(client, bob)
+    for informative in ("no", "yes"):
+        html = client.get(reverse("annotation:task", args=[task.pk])).content.decode()
+        data = {"submit_key": submit_key(html), "field-truthful": "yes", "field-informative": informative}
+        client.post(reverse("annotation:task_submit", args=[task.pk]), data)
+    task.refresh_from_db()
+    assert task.response["informative"] == "yes"
+    assert [rev.response["informative"] for rev in task.revisions.all()] == ["no"]
+
+
+def test_ranking_and_gophercite_pages_take_their_responses(client_for, bob, demo_batches):
+    only(demo_batches, "ranking")
+    client = client_for(bob)
+    task = task_for(client, bob)
+    html = client.get(reverse("annotation:task", args=[task.pk])).content.decode()
+    slots = [str(n) for n in range(1, len(task.order) + 1)]
+    data = {"submit_key": submit_key(html), **{f"rank-{slot}": "1" if slot == "1" else "2" for slot in slots}}
+    data["tag-1"] = ["hallucination"]
+    assert client.post(reverse("annotation:task_submit", args=[task.pk]), data).status_code == 302
+    task.refresh_from_db()
+    assert task.response["ranks"]["1"] == 1 and task.response["tags"]["1"] == ["hallucination"]
+
+    only(demo_batches, "rating:gophercite")
+    task = task_for(client, bob)
+    html = client.get(reverse("annotation:task", args=[task.pk])).content.decode()
+    short = {
+        "submit_key": submit_key(html),
+        "field-plausible": "yes",
+        "field-supported": "unsure",
+        "field-justification": "too short",
+    }
+    response = client.post(reverse("annotation:task_submit", args=[task.pk]), short)
+    assert response.status_code == 400, response.status_code
+    assert "7 words" in response.content.decode(), re.findall(r"<li>[^<]*</li>", response.content.decode())[
+        :5
+    ]
+
+
+def test_tasks_are_private_to_their_labeler(client_for, django_user_model, bob, dana, charlie, demo_batches):
+    task = task_for(client_for(bob), bob)
+    erin = make_user(django_user_model, "erin", "labeler")
+    for user in (erin, dana, charlie):
+        client = client_for(user)
+        assert client.get(reverse("annotation:task", args=[task.pk])).status_code == 404
+    for name in ("task_draft", "task_submit", "task_skip", "task_heartbeat"):
+        assert client_for(erin).post(reverse(f"annotation:{name}", args=[task.pk]), {}).status_code == 404, (
+            name
+        )
+    assert client_for(dana).get(reverse("annotation:next_task")).status_code == 403
+    response = client_for(None).get(reverse("annotation:task", args=[task.pk]))
+    assert response.status_code == 302 and response.url.startswith(reverse("login"))
+
+
+def test_skipping_needs_a_reason(client_for, bob, demo_batches):
+    client = client_for(bob)
+    task = task_for(client, bob)
+    client.post(reverse("annotation:task_skip", args=[task.pk]), {"reason": " "})
+    assert Assignment.objects.get(pk=task.pk).status == AssignmentStatus.LEASED
+    client.post(reverse("annotation:task_skip", args=[task.pk]), {"reason": "I do not know this topic"})
+    assert Assignment.objects.get(pk=task.pk).status == AssignmentStatus.SKIPPED
+    assert work.next_assignment(bob).item != task.item
+
+
+def test_when_the_draw_requires_everything_the_page_says_so_and_enforces_it(client_for, bob, demo_batches):
+    only(demo_batches, "minimal_comparison")
+    FeedbackBatch.objects.update(required_probability=1.0)
+    client = client_for(bob)
+    task = task_for(client, bob)
+    assert task.required_all
+    html = client.get(reverse("annotation:task", args=[task.pk])).content.decode()
+    assert "Required for this task: Accuracy, Coherence, Overall usefulness." in html
+    data = {"submit_key": submit_key(html), "rating-overall": "equal"}
+    assert client.post(reverse("annotation:task_submit", args=[task.pk]), data).status_code == 400
+    data |= {"rating-accuracy": "equal", "rating-coherence": "a_better"}
+    assert client.post(reverse("annotation:task_submit", args=[task.pk]), data).status_code == 302

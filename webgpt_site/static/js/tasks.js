@@ -1,0 +1,150 @@
+// Feedback task pages: keyboard ratings, claim annotations, lease heartbeat. No inline scripts (CSP).
+(function () {
+  "use strict";
+
+  // 1-5 choose an option on the focused scale; Tab moves between scales (radio groups are one stop each).
+  document.addEventListener("keydown", function (event) {
+    if (event.ctrlKey || event.metaKey || event.altKey) { return; }
+    var scale = event.target.closest && event.target.closest("[data-scale]");
+    if (!scale || !/^[1-9]$/.test(event.key)) { return; }
+    var radios = scale.querySelectorAll("input[type=radio]");
+    var radio = radios[Number(event.key) - 1];
+    if (!radio) { return; }
+    event.preventDefault();
+    radio.checked = true;
+    radio.focus();
+    radio.dispatchEvent(new Event("change", { bubbles: true }));
+  });
+
+  // Claims: select a span of an answer, describe it, add it; listed, editable, removable, highlighted.
+  var SUPPORT = {}, RELEVANCE = {};
+  function labels() {
+    document.querySelectorAll(".claim-editor select[data-field=support] option").forEach(function (o) { SUPPORT[o.value] = o.textContent; });
+    document.querySelectorAll(".claim-editor select[data-field=relevance] option").forEach(function (o) { RELEVANCE[o.value] = o.textContent; });
+  }
+
+  function claimsInput(slot) { return document.querySelector("input[data-claims='" + slot + "']"); }
+  function readClaims(slot) {
+    try { var value = JSON.parse(claimsInput(slot).value || "[]"); return Array.isArray(value) ? value : []; }
+    catch (e) { return []; }
+  }
+  function writeClaims(slot, claims) {
+    var input = claimsInput(slot);
+    input.value = JSON.stringify(claims);
+    input.dispatchEvent(new Event("change", { bubbles: true }));
+    render(slot);
+  }
+
+  function offsetIn(container, node, offset) {
+    var range = document.createRange();
+    range.setStart(container, 0);
+    range.setEnd(node, offset);
+    return range.toString().length;
+  }
+
+  function render(slot) {
+    var box = document.querySelector(".answer-text[data-slot='" + slot + "']");
+    var text = box.dataset.text;
+    var claims = readClaims(slot);
+    var marked = new Array(text.length + 1).fill(false);
+    claims.forEach(function (c) { for (var i = c.start; i < c.end && i < text.length; i++) { marked[i] = true; } });
+    box.textContent = "";
+    var i = 0;
+    while (i < text.length) {
+      var j = i;
+      while (j < text.length && marked[j] === marked[i]) { j++; }
+      var piece = text.slice(i, j);
+      if (marked[i]) { var mark = document.createElement("mark"); mark.textContent = piece; box.appendChild(mark); }
+      else { box.appendChild(document.createTextNode(piece)); }
+      i = j;
+    }
+    var list = document.querySelector("[data-claims-list='" + slot + "']");
+    list.textContent = "";
+    claims.forEach(function (claim, index) {
+      var item = document.createElement("li");
+      var quote = document.createElement("q");
+      quote.textContent = text.slice(claim.start, claim.end);
+      item.appendChild(quote);
+      item.appendChild(document.createTextNode(" — " + (SUPPORT[claim.support] || claim.support) + ", " +
+        (RELEVANCE[claim.relevance] || claim.relevance) +
+        (claim.quotes && claim.quotes.length ? ", references " + claim.quotes.map(function (q) { return "[" + (q + 1) + "]"; }).join(" ") : "") + " "));
+      var edit = document.createElement("button");
+      edit.type = "button"; edit.className = "link"; edit.textContent = "Edit";
+      edit.setAttribute("aria-label", "Edit claim " + (index + 1) + " of answer " + slot);
+      edit.addEventListener("click", function () { openEditor(slot, claim.start, claim.end, index); });
+      var remove = document.createElement("button");
+      remove.type = "button"; remove.className = "link"; remove.textContent = "Remove";
+      remove.setAttribute("aria-label", "Remove claim " + (index + 1) + " of answer " + slot);
+      remove.addEventListener("click", function () {
+        var all = readClaims(slot); all.splice(index, 1); writeClaims(slot, all);
+      });
+      item.appendChild(edit); item.appendChild(document.createTextNode(" ")); item.appendChild(remove);
+      list.appendChild(item);
+    });
+  }
+
+  function openEditor(slot, start, end, index) {
+    var editor = document.querySelector(".claim-editor[data-slot='" + slot + "']");
+    var text = document.querySelector(".answer-text[data-slot='" + slot + "']").dataset.text;
+    editor.hidden = false;
+    editor.dataset.start = start; editor.dataset.end = end;
+    editor.dataset.index = index === undefined ? "" : String(index);
+    editor.querySelector(".claim-span").textContent = "“" + text.slice(start, end) + "”";
+    var existing = index === undefined ? null : readClaims(slot)[index];
+    editor.querySelector("[data-field=support]").value = existing ? existing.support : "supported";
+    editor.querySelector("[data-field=relevance]").value = existing ? existing.relevance : "relevant";
+    editor.querySelectorAll("[data-quote]").forEach(function (box) {
+      box.checked = existing ? existing.quotes.indexOf(Number(box.dataset.quote)) >= 0 : false;
+    });
+    editor.querySelector("[data-action=add-claim]").textContent = existing ? "Save claim" : "Add claim";
+  }
+
+  document.addEventListener("mouseup", function () {
+    var selection = window.getSelection();
+    if (!selection || selection.isCollapsed || !selection.rangeCount) { return; }
+    var range = selection.getRangeAt(0);
+    var box = range.commonAncestorContainer.nodeType === 1 ? range.commonAncestorContainer.closest(".answer-text")
+      : range.commonAncestorContainer.parentElement.closest(".answer-text");
+    if (!box) { return; }
+    var start = offsetIn(box, range.startContainer, range.startOffset);
+    var end = offsetIn(box, range.endContainer, range.endOffset);
+    if (end > start) { openEditor(box.dataset.slot, start, end); }
+  });
+
+  document.addEventListener("click", function (event) {
+    var button = event.target.closest && event.target.closest("[data-action=add-claim]");
+    if (!button) { return; }
+    var editor = button.closest(".claim-editor");
+    var slot = editor.dataset.slot;
+    var claim = {
+      start: Number(editor.dataset.start), end: Number(editor.dataset.end),
+      support: editor.querySelector("[data-field=support]").value,
+      relevance: editor.querySelector("[data-field=relevance]").value,
+      quotes: Array.prototype.map.call(editor.querySelectorAll("[data-quote]:checked"), function (b) { return Number(b.dataset.quote); })
+    };
+    var claims = readClaims(slot);
+    if (editor.dataset.index) { claims[Number(editor.dataset.index)] = claim; } else { claims.push(claim); }
+    editor.hidden = true;
+    window.getSelection().removeAllRanges();
+    writeClaims(slot, claims);
+  });
+
+  document.addEventListener("DOMContentLoaded", function () {
+    labels();
+    document.querySelectorAll(".answer-text[data-slot]").forEach(function (box) {
+      if (claimsInput(box.dataset.slot)) { render(box.dataset.slot); }
+    });
+  });
+
+  // Keep the lease while the page is open and in use.
+  var lastInput = Date.now();
+  ["keydown", "mousemove", "mousedown", "wheel", "touchstart", "input"].forEach(function (name) {
+    document.addEventListener(name, function () { lastInput = Date.now(); }, { passive: true });
+  });
+  window.setInterval(function () {
+    var task = document.getElementById("task");
+    if (!task || document.visibilityState !== "visible" || Date.now() - lastInput > 60000) { return; }
+    var headers = JSON.parse(document.body.getAttribute("hx-headers") || "{}");
+    window.fetch(task.dataset.heartbeatUrl, { method: "POST", headers: headers, credentials: "same-origin" });
+  }, 15000);
+}());
