@@ -2,6 +2,7 @@ from django.contrib import admin
 from django.contrib.auth import views as auth_views
 from django.urls import include, path
 
+from annotation.feedback import console as feedback_console
 from webgpt_site import console, views
 
 console_patterns = (
@@ -9,6 +10,10 @@ console_patterns = (
         path("", console.home, name="home"),
         path("workers/", console.worker_status, name="workers"),
         path("workers/check/", console.check_workers, name="check_workers"),
+        path("feedback/", feedback_console.batch_list, name="feedback"),
+        path("feedback/new/", feedback_console.batch_create, name="feedback_create"),
+        path("feedback/<int:pk>/", feedback_console.batch_detail, name="feedback_batch"),
+        path("feedback/<int:pk>/toggle/", feedback_console.batch_toggle, name="feedback_toggle"),
     ],
     "console",
 )

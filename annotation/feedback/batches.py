@@ -122,3 +122,30 @@ def create_feedback_batch(
         FeedbackItem.answers.through.objects.bulk_create(links)
         log_action(user, "feedback_batch.create", batch, items=len(items), template=config.template)
     return batch
+
+
+SOURCES = (
+    ("demonstrations", "Finished demonstrations (pairs on the same question)"),
+    ("bank", "Every answer in the bank (demonstrations, models, references; mixed per question)"),
+    ("file", "An answers JSONL file"),
+)
+
+
+def create_batch_from_source(
+    user: AnyUser | None, config: BatchSettings, source: str, answers_file: bytes | None = None
+) -> FeedbackBatch:
+    """Import (if a file), group and create, all in one transaction: a failure leaves nothing behind."""
+    from annotation.feedback.answers_import import import_answers
+
+    with transaction.atomic():
+        if source == "file":
+            if not answers_file:
+                raise BatchError("choose an answers file")
+            answers = import_answers(answers_file, user=user)
+        elif source == "demonstrations":
+            answers = demonstration_answers()
+        elif source == "bank":
+            answers = list(Answer.objects.all())
+        else:
+            raise BatchError(f"unknown source {source!r}")
+        return create_feedback_batch(user, config, group_answers(answers, config.template))

@@ -1,0 +1,108 @@
+"""Researcher pages for feedback batches: list with progress, create, detail with labeler quality."""
+
+from __future__ import annotations
+
+from django import forms
+from django.contrib import messages
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
+
+from annotation.feedback.batches import SOURCES, BatchError, BatchSettings, create_batch_from_source
+from annotation.feedback.scales import RATING_PRESETS, TEMPLATES
+from annotation.feedback.stats import batch_progress, labeler_stats
+from annotation.models import FeedbackBatch
+from annotation.questions.formats import QuestionFileError
+from webgpt_site.permissions import Role, get_visible_or_404, role_required
+
+
+class FeedbackBatchForm(forms.Form):
+    name = forms.CharField(max_length=200)
+    template = forms.ChoiceField(choices=TEMPLATES)
+    preset = forms.ChoiceField(
+        required=False,
+        choices=[("", "— (ratings only)"), *[(p, p) for p in RATING_PRESETS]],
+        label="Rating preset",
+    )
+    source = forms.ChoiceField(choices=SOURCES, label="Answers")
+    answers_file = forms.FileField(
+        required=False, help_text="JSONL: {question_id or question, answer, quotes, source}"
+    )
+    overlap = forms.IntegerField(min_value=1, max_value=10, initial=1, help_text="Labelers per item")
+    required_probability = forms.FloatField(
+        min_value=0, max_value=1, initial=0.1, help_text="Probability that every part of a task is required"
+    )
+    always_required = forms.CharField(
+        required=False,
+        help_text="Comma-separated field codes required in every task (empty: the template's default)",
+    )
+    instructions = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 3}))
+    lease_minutes = forms.IntegerField(min_value=1, max_value=24 * 60, initial=30)
+    revision_minutes = forms.IntegerField(min_value=0, max_value=7 * 24 * 60, initial=60)
+
+    def clean(self) -> dict:
+        data = super().clean()
+        if (data.get("template") == "rating") != bool(data.get("preset")):
+            self.add_error("preset", "Choose a preset for a rating batch, and only for one.")
+        if data.get("source") == "file" and not data.get("answers_file"):
+            self.add_error("answers_file", "Choose the answers file.")
+        return data
+
+    def settings(self) -> BatchSettings:
+        data = self.cleaned_data
+        always = [code.strip() for code in data["always_required"].split(",") if code.strip()] or None
+        return BatchSettings(
+            name=data["name"],
+            template=data["template"],
+            preset=data["preset"],
+            instructions=data["instructions"],
+            overlap=data["overlap"],
+            required_probability=data["required_probability"],
+            always_required=always,
+            lease_seconds=data["lease_minutes"] * 60,
+            revision_seconds=data["revision_minutes"] * 60,
+        )
+
+
+@require_GET
+@role_required(Role.RESEARCHER)
+def batch_list(request: HttpRequest) -> HttpResponse:
+    batches = [(batch, batch_progress(batch)) for batch in FeedbackBatch.objects.order_by("-created_at")]
+    return render(request, "console/feedback_list.html", {"batches": batches, "form": FeedbackBatchForm()})
+
+
+@require_http_methods(["POST"])
+@role_required(Role.RESEARCHER)
+def batch_create(request: HttpRequest) -> HttpResponse:
+    form = FeedbackBatchForm(request.POST, request.FILES)
+    if form.is_valid():
+        upload = form.cleaned_data.get("answers_file")
+        try:
+            batch = create_batch_from_source(
+                request.user, form.settings(), form.cleaned_data["source"], upload.read() if upload else None
+            )
+        except (BatchError, QuestionFileError) as exc:
+            form.add_error(None, f"{exc}. Nothing was created.")
+        else:
+            messages.success(request, f"Batch {batch.name!r} created with {batch.items.count()} items.")
+            return redirect("console:feedback_batch", pk=batch.pk)
+    batches = [(batch, batch_progress(batch)) for batch in FeedbackBatch.objects.order_by("-created_at")]
+    return render(request, "console/feedback_list.html", {"batches": batches, "form": form}, status=400)
+
+
+@require_GET
+@role_required(Role.RESEARCHER)
+def batch_detail(request: HttpRequest, pk: int) -> HttpResponse:
+    batch = get_visible_or_404(FeedbackBatch.objects, request.user, pk=pk)
+    context = {"batch": batch, "progress": batch_progress(batch), "labelers": labeler_stats(batch)}
+    return render(request, "console/feedback_detail.html", context)
+
+
+@require_POST
+@role_required(Role.RESEARCHER)
+def batch_toggle(request: HttpRequest, pk: int) -> HttpResponse:
+    batch = get_visible_or_404(FeedbackBatch.objects, request.user, pk=pk)
+    batch.is_active = not batch.is_active
+    batch.save(update_fields=["is_active"])
+    messages.info(request, f"Batch {'started' if batch.is_active else 'paused'}.")
+    return redirect("console:feedback_batch", pk=batch.pk)

@@ -1,0 +1,84 @@
+"""Batch progress and per-labeler quality for researchers: throughput, time, agreement, gold accuracy."""
+
+from __future__ import annotations
+
+import statistics
+from collections import defaultdict
+from typing import Any
+
+from django.db.models import Count, Q
+
+from annotation.feedback.agreement import comparison_agreement, gold_accuracy, ranking_agreement
+from annotation.feedback.scales import COMPARISON_TEMPLATES, preference_value
+from annotation.models import Assignment, AssignmentStatus, FeedbackBatch
+
+
+def batch_progress(batch: FeedbackBatch) -> dict[str, int]:
+    counts = batch.items.aggregate(
+        items=Count("id", distinct=True),
+        submitted=Count("assignments", filter=Q(assignments__status=AssignmentStatus.SUBMITTED)),
+        leased=Count("assignments", filter=Q(assignments__status=AssignmentStatus.LEASED)),
+        skipped=Count("assignments", filter=Q(assignments__status=AssignmentStatus.SKIPPED)),
+        flagged=Count(
+            "assignments",
+            filter=Q(assignments__status=AssignmentStatus.SUBMITTED) & ~Q(assignments__flags=[]),
+        ),
+    )
+    counts["needed"] = counts["items"] * batch.overlap
+    return counts
+
+
+def _preference_for_first_answer(assignment: Assignment) -> float | None:
+    """The overall preference for the answer with the lower id, whatever order the labeler saw."""
+    code = ((assignment.response or {}).get("ratings") or {}).get("overall")
+    if code is None:
+        return None
+    value = preference_value(code)
+    return value if assignment.order[0] == min(assignment.order) else -value
+
+
+def labeler_stats(batch: FeedbackBatch) -> list[dict[str, Any]]:
+    """One row per labeler: submitted, skipped, flagged, median active time, agreement with the others
+    (comparisons: overall preference; rankings: pairwise order) and accuracy on gold items."""
+    assignments = list(
+        Assignment.objects.filter(item__batch=batch).select_related("labeler", "item").order_by("id")
+    )
+    rows: dict[int, dict[str, Any]] = {}
+    preferences: dict[str, dict[str, float]] = defaultdict(dict)
+    rankings: dict[str, dict[str, dict[str, float]]] = defaultdict(dict)
+    gold_labels: dict[str, dict[str, float]] = defaultdict(dict)
+    gold_truth: dict[str, float] = {}
+    times: dict[int, list[float]] = defaultdict(list)
+    for task in assignments:
+        row = rows.setdefault(
+            task.labeler_id,
+            {"labeler": task.labeler.get_username(), "submitted": 0, "skipped": 0, "flagged": 0},
+        )
+        if task.status == AssignmentStatus.SKIPPED:
+            row["skipped"] += 1
+        if task.status != AssignmentStatus.SUBMITTED:
+            continue
+        row["submitted"] += 1
+        row["flagged"] += bool(task.flags)
+        times[task.labeler_id].append(task.active_seconds)
+        labeler, item = str(task.labeler_id), str(task.item_id)
+        if batch.template in COMPARISON_TEMPLATES:
+            value = _preference_for_first_answer(task)
+            if value is not None:
+                preferences[item][labeler] = value
+                if task.item.is_gold and "preference" in task.item.gold_expected:
+                    gold_labels[labeler][item] = value
+                    gold_truth[item] = float(task.item.gold_expected["preference"])
+        elif batch.template == "ranking":
+            ranks = (task.response or {}).get("ranks") or {}
+            rankings[item][labeler] = {
+                str(answer_id): float(ranks[str(position)])
+                for position, answer_id in enumerate(task.order, start=1)
+                if str(position) in ranks
+            }
+    agreement = comparison_agreement(preferences) if preferences else ranking_agreement(rankings)
+    for labeler_id, row in rows.items():
+        row["median_active_seconds"] = statistics.median(times[labeler_id]) if times[labeler_id] else None
+        row["agreement"] = agreement.get(str(labeler_id))
+        row["gold_accuracy"] = gold_accuracy(gold_labels[str(labeler_id)], gold_truth) if gold_truth else None
+    return sorted(rows.values(), key=lambda row: row["labeler"])

@@ -1,0 +1,166 @@
+"""Making feedback batches: answers import, sources, grouping per template, console and commands."""
+
+from __future__ import annotations
+
+import json
+import uuid
+
+import pytest
+from django.core.files.uploadedfile import SimpleUploadedFile
+from django.core.management import CommandError, call_command
+from django.urls import reverse
+
+from annotation.feedback import assignment as work
+from annotation.feedback.answers_import import import_answers
+from annotation.feedback.batches import BatchError, BatchSettings, create_feedback_batch, group_answers
+from annotation.feedback.stats import batch_progress, labeler_stats
+from annotation.models import Answer, FeedbackBatch, FeedbackItem
+from annotation.questions.formats import QuestionFileError
+from annotation.questions.service import import_questions
+from tests.conftest import make_user
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def questions():
+    import_questions(
+        b'{"question": "Why is the sky blue?"}\n{"question": "Why is the sea salty?"}', filename="q.jsonl"
+    )
+
+
+def answers_file(*rows: dict) -> bytes:
+    return "\n".join(json.dumps(row) for row in rows).encode()
+
+
+SKY = {
+    "question": "why is the sky blue",
+    "answer": "Rayleigh scattering [1].",
+    "quotes": [
+        {
+            "title": "Rayleigh scattering",
+            "url": "https://en.wikipedia.org/wiki/Rayleigh_scattering",
+            "extract": "scattering of light",
+        }
+    ],
+    "source": {"model": "policy-1", "temperature": 0.7},
+}
+
+
+def test_answers_import_resolves_questions_and_keeps_the_hidden_source(questions):
+    (answer,) = import_answers(answers_file(SKY))
+    assert answer.question.text == "Why is the sky blue?"
+    assert answer.quotes[0]["domain"] == "en.wikipedia.org"
+    assert (answer.source_kind, answer.source) == ("model", {"model": "policy-1", "temperature": 0.7})
+
+
+def test_a_bad_answer_row_rejects_the_file_with_its_line(questions):
+    bad = answers_file(SKY, {"question": "Unknown question?", "answer": "x"})
+    with pytest.raises(QuestionFileError) as caught:
+        import_answers(bad)
+    assert caught.value.line == 2 and "not in the bank" in caught.value.reason
+    with pytest.raises(QuestionFileError, match="line 1: 'answer' must be a non-empty string"):
+        import_answers(answers_file({"question": "why is the sky blue", "answer": ""}))
+    assert Answer.objects.count() == 0
+
+
+def test_groups_follow_the_template(questions):
+    answers = import_answers(answers_file(*[{**SKY, "answer": f"answer {i}"} for i in range(5)]))
+    assert len(group_answers(answers, "webgpt_comparison")) == 10  # every pair
+    assert [len(g) for g in group_answers(answers, "ranking")] == [5]
+    assert len(group_answers(answers, "rating")) == 5
+    assert group_answers(answers[:3], "ranking") == []  # a ranking needs at least 4
+
+
+def test_batches_refuse_groups_that_do_not_fit(questions):
+    answers = import_answers(answers_file(SKY, {**SKY, "answer": "other"}))
+    with pytest.raises(BatchError, match="needs 2-2"):
+        create_feedback_batch(None, BatchSettings("x", "webgpt_comparison"), [answers[:1]])
+    with pytest.raises(BatchError, match="needs a preset"):
+        create_feedback_batch(None, BatchSettings("x", "rating"), [answers[:1]])
+    assert not FeedbackBatch.objects.exists()
+
+
+def test_a_researcher_creates_a_batch_from_an_answers_file_in_the_console(client_for, alice, questions):
+    data = answers_file(
+        SKY, {**SKY, "answer": "Because of scattering."}, {**SKY, "question": "Why is the sea salty?"}
+    )
+    form = {
+        "name": "Policy vs policy",
+        "template": "webgpt_comparison",
+        "source": "file",
+        "overlap": 2,
+        "required_probability": 0.1,
+        "lease_minutes": 30,
+        "revision_minutes": 60,
+        "answers_file": SimpleUploadedFile("answers.jsonl", data),
+    }
+    response = client_for(alice).post(reverse("console:feedback_create"), form)
+    batch = FeedbackBatch.objects.get()
+    assert response.url == reverse("console:feedback_batch", args=[batch.pk])
+    assert (batch.template, batch.overlap, batch.always_required) == ("webgpt_comparison", 2, ["overall"])
+    assert FeedbackItem.objects.get().answers.count() == 2  # the lone sea answer has no partner
+    page = client_for(alice).get(response.url).content.decode()
+    assert "Policy vs policy" in page and "0 of 2" in page
+
+
+def test_a_bad_console_upload_creates_nothing(client_for, alice, questions):
+    form = {
+        "name": "Bad",
+        "template": "rating",
+        "preset": "gophercite",
+        "source": "file",
+        "overlap": 1,
+        "required_probability": 0.1,
+        "lease_minutes": 30,
+        "revision_minutes": 60,
+        "answers_file": SimpleUploadedFile("answers.jsonl", b'{"question": "nope?", "answer": "x"}'),
+    }
+    response = client_for(alice).post(reverse("console:feedback_create"), form)
+    assert response.status_code == 400 and "line 1" in response.content.decode()
+    assert not FeedbackBatch.objects.exists() and not Answer.objects.exists()
+
+
+def test_only_researchers_manage_batches(client_for, bob, dana, questions):
+    batch = create_feedback_batch(
+        None, BatchSettings("x", "rating", "truthfulqa"), [import_answers(answers_file(SKY))]
+    )
+    for user in (bob, dana):
+        assert client_for(user).get(reverse("console:feedback")).status_code == 403
+        assert client_for(user).get(reverse("console:feedback_batch", args=[batch.pk])).status_code == 403
+
+
+def test_commands_import_answers_and_create_batches(tmp_path, questions, capsys):
+    path = tmp_path / "answers.jsonl"
+    path.write_bytes(answers_file(SKY, {**SKY, "answer": "Blue light scatters more."}))
+    call_command("import_answers", str(path))
+    call_command(
+        "create_feedback_batch", "From the bank", "--template", "minimal_comparison", "--source", "bank"
+    )
+    assert "1 items (minimal_comparison)" in capsys.readouterr().out
+    with pytest.raises(CommandError, match="nothing was created"):
+        call_command("create_feedback_batch", "Empty", "--template", "ranking", "--source", "bank")
+
+
+def test_progress_and_labeler_agreement_and_gold_accuracy(django_user_model, questions):
+    answers = import_answers(answers_file(SKY, {**SKY, "answer": "Because of scattering."}))
+    batch = create_feedback_batch(
+        None,
+        BatchSettings("pairs", "minimal_comparison", overlap=2, required_probability=0.0),
+        [answers],
+    )
+    FeedbackItem.objects.update(
+        is_gold=True, gold_expected={"preference": 1.0}
+    )  # the lower-id answer is better
+    bob, carol = (make_user(django_user_model, name, "labeler") for name in ("bob2", "carol2"))
+    for person in (bob, carol):
+        task = work.next_assignment(person)
+        first = "a_better" if task.order[0] == min(task.order) else "b_better"
+        work.submit(task.pk, person, {"ratings": {"overall": first}}, uuid.uuid4())
+    progress = batch_progress(batch)
+    assert (progress["items"], progress["submitted"], progress["needed"]) == (1, 2, 2)
+    rows = labeler_stats(batch)
+    assert [(row["labeler"], row["agreement"], row["gold_accuracy"]) for row in rows] == [
+        ("bob2", 1.0, 1.0),
+        ("carol2", 1.0, 1.0),
+    ]
