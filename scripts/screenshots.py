@@ -38,6 +38,7 @@ def main(base: str) -> None:
         page.wait_for_load_state("networkidle")
         page.screenshot(path=OUT / "question.png", full_page=True)
         demonstration(browser.new_page(viewport={"width": 1280, "height": 1000}), base)
+        feedback(browser.new_page(viewport={"width": 1280, "height": 1000}), base)
         browser.close()
 
 
@@ -83,6 +84,58 @@ def demonstration(page: Page, base: str) -> None:
     )
     page.wait_for_timeout(1500)  # the draft autosaves
     page.screenshot(path=OUT / "answer.png")
+
+
+# Where to press and release the mouse to select characters start..end of an answer's text.
+SPAN = """([slot, start, end]) => {
+  const box = document.querySelector(`.answer-text[data-slot='${slot}']`);
+  box.scrollIntoView({block: "center"});
+  const range = document.createRange();
+  range.setStart(box.firstChild, start);
+  range.setEnd(box.firstChild, start + 1);
+  const first = range.getBoundingClientRect();
+  range.setStart(box.firstChild, end - 1);
+  range.setEnd(box.firstChild, end);
+  const last = range.getBoundingClientRect();
+  return [first.left + 1, first.top + first.height / 2, last.right - 1, last.top + last.height / 2];
+}"""
+
+
+def feedback(page: Page, base: str) -> None:
+    """A WebGPT comparison (the first demo task) with a claim on answer A, a trust level and some ratings."""
+    sign_in(page, base, "labeler")
+    page.get_by_role("button", name="Start next task").click()
+    page.wait_for_load_state("load")  # tasks.js has drawn the answers
+    text = page.locator(".answer-text[data-slot='A']").get_attribute("data-text")
+    start = text.index(" ") + 1 if " " in text else 0
+    end = min(len(text), start + 16)
+    while end < len(text) and text[end].isalnum():  # end on a word boundary
+        end += 1
+    x0, y0, x1, y1 = page.evaluate(SPAN, ["A", start, end])
+    page.mouse.move(x0, y0)
+    page.mouse.down()
+    page.mouse.move(x1, y1, steps=8)
+    page.mouse.up()
+    editor = page.locator(".claim-editor[data-slot='A']")
+    editor.get_by_label("Support").select_option(label="Weakly supported")
+    if editor.get_by_label("[1]").count():
+        editor.get_by_label("[1]").check()
+        page.get_by_role("radiogroup", name="Trust in reference 1 of answer A").get_by_label(
+            "Somewhat trustworthy"
+        ).check()
+    editor.get_by_role("button", name="Add claim").click()
+    expect(page.locator("[data-claims-list='A'] li")).to_have_count(1)
+    for scale, choice in (
+        ("Unsupported information", "B better"),
+        ("Coherence", "Equally good"),
+        ("Overall usefulness", "B better"),
+    ):
+        page.get_by_role("radiogroup", name=scale).get_by_label(choice, exact=True).check()
+    expect(page.locator("#draft-status")).to_contain_text("Draft saved")
+    page.wait_for_timeout(1000)  # the last change autosaves too
+    page.mouse.move(0, 0)
+    page.evaluate("() => window.scrollTo(0, 0)")
+    page.screenshot(path=OUT / "comparison.png", full_page=True)
 
 
 if __name__ == "__main__":

@@ -99,7 +99,9 @@
     editor.querySelector("[data-action=add-claim]").textContent = existing ? "Save claim" : "Add claim";
   }
 
-  document.addEventListener("mouseup", function () {
+  document.addEventListener("mouseup", function (event) {
+    // Clicks in the editor (its selects, checkboxes, button) leave the selection in place: not a new span.
+    if (event.target.closest && event.target.closest(".claim-editor")) { return; }
     var selection = window.getSelection();
     if (!selection || selection.isCollapsed || !selection.rangeCount) { return; }
     var range = selection.getRangeAt(0);
@@ -108,6 +110,10 @@
     if (!box) { return; }
     var start = offsetIn(box, range.startContainer, range.startOffset);
     var end = offsetIn(box, range.endContainer, range.endOffset);
+    var editor = document.querySelector(".claim-editor[data-slot='" + box.dataset.slot + "']");
+    if (!editor) { return; }  // templates without claims (minimal comparison, ranking, rating)
+    // A click elsewhere while the span is still selected must not reset what the editor holds.
+    if (!editor.hidden && editor.dataset.start === String(start) && editor.dataset.end === String(end)) { return; }
     if (end > start) { openEditor(box.dataset.slot, start, end); }
   });
 

@@ -1,0 +1,240 @@
+"""Labelers do feedback tasks in the real browser: claims with the mouse, ratings with the keyboard, a
+ranking, a GopherCite rating, and a reload in the middle that keeps the draft."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+
+import pytest
+from django.core.management import call_command
+from playwright.sync_api import Page, expect
+
+from annotation.models import Assignment, AssignmentStatus, FeedbackBatch
+
+pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True)]
+
+# Viewport rectangles of the first and the last character of a span of an answer's text (before any claim
+# is highlighted the text is one text node).
+SPAN_RECTS = """([slot, start, end]) => {
+  const box = document.querySelector(`.answer-text[data-slot='${slot}']`);
+  box.scrollIntoView({block: "center"});
+  const node = box.firstChild;
+  const range = document.createRange();
+  range.setStart(node, start);
+  range.setEnd(node, start + 1);
+  const first = range.getBoundingClientRect();
+  range.setStart(node, end - 1);
+  range.setEnd(node, end);
+  const last = range.getBoundingClientRect();
+  return {
+    x0: first.left + 1, y0: first.top + first.height / 2, x1: last.right - 1, y1: last.top + last.height / 2,
+  };
+}"""
+
+
+@pytest.fixture
+def demo(settings):
+    settings.DEBUG = True
+    call_command("load_demo", verbosity=0)
+    settings.DEBUG = False
+    # The "everything required" draw must not make a partial submission fail at random.
+    FeedbackBatch.objects.update(required_probability=0.0)
+
+
+def only(template: str, preset: str = "") -> None:
+    """Leave one demo batch active, so "Start next task" hands out that template."""
+    batch = FeedbackBatch.objects.get(template=template, preset=preset)
+    FeedbackBatch.objects.exclude(pk=batch.pk).update(is_active=False)
+    FeedbackBatch.objects.filter(pk=batch.pk).update(is_active=True)
+
+
+def sign_in_and_start(page: Page) -> None:
+    page.goto("/accounts/login/")
+    page.get_by_label("Username").fill("labeler")
+    page.get_by_label("Password").fill("labeler")
+    page.get_by_role("button", name="Sign in").click()
+    page.get_by_role("button", name="Start next task").click()
+    expect(page.locator("#task-form")).to_be_visible()
+    # tasks.js redraws the answers once loaded: a drag that starts before would lose its anchor.
+    page.wait_for_load_state("load")
+
+
+def submit(page: Page) -> Assignment:
+    page.get_by_role("button", name="Submit", exact=True).click()
+    expect(page.locator(".messages")).to_contain_text("Submitted. Thank you!")
+    expect(page).to_have_url(re.compile(r"/tasks/$"))
+    task = Assignment.objects.get(labeler__username="labeler")
+    assert task.status == AssignmentStatus.SUBMITTED
+    return task
+
+
+def drag_select(page: Page, slot: str, start: int, end: int) -> str:
+    """Select characters start..end of an answer with a real mouse drag; the selected text."""
+    rects = page.evaluate(SPAN_RECTS, [slot, start, end])
+    page.mouse.move(rects["x0"], rects["y0"])
+    page.mouse.down()
+    page.mouse.move((rects["x0"] + rects["x1"]) / 2, rects["y1"], steps=5)
+    page.mouse.move(rects["x1"], rects["y1"], steps=5)
+    page.mouse.up()
+    return page.evaluate("() => window.getSelection().toString()")
+
+
+def a_span(text: str) -> tuple[int, int]:
+    """The second and third words of the text (the first words when it is short): start, end offsets."""
+    words = text.split(" ")
+    if len(words) >= 4:
+        start = len(words[0]) + 1
+        return start, start + len(words[1]) + 1 + len(words[2])
+    return 0, len(words[0])
+
+
+def add_claim(
+    page: Page, slot: str = "A", meanwhile: Callable[[], None] | None = None
+) -> tuple[int, int, bool]:
+    """Marks a span of answer ``slot`` as weakly supported by its first reference (if it has one);
+    ``meanwhile`` does something else on the page before the claim is added."""
+    text = page.locator(f".answer-text[data-slot='{slot}']").get_attribute("data-text")
+    start, end = a_span(text)
+    selected = drag_select(page, slot, start, end)
+    assert selected == text[start:end], (selected, page.evaluate(SPAN_RECTS, [slot, start, end]))
+    editor = page.locator(f".claim-editor[data-slot='{slot}']")
+    expect(editor).to_be_visible()
+    expect(editor.locator(".claim-span")).to_have_text(f"“{text[start:end]}”")
+    editor.get_by_label("Support").select_option(label="Weakly supported")
+    has_reference = editor.get_by_label("[1]").count() > 0
+    if has_reference:
+        editor.get_by_label("[1]").check()
+    if meanwhile is not None:
+        meanwhile()
+    editor.get_by_role("button", name="Add claim").click()
+    expect(editor).to_be_hidden()
+    claim = page.locator(f"[data-claims-list='{slot}'] li")
+    expect(claim).to_have_count(1)
+    expect(claim.locator("q")).to_have_text(text[start:end])
+    expect(claim).to_contain_text("Weakly supported, Relevant")
+    if has_reference:
+        expect(claim).to_contain_text("references [1]")
+    expect(page.locator(f".answer-text[data-slot='{slot}'] mark")).to_have_text(text[start:end])
+    return start, end, has_reference
+
+
+def rank_label(slot: int) -> re.Pattern:
+    # A select's accessible name from its wrapping label ends with the chosen option's text.
+    return re.compile(rf"^Rank of answer {slot}\b")
+
+
+def scale(page: Page, name: str):
+    return page.get_by_role("radiogroup", name=name)
+
+
+def test_a_labeler_compares_two_answers_with_mouse_claims_and_keyboard_ratings(demo, page):
+    only("webgpt_comparison")
+    sign_in_and_start(page)
+    start, end, has_reference = add_claim(page, "A")
+    assert has_reference  # the demo answers cite their question's source
+
+    trust = page.get_by_role("radiogroup", name="Trust in reference 1 of answer A")
+    trust.get_by_label("Trustworthy", exact=True).click()
+    expect(trust.get_by_label("Trustworthy", exact=True)).to_be_checked()
+
+    overall = scale(page, "Overall usefulness")
+    overall.get_by_role("radio").first.click()  # focus the group (this picks "A much better")
+    page.keyboard.press("2")
+    expect(overall.get_by_label("A better")).to_be_checked()
+    expect(overall.get_by_label("A better")).to_be_focused()
+    page.keyboard.press("Shift+Tab")  # the previous scale, one tab stop per group
+    coherence = scale(page, "Coherence")
+    expect(coherence.locator("input:focus")).to_have_count(1)
+    page.keyboard.press("3")
+    expect(coherence.get_by_label("Equally good")).to_be_checked()
+    page.keyboard.press("Shift+Tab")
+    page.keyboard.press("1")
+    weakly = scale(page, "Usefulness of weakly supported information")
+    expect(weakly.get_by_label("A much better")).to_be_checked()
+    expect(overall.get_by_label("A better")).to_be_checked()  # earlier choices stay
+
+    task = submit(page)
+    answer_a = task.response["answers"]["A"]
+    assert answer_a["claims"] == [
+        {
+            "start": start,
+            "end": end,
+            "support": "weakly_supported",
+            "relevance": "relevant",
+            "quotes": [0],
+        }
+    ]
+    assert answer_a["trust"] == {"0": "trustworthy"}
+    assert task.response["answers"]["B"] == {"trust": {}, "claims": []}
+    assert task.response["ratings"] == {
+        "overall": "a_better",
+        "coherence": "equal",
+        "weakly_supported_usefulness": "a_much_better",
+    }
+
+
+def test_a_labeler_ranks_rates_and_tags_answers(demo, page):
+    only("ranking")
+    sign_in_and_start(page)
+    ranks = page.get_by_label("Rank of answer")
+    k = ranks.count()
+    assert 4 <= k <= 9
+    first = page.get_by_label(rank_label(1))
+    first.focus()
+    page.keyboard.press("2")  # a closed select picks the option starting with the typed key
+    expect(first).to_have_value("2")
+    page.get_by_label(rank_label(2)).select_option("1")
+    for slot in range(3, k + 1):
+        page.get_by_label(rank_label(slot)).select_option(str(slot))
+    page.get_by_role("radiogroup", name="Overall rating of answer 2").get_by_label("7 (excellent)").check()
+    page.get_by_role("group", name="About answer 1").get_by_label("Hallucination (makes up facts)").check()
+
+    task = submit(page)
+    assert task.response["ranks"] == {"1": 2, "2": 1, **{str(slot): slot for slot in range(3, k + 1)}}
+    assert task.response["likert"] == {"2": 7}
+    assert task.response["tags"]["1"] == ["hallucination"]
+
+
+def test_a_labeler_rates_an_answer_gophercite_style(demo, page):
+    only("rating", "gophercite")
+    sign_in_and_start(page)
+    scale(page, "Is the answer plausible?").get_by_label("Yes").check()
+    supported = scale(page, "Is the answer supported by the quoted evidence?")
+    supported.get_by_label("Yes").click()
+    page.keyboard.press("3")  # keys choose on the focused scale
+    expect(supported.get_by_label("Unsure")).to_be_checked()
+    justification = "The quote names the source but never states the answer itself."
+    page.get_by_label("Justification").fill(justification)
+
+    task = submit(page)
+    assert task.response["plausible"] == "yes"
+    assert task.response["supported"] == "unsure"
+    assert task.response["justification"] == justification
+
+
+def test_a_reload_in_the_middle_of_a_task_keeps_the_draft(demo, page):
+    only("webgpt_comparison")
+    sign_in_and_start(page)
+    # A click elsewhere with the span still selected keeps what the claim editor holds.
+    start, end, _ = add_claim(
+        page, "A", meanwhile=lambda: scale(page, "Coherence").get_by_label("B better").check()
+    )
+    with page.expect_response(
+        lambda response: (
+            response.url.endswith("/draft/") and "rating-overall=equal" in (response.request.post_data or "")
+        )
+    ):
+        scale(page, "Overall usefulness").get_by_label("Equally good").check()
+    expect(page.locator("#draft-status")).to_contain_text("Draft saved")
+
+    page.reload()
+    expect(scale(page, "Coherence").get_by_label("B better")).to_be_checked()
+    expect(scale(page, "Overall usefulness").get_by_label("Equally good")).to_be_checked()
+    text = page.locator(".answer-text[data-slot='A']").get_attribute("data-text")
+    expect(page.locator("[data-claims-list='A'] li q")).to_have_text(text[start:end])
+    expect(page.locator(".answer-text[data-slot='A'] mark")).to_have_text(text[start:end])
+    task = Assignment.objects.get(labeler__username="labeler")
+    assert task.status == AssignmentStatus.LEASED
+    assert task.draft["ratings"] == {"coherence": "b_better", "overall": "equal"}
+    assert [(c["start"], c["end"]) for c in task.draft["answers"]["A"]["claims"]] == [(start, end)]
