@@ -17,6 +17,7 @@ Not a test: nothing here asserts on timings.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import html
 import http.client
 import json
@@ -32,6 +33,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from urllib.parse import urlencode, urlsplit
 
@@ -64,18 +66,14 @@ _WORD = re.compile(r"[^\W\d_]{5,}")
 _CSRF_INPUT = re.compile(r'name="csrfmiddlewaretoken" value="([^"]+)"')
 
 
-class Demonstrator:
+class Client:
     """One signed-in person with a cookie jar and a keep-alive connection (reopened when gunicorn closes)."""
 
-    def __init__(self, port: int, username: str, seed: int, queries: list[str]) -> None:
-        self.port, self.username, self.queries = port, username, queries
-        self.rng = random.Random(seed)  # noqa: S311 (picks benchmark data, not secrets)
+    def __init__(self, port: int, username: str) -> None:
+        self.port, self.username = port, username
         self.conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
         self.cookies: dict[str, str] = {}
-        self.episode, self.key, self.version, self.actions_left, self.page = "", "", "", 0, ""
-        self.times: dict[str, list[float]] = {}
-        self.invalid: dict[str, int] = {}
-        self.requests, self.think_s = 0, 0.0
+        self.requests = 0
 
     def request(self, method: str, path: str, form: dict | None = None, htmx: bool = False) -> tuple:
         headers = {
@@ -117,6 +115,19 @@ class Demonstrator:
         status, _, _, _ = self.request("POST", "/accounts/login/", form)
         if status != 302 or "sessionid" not in self.cookies:
             raise RuntimeError(f"{self.username}: login failed ({status})")
+
+
+class Demonstrator(Client):
+    """A demonstrator browsing: the episode, the key and version of its last panel, timings per action."""
+
+    def __init__(self, port: int, username: str, seed: int, queries: list[str]) -> None:
+        super().__init__(port, username)
+        self.queries = queries
+        self.rng = random.Random(seed)  # noqa: S311 (picks benchmark data, not secrets)
+        self.episode, self.key, self.version, self.actions_left, self.page = "", "", "", 0, ""
+        self.times: dict[str, list[float]] = {}
+        self.invalid: dict[str, int] = {}
+        self.think_s = 0.0
 
     def start_episode(self) -> None:
         status, headers, _, _ = self.request("POST", "/demonstrations/start/")
@@ -172,8 +183,9 @@ def manage(env: dict[str, str], *args: str) -> None:
     )
 
 
-def setup(db_url: str, var: Path, users: int) -> dict[str, str]:
-    """A fresh database and VAR_DIR with the demo data and ``users`` bench demonstrators; the server env."""
+def fresh_site(db_url: str, var: Path) -> tuple[dict[str, str], dict[str, str]]:
+    """A fresh, migrated database and an empty VAR_DIR (static files collected); the development
+    environment (for management commands) and the production one (for the server)."""
     import psycopg
 
     name = urlsplit(db_url).path.lstrip("/")
@@ -188,19 +200,29 @@ def setup(db_url: str, var: Path, users: int) -> dict[str, str]:
     base |= {"DATABASE_URL": db_url, "VAR_DIR": str(var), "CORPUS_INDEX_DIR": str(var / "corpora")}
     dev = base | {"DEBUG": "1"}
     manage(dev, "migrate", "-v0")
-    manage(dev, "load_demo")
-    names = [f"bench{i:02d}" for i in range(1, users + 1)]
+    prod = base | {"DEBUG": "0", "SECRET_KEY": secrets.token_urlsafe(50), "ALLOWED_HOSTS": "127.0.0.1"}
+    prod |= {"BEHIND_TLS_PROXY": "1", "LOG_LEVEL": "WARNING"}  # production settings; TLS ends at a "proxy"
+    manage(prod, "collectstatic", "--noinput", "-v0")
+    return dev, prod
+
+
+def add_users(env: dict[str, str], group: str, names: list[str]) -> None:
+    """Users ``names`` (password PASSWORD) in the role group ``group``."""
     snippet = (
         "from django.contrib.auth.models import Group, User\n"
-        "group = Group.objects.get(name='demonstrator')\n"
+        f"group = Group.objects.get(name={group!r})\n"
         f"for name in {names!r}:\n"
         "    user = User.objects.create(username=name)\n"
         f"    user.set_password({PASSWORD!r}); user.save(); user.groups.add(group)\n"
     )
-    manage(dev, "shell", "-c", snippet)
-    prod = base | {"DEBUG": "0", "SECRET_KEY": secrets.token_urlsafe(50), "ALLOWED_HOSTS": "127.0.0.1"}
-    prod |= {"BEHIND_TLS_PROXY": "1", "LOG_LEVEL": "WARNING"}  # production settings; TLS ends at a "proxy"
-    manage(prod, "collectstatic", "--noinput", "-v0")
+    manage(env, "shell", "-c", snippet)
+
+
+def setup(db_url: str, var: Path, users: int) -> dict[str, str]:
+    """A fresh database and VAR_DIR with the demo data and ``users`` bench demonstrators; the server env."""
+    dev, prod = fresh_site(db_url, var)
+    manage(dev, "load_demo")
+    add_users(dev, "demonstrator", [f"bench{i:02d}" for i in range(1, users + 1)])
     return prod
 
 
@@ -219,6 +241,25 @@ def wait_until_up(port: int, server: subprocess.Popen) -> None:
                 return
         time.sleep(0.2)
     raise RuntimeError("gunicorn did not answer in time")
+
+
+@contextlib.contextmanager
+def serving(env: dict[str, str], workers: int, threads: int) -> Iterator[int]:
+    """gunicorn serving the app on a free port of 127.0.0.1 (yielded) until the block ends."""
+    port = free_port()
+    gunicorn = f"-m gunicorn webgpt_site.wsgi --bind 127.0.0.1:{port} --log-level warning"
+    gunicorn += f" --workers {workers} --threads {threads}"  # threads > 1: the gthread worker
+    server = subprocess.Popen([sys.executable, *gunicorn.split()], cwd=ROOT, env=env)  # noqa: S603
+    try:
+        wait_until_up(port, server)
+        yield port
+    finally:
+        server.terminate()
+        try:
+            server.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            server.kill()
+            server.wait()
 
 
 def run_phase(people: list[Demonstrator], rounds: int, timed: bool) -> tuple[float, int, float]:
@@ -288,12 +329,7 @@ def main() -> None:
     env = setup(args.db, args.out.parent / "http", users)
     setup_s = time.perf_counter() - began
     queries = title_word_queries(read_freshwiki(FRESHWIKI), 200, random.Random(args.seed))  # noqa: S311
-    port = free_port()
-    gunicorn = f"-m gunicorn webgpt_site.wsgi --bind 127.0.0.1:{port} --log-level warning"
-    gunicorn += f" --workers {args.workers} --threads {args.threads}"  # threads > 1: the gthread worker
-    server = subprocess.Popen([sys.executable, *gunicorn.split()], cwd=ROOT, env=env)  # noqa: S603
-    try:
-        wait_until_up(port, server)
+    with serving(env, args.workers, args.threads) as port:
         people = [Demonstrator(port, f"bench{i:02d}", args.seed + i, queries) for i in range(1, users + 1)]
         for person in people:
             person.login()
@@ -305,13 +341,6 @@ def main() -> None:
             for person in group:
                 person.times, person.invalid, person.think_s = {}, {}, args.think_ms / 1000
             runs.append(report(group, *run_phase(group, args.rounds, timed=True)))
-    finally:
-        server.terminate()
-        try:
-            server.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            server.kill()
-            server.wait()
     last = runs[-1]["overall"]["p95_ms"]
     results = {
         "machine": {"python": platform.python_version(), "cpus": os.cpu_count(), "os": platform.platform()},

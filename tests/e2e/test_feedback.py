@@ -238,3 +238,20 @@ def test_a_reload_in_the_middle_of_a_task_keeps_the_draft(demo, page):
     assert task.status == AssignmentStatus.LEASED
     assert task.draft["ratings"] == {"coherence": "b_better", "overall": "equal"}
     assert [(c["start"], c["end"]) for c in task.draft["answers"]["A"]["claims"]] == [(start, end)]
+
+
+def test_dragging_an_answer_to_the_top_ranks_the_answers_in_their_new_order(demo, page):
+    only("ranking")
+    page.set_viewport_size({"width": 1300, "height": 6000})  # both ends of the drag on screen, no scrolling
+    sign_in_and_start(page)
+    items = page.locator(".rank-item")
+    k = items.count()
+    # Grab the item by its heading (a drag cannot start on a form control).
+    items.nth(k - 1).drag_to(
+        items.nth(0), source_position={"x": 20, "y": 20}, target_position={"x": 20, "y": 20}
+    )
+    expect(page.get_by_label(rank_label(k))).to_have_value("1")
+    expect(page.get_by_label(rank_label(1))).to_have_value("2")
+    task = submit(page)
+    assert task.response["ranks"][str(k)] == 1
+    assert sorted(task.response["ranks"].values()) == list(range(1, k + 1))

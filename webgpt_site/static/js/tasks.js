@@ -142,6 +142,31 @@
     });
   });
 
+  // Ranking by drag: drop an answer above another; the ranks then follow the new order (1 = top). Ties are
+  // set with the rank selectors (the keyboard way).
+  var dragged = null;
+  document.addEventListener("dragstart", function (event) {
+    var item = event.target.closest && event.target.closest(".rank-item");
+    if (!item) { return; }
+    dragged = item;
+    event.dataTransfer.effectAllowed = "move";
+    event.dataTransfer.setData("text/plain", "rank");
+  });
+  document.addEventListener("dragover", function (event) {
+    if (dragged && event.target.closest && event.target.closest(".rank-item")) { event.preventDefault(); }
+  });
+  document.addEventListener("drop", function (event) {
+    var target = event.target.closest && event.target.closest(".rank-item");
+    if (!dragged || !target || target === dragged) { dragged = null; return; }
+    event.preventDefault();
+    target.parentNode.insertBefore(dragged, target);
+    dragged = null;
+    target.parentNode.querySelectorAll(".rank-item select[name^=rank-]").forEach(function (select, index) {
+      select.value = String(index + 1);
+    });
+    target.parentNode.querySelector("select[name^=rank-]").dispatchEvent(new Event("change", { bubbles: true }));
+  });
+
   // Keep the lease while the page is open and in use.
   var lastInput = Date.now();
   ["keydown", "mousemove", "mousedown", "wheel", "touchstart", "input"].forEach(function (name) {
