@@ -46,6 +46,7 @@ bench: $(VENV)/.installed-dev
 	$(PY) bench/bench_http.py --out var/bench/http.json
 	$(PY) bench/bench_http.py --think-ms 1000 --rounds 6 --out var/bench/http-think.json
 	$(PY) bench/bench_tasks.py --out var/bench/tasks.json
+	$(PY) bench/bench_tasks.py --concurrency 16 --rounds 10 --think-ms 1000 --out var/bench/tasks-think.json
 
 clean:
 	rm -rf $(VENV) var .pytest_cache .ruff_cache

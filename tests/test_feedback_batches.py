@@ -164,3 +164,41 @@ def test_progress_and_labeler_agreement_and_gold_accuracy(django_user_model, que
         ("bob2", 1.0, 1.0),
         ("carol2", 1.0, 1.0),
     ]
+
+
+def test_gold_pairs_mark_items_with_the_expected_preference(questions, capsys):
+    first, second = import_answers(answers_file(SKY, {**SKY, "answer": "It just is."}))
+    call_command(
+        "create_feedback_batch",
+        "Gold",
+        "--template",
+        "minimal_comparison",
+        "--source",
+        "bank",
+        "--gold",
+        f"{second.pk}>{first.pk}",
+    )
+    item = FeedbackItem.objects.get()
+    assert item.is_gold and item.gold_expected == {"preference": -1.0}  # the higher-id answer is better
+    with pytest.raises(CommandError, match="gold pair 999998 / 999999 is not an item"):
+        call_command(
+            "create_feedback_batch",
+            "Bad",
+            "--template",
+            "minimal_comparison",
+            "--source",
+            "bank",
+            "--gold",
+            "999998>999999",
+        )
+    with pytest.raises(CommandError, match="gold line 1"):
+        call_command(
+            "create_feedback_batch",
+            "Bad",
+            "--template",
+            "minimal_comparison",
+            "--source",
+            "bank",
+            "--gold",
+            "better: 5",
+        )

@@ -131,8 +131,46 @@ SOURCES = (
 )
 
 
+def parse_gold_pairs(text: str) -> dict[frozenset[int], tuple[int, int | None]]:
+    """Gold comparisons, one per line: "12 > 34" (answer 12 is better than 34) or "12 = 34" (a tie)."""
+    pairs: dict[frozenset[int], tuple[int, int | None]] = {}
+    for number, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        parts = line.replace(">", " > ").replace("=", " = ").split()
+        if len(parts) != 3 or parts[1] not in {">", "="} or not (parts[0].isdigit() and parts[2].isdigit()):
+            raise BatchError(
+                f"gold line {number}: write '<answer id> > <answer id>' or '<answer id> = <answer id>'"
+            )
+        first, second = int(parts[0]), int(parts[2])
+        pairs[frozenset((first, second))] = (first, second) if parts[1] == ">" else (first, None)
+    return pairs
+
+
+def gold_for_groups(
+    groups: Sequence[Sequence[Answer]], pairs: dict[frozenset[int], tuple[int, int | None]]
+) -> dict:
+    """``BatchSettings.gold`` for the groups that are gold pairs: the preference for the lower-id answer."""
+    gold = {}
+    found = set()
+    for index, group in enumerate(groups):
+        ids = frozenset(answer.pk for answer in group)
+        if ids in pairs:
+            winner, loser = pairs[ids]
+            gold[index] = {"preference": 0.0 if loser is None else (1.0 if winner == min(ids) else -1.0)}
+            found.add(ids)
+    missing = [sorted(ids) for ids in pairs if ids not in found]
+    if missing:
+        raise BatchError(f"gold pair {missing[0][0]} / {missing[0][1]} is not an item of this batch")
+    return gold
+
+
 def create_batch_from_source(
-    user: AnyUser | None, config: BatchSettings, source: str, answers_file: bytes | None = None
+    user: AnyUser | None,
+    config: BatchSettings,
+    source: str,
+    answers_file: bytes | None = None,
+    gold_pairs: str = "",
 ) -> FeedbackBatch:
     """Import (if a file), group and create, all in one transaction: a failure leaves nothing behind."""
     from annotation.feedback.answers_import import import_answers
@@ -148,4 +186,9 @@ def create_batch_from_source(
             answers = list(Answer.objects.all())
         else:
             raise BatchError(f"unknown source {source!r}")
-        return create_feedback_batch(user, config, group_answers(answers, config.template))
+        groups = group_answers(answers, config.template)
+        if gold_pairs.strip():
+            if config.template not in (Template.WEBGPT_COMPARISON, Template.MINIMAL_COMPARISON):
+                raise BatchError("gold pairs are for comparison batches")
+            config.gold = gold_for_groups(groups, parse_gold_pairs(gold_pairs))
+        return create_feedback_batch(user, config, groups)

@@ -37,6 +37,11 @@ class FeedbackBatchForm(forms.Form):
         help_text="Comma-separated field codes required in every task (empty: the template's default)",
     )
     instructions = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 3}))
+    gold_pairs = forms.CharField(
+        required=False,
+        widget=forms.Textarea(attrs={"rows": 2}),
+        help_text="Comparisons only: gold items, one per line: '12 > 34' or '12 = 34' (answer ids)",
+    )
     lease_minutes = forms.IntegerField(min_value=1, max_value=24 * 60, initial=30)
     revision_minutes = forms.IntegerField(min_value=0, max_value=7 * 24 * 60, initial=60)
 
@@ -79,7 +84,11 @@ def batch_create(request: HttpRequest) -> HttpResponse:
         upload = form.cleaned_data.get("answers_file")
         try:
             batch = create_batch_from_source(
-                request.user, form.settings(), form.cleaned_data["source"], upload.read() if upload else None
+                request.user,
+                form.settings(),
+                form.cleaned_data["source"],
+                upload.read() if upload else None,
+                gold_pairs=form.cleaned_data["gold_pairs"],
             )
         except (BatchError, QuestionFileError) as exc:
             form.add_error(None, f"{exc}. Nothing was created.")

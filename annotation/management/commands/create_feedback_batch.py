@@ -28,6 +28,7 @@ class Command(BaseCommand):
         parser.add_argument("--always-required", default="", help="comma-separated field codes")
         parser.add_argument("--instructions", default="")
         parser.add_argument("--lease-minutes", type=int, default=30)
+        parser.add_argument("--gold", default="", help="gold comparisons: '12>34;56=78' (answer ids)")
 
     def handle(self, *args: Any, **options: Any) -> None:
         config = BatchSettings(
@@ -42,7 +43,8 @@ class Command(BaseCommand):
         )
         try:
             data = options["answers"].read_bytes() if options["answers"] else None
-            batch = create_batch_from_source(None, config, options["source"], data)
+            gold = options["gold"].replace(";", "\n")
+            batch = create_batch_from_source(None, config, options["source"], data, gold_pairs=gold)
         except OSError as exc:
             raise CommandError(f"{options['answers']}: {exc.strerror}") from None
         except (BatchError, QuestionFileError) as exc:
