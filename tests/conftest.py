@@ -28,6 +28,16 @@ def make_user(django_user_model, username: str, *groups: str, **extra):
     return user
 
 
+@pytest.fixture
+def demo_data(settings):
+    """What `make run` loads: users, questions, the FreshWiki index, batches (load_demo needs DEBUG)."""
+    from django.core.management import call_command
+
+    settings.DEBUG = True
+    call_command("load_demo", verbosity=0)
+    settings.DEBUG = False
+
+
 @pytest.fixture(autouse=True)
 def corpus_indexes_in_tmp(settings, tmp_path, monkeypatch):
     """Every test gets its own index folder: tests never touch var/corpora, nor each other's indexes."""

@@ -6,7 +6,6 @@ import json
 import re
 
 import pytest
-from django.core.management import call_command
 from django.urls import reverse
 
 from annotation.feedback import assignment as work
@@ -17,10 +16,7 @@ pytestmark = pytest.mark.django_db
 
 
 @pytest.fixture
-def demo_batches(settings, freshwiki):
-    settings.DEBUG = True
-    call_command("load_demo", verbosity=0)
-    settings.DEBUG = False
+def demo_batches(freshwiki, demo_data):
     # Tests below submit only some fields: the "everything required" draw (10% by default) must not
     # happen, except where a test sets it.
     FeedbackBatch.objects.update(required_probability=0.0)

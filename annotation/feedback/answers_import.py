@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from django.db import transaction
 
 from annotation.models import Answer, Episode, EpisodeStatus, Question, SourceKind
-from annotation.questions.formats import QuestionFileError, decode
+from annotation.questions.formats import QuestionFileError, decode, json_object
 from annotation.questions.splits import question_key
 from browser.engine.text import domain_of
 from webgpt_site.models import log_action
@@ -55,12 +54,7 @@ def import_answers(data: bytes, *, user: AnyUser | None = None) -> list[Answer]:
 
 
 def _row(line: str, number: int) -> dict[str, Any]:
-    try:
-        row = json.loads(line)
-    except json.JSONDecodeError as exc:
-        raise QuestionFileError(number, f"invalid JSON ({exc.msg} at column {exc.colno})") from None
-    if not isinstance(row, dict):
-        raise QuestionFileError(number, "expected a JSON object")
+    row = json_object(line, number)
     if not isinstance(row.get("question_id"), int) and not (
         isinstance(row.get("question"), str) and row["question"].strip()
     ):

@@ -57,7 +57,7 @@ def detect_format(text: str, filename: str = "") -> str:
     for line_number, line in enumerate(_lines(text), start=1):
         if not line.strip():
             continue
-        row = _json_object(line, line_number)
+        row = json_object(line, line_number)
         if "context" in row:
             return "triviaqa"
         if "answer" in row and "reference_answers" not in row:
@@ -86,7 +86,7 @@ def _lines(text: str) -> list[str]:
     return [line.removesuffix("\r") for line in text.split("\n")]
 
 
-def _json_object(line: str, line_number: int) -> dict[str, Any]:
+def json_object(line: str, line_number: int) -> dict[str, Any]:
     try:
         row = json.loads(line)
     except json.JSONDecodeError as exc:
@@ -101,7 +101,7 @@ def _parse_jsonl(
 ) -> Iterator[ParsedQuestion]:
     for line_number, line in enumerate(_lines(text), start=1):
         if line.strip():
-            yield row_parser(_json_object(line, line_number), line_number)
+            yield row_parser(json_object(line, line_number), line_number)
 
 
 def _question_text(value: Any, line: int, name: str = "question") -> str:

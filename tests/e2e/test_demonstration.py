@@ -1,7 +1,6 @@
 """A demonstrator answers a question in the real browser, and a reload in the middle loses nothing."""
 
 import pytest
-from django.core.management import call_command
 from playwright.sync_api import Page, expect
 
 from annotation.models import Episode, EpisodeStatus
@@ -28,13 +27,6 @@ SELECT_SENTENCE = """(sentence) => {
 }"""
 
 
-@pytest.fixture
-def demo(settings):
-    settings.DEBUG = True
-    call_command("load_demo", verbosity=0)
-    settings.DEBUG = False
-
-
 def sign_in_and_start(page: Page) -> None:
     page.goto("/accounts/login/")
     page.get_by_label("Username").fill("demonstrator")
@@ -52,7 +44,7 @@ def search_and_open(page: Page) -> None:
     expect(page.locator("#page-title")).to_have_text("2022 AFL Grand Final (en.wikipedia.org)")
 
 
-def test_a_demonstrator_browses_quotes_answers_and_everything_is_stored(demo, page):
+def test_a_demonstrator_browses_quotes_answers_and_everything_is_stored(demo_data, page):
     sign_in_and_start(page)
     search_and_open(page)
     page.get_by_role("button", name="Scroll down").click()
@@ -86,7 +78,7 @@ def test_a_demonstrator_browses_quotes_answers_and_everything_is_stored(demo, pa
     assert episode.state["quotes"][0]["url"] == "https://en.wikipedia.org/wiki/2022_AFL_Grand_Final"
 
 
-def test_a_reload_in_the_middle_brings_the_page_back_and_work_continues(demo, page):
+def test_a_reload_in_the_middle_brings_the_page_back_and_work_continues(demo_data, page):
     sign_in_and_start(page)
     search_and_open(page)
     page.keyboard.press("j")  # the scroll-down shortcut

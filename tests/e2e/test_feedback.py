@@ -7,7 +7,6 @@ import re
 from collections.abc import Callable
 
 import pytest
-from django.core.management import call_command
 from playwright.sync_api import Page, expect
 
 from annotation.models import Assignment, AssignmentStatus, FeedbackBatch
@@ -34,10 +33,7 @@ SPAN_RECTS = """([slot, start, end]) => {
 
 
 @pytest.fixture
-def demo(settings):
-    settings.DEBUG = True
-    call_command("load_demo", verbosity=0)
-    settings.DEBUG = False
+def demo(demo_data):
     # The "everything required" draw must not make a partial submission fail at random.
     FeedbackBatch.objects.update(required_probability=0.0)
 

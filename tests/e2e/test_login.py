@@ -1,17 +1,9 @@
 """Each demo user signs in through the real login page and lands on their work."""
 
 import pytest
-from django.core.management import call_command
 from playwright.sync_api import expect
 
 pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True)]
-
-
-@pytest.fixture
-def demo_data(settings):
-    settings.DEBUG = True  # load_demo is a development command
-    call_command("load_demo", verbosity=0)
-    settings.DEBUG = False
 
 
 @pytest.mark.parametrize(
