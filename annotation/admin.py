@@ -7,6 +7,7 @@ from annotation.models import (
     DemonstrationBatch,
     Episode,
     EpisodeAction,
+    Export,
     FeedbackBatch,
     FeedbackItem,
     Question,
@@ -98,3 +99,10 @@ class AssignmentAdmin(admin.ModelAdmin):
     list_filter = ("status",)
     raw_id_fields = ("item", "labeler")
     inlines = (AssignmentRevisionInline,)
+
+
+@admin.register(Export)
+class ExportAdmin(admin.ModelAdmin):
+    list_display = ("id", "export_format", "status", "row_count", "owner", "created_at", "finished_at")
+    list_filter = ("export_format", "status")
+    readonly_fields = [field.name for field in Export._meta.fields]

@@ -2,6 +2,7 @@ from django.contrib import admin
 from django.contrib.auth import views as auth_views
 from django.urls import include, path
 
+from annotation.exports import views as export_views
 from annotation.feedback import console as feedback_console
 from webgpt_site import console, views
 
@@ -14,6 +15,9 @@ console_patterns = (
         path("feedback/new/", feedback_console.batch_create, name="feedback_create"),
         path("feedback/<int:pk>/", feedback_console.batch_detail, name="feedback_batch"),
         path("feedback/<int:pk>/toggle/", feedback_console.batch_toggle, name="feedback_toggle"),
+        path("exports/", export_views.export_list, name="exports"),
+        path("exports/<int:pk>/", export_views.export_detail, name="export"),
+        path("exports/<int:pk>/download/", export_views.export_download, name="export_download"),
     ],
     "console",
 )

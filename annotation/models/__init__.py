@@ -1,6 +1,7 @@
 """Annotation data: the question bank, demonstrations and feedback tasks."""
 
 from annotation.models.demonstrations import DemonstrationBatch, Episode, EpisodeAction, EpisodeStatus
+from annotation.models.exports import Export, ExportFormat, ExportStatus
 from annotation.models.feedback import (
     Answer,
     Assignment,
@@ -23,6 +24,9 @@ __all__ = [
     "Episode",
     "EpisodeAction",
     "EpisodeStatus",
+    "Export",
+    "ExportFormat",
+    "ExportStatus",
     "FeedbackBatch",
     "FeedbackItem",
     "Preset",

@@ -1,0 +1,1 @@
+"""Dataset exports: immutable files written by a Celery job from one consistent database snapshot."""

@@ -1,0 +1,241 @@
+"""Writing an export: rows streamed from one repeatable-read snapshot into a temporary file, which becomes
+the export's file only when complete (a crash leaves the row failed, never a half file marked done)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import tempfile
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+from django.conf import settings
+from django.db import connection, transaction
+from django.utils import timezone
+
+from annotation.demonstrations.training_data import bc_examples
+from annotation.exports.formats import score_for_first, webgpt_pair, webgpt_row
+from annotation.feedback.scales import COMPARISON_TEMPLATES
+from annotation.models import (
+    Answer,
+    Assignment,
+    AssignmentStatus,
+    Episode,
+    EpisodeStatus,
+    Export,
+    ExportFormat,
+)
+from annotation.models import ExportStatus as Status
+from browser.engine.trajectory import merge_scrolls
+from webgpt_site.models import log_action
+
+CHUNK = 2000
+PROGRESS_EVERY = 5000
+
+
+def export_dir() -> Path:
+    path = Path(settings.MEDIA_ROOT) / "exports"
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def export_path(export: Export) -> Path:
+    return export_dir() / export.file_name
+
+
+def pseudonym(user_id: int) -> str:
+    """A stable labeler id that does not reveal the account (keyed with the deployment's secret)."""
+    return hashlib.sha256(f"{settings.SECRET_KEY}:labeler:{user_id}".encode()).hexdigest()[:12]
+
+
+def _submitted_comparisons(filters: dict[str, Any]) -> Iterator[Assignment]:
+    tasks = Assignment.objects.filter(
+        status=AssignmentStatus.SUBMITTED, item__batch__template__in=COMPARISON_TEMPLATES
+    ).select_related("item__batch", "item__question")
+    if filters.get("batch"):
+        tasks = tasks.filter(item__batch_id=filters["batch"])
+    if not filters.get("include_flagged", True):
+        tasks = tasks.filter(flags=[])
+    if not filters.get("include_gold", True):
+        tasks = tasks.filter(item__is_gold=False)
+    return tasks.order_by("id").iterator(chunk_size=CHUNK)
+
+
+def _question(item_question: Any) -> dict[str, Any]:
+    return {
+        "dataset": item_question.dataset,
+        "full_text": item_question.text,
+        "id": item_question.external_id or str(item_question.pk),
+    }
+
+
+def _comparison_rows(filters: dict[str, Any], pairs: bool) -> Iterator[Any]:
+    answers: dict[int, dict[str, Any]] = {}
+    for task in _submitted_comparisons(filters):
+        overall = ((task.response or {}).get("ratings") or {}).get("overall")
+        if overall is None or len(task.order) != 2:
+            continue  # flagged questions ("nonsense") carry no preference
+        missing = [pk for pk in task.order if pk not in answers]
+        if missing:
+            for answer in Answer.objects.filter(pk__in=missing).values("pk", "text", "quotes"):
+                answers[answer["pk"]] = {"text": answer["text"], "quotes": answer["quotes"]}
+        first, second = sorted(task.order)
+        score = score_for_first(task.order, overall)
+        question = _question(task.item.question)
+        make = webgpt_pair if pairs else webgpt_row
+        yield make(question, answers[first], answers[second], score)
+
+
+def _full_rows(filters: dict[str, Any]) -> Iterator[dict[str, Any]]:
+    tasks = Assignment.objects.filter(status=AssignmentStatus.SUBMITTED).select_related(
+        "item__batch", "item__question"
+    )
+    if filters.get("batch"):
+        tasks = tasks.filter(item__batch_id=filters["batch"])
+    for task in tasks.order_by("id").iterator(chunk_size=CHUNK):
+        yield {
+            "assignment": task.pk,
+            "batch": task.item.batch.name,
+            "template": task.item.batch.template,
+            "preset": task.item.batch.preset,
+            "question": _question(task.item.question),
+            "answer_ids_in_order_shown": task.order,
+            "labeler": pseudonym(task.labeler_id),
+            "required_all": task.required_all,
+            "response": task.response,
+            "flags": task.flags,
+            "gold": task.item.is_gold,
+            "active_seconds": round(task.active_seconds, 1),
+            "started_at": task.started_at.isoformat(),
+            "submitted_at": task.submitted_at.isoformat() if task.submitted_at else None,
+            "source": "platform",
+        }
+
+
+def _episodes(filters: dict[str, Any]) -> Iterator[Episode]:
+    episodes = Episode.objects.filter(status=EpisodeStatus.FINISHED).select_related("question")
+    if filters.get("split"):
+        episodes = episodes.filter(question__split=filters["split"])
+    return episodes.order_by("id").iterator(chunk_size=200)
+
+
+def _demonstration_rows(filters: dict[str, Any]) -> Iterator[dict[str, Any]]:
+    for episode in _episodes(filters):
+        actions = list(
+            episode.actions.order_by("index").values("command", "valid", "message", "observation_before")
+        )
+        yield {
+            "episode": episode.pk,
+            "question": _question(episode.question),
+            "demonstrator": pseudonym(episode.user_id),
+            "end_reason": episode.end_reason,
+            "commands": [a["command"] for a in actions],
+            "commands_merged": merge_scrolls([a["command"] for a in actions if a["valid"]]),
+            "actions": actions,
+            "quotes": episode.state["quotes"],
+            "answer": episode.answer,
+            "note": episode.note,
+            "active_seconds": round(episode.active_seconds, 1),
+            "started_at": episode.started_at.isoformat(),
+            "finished_at": episode.finished_at.isoformat() if episode.finished_at else None,
+        }
+
+
+def _bc_rows(filters: dict[str, Any]) -> Iterator[dict[str, Any]]:
+    for episode in _episodes(filters):
+        for step, example in enumerate(bc_examples(episode)):
+            yield {"episode": episode.pk, "step": step, **example}
+
+
+ROWS: dict[str, Callable[[dict[str, Any]], Iterator[Any]]] = {
+    ExportFormat.WEBGPT_COMPARISONS: lambda f: _comparison_rows(f, pairs=False),
+    ExportFormat.WEBGPT_PAIRS: lambda f: _comparison_rows(f, pairs=True),
+    ExportFormat.COMPARISONS_FULL: _full_rows,
+    ExportFormat.DEMONSTRATIONS: _demonstration_rows,
+    ExportFormat.BC_PAIRS: _bc_rows,
+}
+
+
+def write_rows(
+    export_format: str, filters: dict[str, Any], out: Any, on_progress: Callable[[int], None] = lambda n: None
+) -> int:
+    """Write JSONL rows to the binary file ``out``; all reads in one repeatable-read snapshot."""
+    count = 0
+    outermost = not connection.in_atomic_block  # inside another transaction, that one's snapshot holds
+    with transaction.atomic():
+        if outermost and connection.vendor == "postgresql":
+            # One consistent snapshot: labeling that goes on meanwhile cannot tear the file.
+            connection.cursor().execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY")
+        for row in ROWS[export_format](filters):
+            out.write(json.dumps(row, ensure_ascii=False).encode("utf-8") + b"\n")
+            count += 1
+            if count % PROGRESS_EVERY == 0:
+                on_progress(count)
+    return count
+
+
+class _Hashing:
+    """A file wrapper that hashes what goes through it (constant memory, one pass)."""
+
+    def __init__(self, raw: Any) -> None:
+        self.raw, self.hash = raw, hashlib.sha256()
+
+    def write(self, data: bytes) -> int:
+        self.hash.update(data)
+        return self.raw.write(data)
+
+
+def request_export(user: Any, export_format: str, filters: dict[str, Any]) -> Export:
+    """Create the job row and queue it on the ``exports`` queue once committed."""
+    from annotation.tasks import run_export
+
+    with transaction.atomic():
+        export = Export.objects.create(
+            owner=user if getattr(user, "is_authenticated", False) else None,
+            export_format=export_format,
+            filters=filters,
+        )
+        log_action(user, "export.request", export, format=export_format, filters=filters)
+        transaction.on_commit(
+            lambda: run_export.apply_async(kwargs={"export_id": export.pk}, queue="exports")
+        )
+    return export
+
+
+def run_export_job(export_id: int) -> Export:
+    """The worker's job: write a temporary file, then publish it with its hash, or record the failure."""
+    claimed = Export.objects.filter(pk=export_id, status=Status.QUEUED).update(status=Status.RUNNING)
+    export = Export.objects.get(pk=export_id)
+    if not claimed:
+        return export  # already run (a redelivered message)
+    handle, temp_name = tempfile.mkstemp(dir=export_dir(), prefix=f".export-{export.pk}-", suffix=".part")
+    try:
+        with os.fdopen(handle, "wb") as raw:
+            out = _Hashing(raw)
+            count = write_rows(
+                export.export_format,
+                export.filters,
+                out,
+                lambda n: Export.objects.filter(pk=export.pk).update(progress=n),
+            )
+        digest = out.hash.hexdigest()
+        file_name = f"export-{export.pk}-{export.export_format}.jsonl"
+        os.replace(temp_name, export_dir() / file_name)
+    except Exception as exc:  # the job row must say why; the worker log has the traceback
+        Path(temp_name).unlink(missing_ok=True)
+        Export.objects.filter(pk=export.pk).update(
+            status=Status.FAILED, error=str(exc)[:2000], finished_at=timezone.now()
+        )
+        raise
+    Export.objects.filter(pk=export.pk).update(
+        status=Status.DONE,
+        progress=count,
+        row_count=count,
+        file_name=file_name,
+        sha256=digest,
+        finished_at=timezone.now(),
+    )
+    export.refresh_from_db()
+    return export

@@ -1,0 +1,70 @@
+"""Researcher pages for exports: request one, watch its progress (htmx), download the finished file."""
+
+from __future__ import annotations
+
+from django import forms
+from django.contrib.auth.decorators import login_required
+from django.http import FileResponse, Http404, HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
+from django.views.decorators.http import require_GET, require_http_methods
+from django.views.decorators.vary import vary_on_headers
+
+from annotation.exports.service import export_path, request_export
+from annotation.models import Export, ExportFormat, ExportStatus, FeedbackBatch, Split
+from webgpt_site.permissions import Role, get_visible_or_404, role_required
+
+
+class ExportForm(forms.Form):
+    export_format = forms.ChoiceField(choices=ExportFormat.choices, label="Format")
+    batch = forms.ModelChoiceField(
+        queryset=FeedbackBatch.objects.all(), required=False, help_text="Comparisons only"
+    )
+    split = forms.ChoiceField(
+        choices=[("", "Any"), *Split.choices], required=False, help_text="Demonstrations only"
+    )
+    exclude_flagged = forms.BooleanField(required=False, label="Leave out judgements flagged for review")
+    exclude_gold = forms.BooleanField(required=False, label="Leave out gold items")
+
+    def filters(self) -> dict:
+        data = self.cleaned_data
+        return {
+            "batch": data["batch"].pk if data["batch"] else None,
+            "split": data["split"] or None,
+            "include_flagged": not data["exclude_flagged"],
+            "include_gold": not data["exclude_gold"],
+        }
+
+
+@require_http_methods(["GET", "POST"])
+@role_required(Role.RESEARCHER)
+def export_list(request: HttpRequest) -> HttpResponse:
+    form = ExportForm(request.POST or None)
+    if request.method == "POST" and form.is_valid():
+        export = request_export(request.user, form.cleaned_data["export_format"], form.filters())
+        return redirect("console:export", pk=export.pk)
+    exports = Export.objects.select_related("owner")[:50]
+    return render(
+        request,
+        "console/exports.html",
+        {"form": form, "exports": exports},
+        status=400 if form.errors else 200,
+    )
+
+
+@require_GET
+@login_required  # visibility decides: for anyone but researchers an export does not exist (404)
+@vary_on_headers("HX-Request")
+def export_detail(request: HttpRequest, pk: int) -> HttpResponse:
+    export = get_visible_or_404(Export.objects.select_related("owner"), request.user, pk=pk)
+    template = "console/_export_status.html" if request.htmx else "console/export_detail.html"
+    return render(request, template, {"export": export})
+
+
+@require_GET
+@login_required
+def export_download(request: HttpRequest, pk: int) -> FileResponse:
+    """Files are served through this permission check, never from a public media URL."""
+    export = get_visible_or_404(Export.objects, request.user, pk=pk)
+    if export.status != ExportStatus.DONE:
+        raise Http404("This export is not finished.")
+    return FileResponse(export_path(export).open("rb"), as_attachment=True, filename=export.file_name)

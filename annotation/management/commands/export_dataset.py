@@ -1,0 +1,34 @@
+"""``manage.py export_dataset --format F [--batch ID] [--split S] -o FILE``: the export job, run here."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from django.core.management.base import BaseCommand, CommandParser
+
+from annotation.exports.service import write_rows
+from annotation.models import ExportFormat, Split
+
+
+class Command(BaseCommand):
+    help = "Write a dataset export (JSONL) synchronously, from one consistent snapshot of the database."
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("--format", required=True, choices=ExportFormat.values, dest="export_format")
+        parser.add_argument("--batch", type=int, help="only this feedback batch")
+        parser.add_argument("--split", choices=Split.values, help="demonstrations of this split only")
+        parser.add_argument("--exclude-flagged", action="store_true", help="comparisons flagged for review")
+        parser.add_argument("--exclude-gold", action="store_true")
+        parser.add_argument("-o", "--output", type=Path, required=True)
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        filters = {
+            "batch": options["batch"],
+            "split": options["split"],
+            "include_flagged": not options["exclude_flagged"],
+            "include_gold": not options["exclude_gold"],
+        }
+        with options["output"].open("wb") as out:
+            count = write_rows(options["export_format"], filters, out)
+        self.stdout.write(f"{options['output']}: {count} rows ({options['export_format']})")

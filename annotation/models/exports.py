@@ -1,0 +1,51 @@
+"""Exports: a job row per dataset file (status, progress, rows, sha256). Finished exports never change."""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.db import models
+
+from webgpt_site.permissions import AnyUser, Role, has_role
+
+
+class ExportFormat(models.TextChoices):
+    WEBGPT_COMPARISONS = "webgpt-comparisons", "WebGPT comparisons (JSONL, one row per comparison)"
+    WEBGPT_PAIRS = "webgpt-comparisons-pairs", "WebGPT comparisons, raw pair per line (JSONL)"
+    COMPARISONS_FULL = "comparisons-full", "Full judgements: every rating, claim, flag, timing (JSONL)"
+    DEMONSTRATIONS = "demonstrations", "Demonstrations as trajectories (JSONL)"
+    BC_PAIRS = "bc-pairs", "Behaviour-cloning pairs: prompt, completion (JSONL)"
+
+
+class ExportStatus(models.TextChoices):
+    QUEUED = "queued", "Queued"
+    RUNNING = "running", "Running"
+    DONE = "done", "Done"
+    FAILED = "failed", "Failed"
+
+
+class ExportQuerySet(models.QuerySet):
+    def visible_to(self, user: AnyUser) -> ExportQuerySet:
+        """Exports are the research team's: researchers see them all, nobody else any."""
+        return self if has_role(user, Role.RESEARCHER) else self.none()
+
+
+class Export(models.Model):
+    owner = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
+    export_format = models.CharField(max_length=30, choices=ExportFormat.choices)
+    filters = models.JSONField(default=dict, blank=True)
+    status = models.CharField(max_length=10, choices=ExportStatus.choices, default=ExportStatus.QUEUED)
+    progress = models.PositiveIntegerField(default=0, help_text="Rows written so far")
+    row_count = models.PositiveIntegerField(null=True, blank=True)
+    file_name = models.CharField(max_length=255, blank=True, help_text="Under MEDIA_ROOT/exports/")
+    sha256 = models.CharField(max_length=64, blank=True)
+    error = models.TextField(blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    objects = ExportQuerySet.as_manager()
+
+    class Meta:
+        ordering = ("-created_at", "-id")
+
+    def __str__(self) -> str:
+        return f"export {self.pk} ({self.export_format}, {self.status})"

@@ -1,0 +1,224 @@
+"""Exports: the WebGPT comparisons schema and ours, the job on a real worker, downloads and permissions."""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import subprocess
+import sys
+import time
+import uuid
+
+import pytest
+import redis
+from django.conf import settings as django_settings
+from django.core.management import call_command
+from django.urls import reverse
+
+from annotation.exports import service as exports
+from annotation.feedback import assignment as work
+from annotation.feedback.answers_import import import_answers
+from annotation.feedback.batches import BatchSettings, create_feedback_batch
+from annotation.models import Export, ExportStatus
+from annotation.questions.service import import_questions
+from tests.conftest import ROOT, database_url_for_tests, make_user
+
+
+def judged_pair(django_user_model) -> tuple[list[int], list[str]]:
+    """Two labelers judge one pair, each in the order drawn for them; returns answer ids and labelers."""
+    import_questions(
+        b'{"id": "q7", "question": "Why is the sky blue?", "dataset": "eli5"}', filename="q.jsonl"
+    )
+    rows = [
+        {
+            "question": "why is the sky blue",
+            "answer": "Rayleigh scattering [1].",
+            "quotes": [
+                {
+                    "title": "Rayleigh scattering",
+                    "url": "https://en.wikipedia.org/wiki/Rayleigh_scattering",
+                    "extract": "light scatters",
+                }
+            ],
+        },
+        {"question": "why is the sky blue", "answer": "Because it reflects the sea.", "quotes": []},
+    ]
+    answers = import_answers("\n".join(json.dumps(r) for r in rows).encode())
+    config = BatchSettings("pairs", "webgpt_comparison", overlap=2, required_probability=0.0)
+    create_feedback_batch(None, config, [answers])
+    names = []
+    for name, prefers_first in (("bob3", True), ("carol3", False)):
+        person = make_user(django_user_model, name, "labeler")
+        task = work.next_assignment(person)
+        first_shown_is_lower = task.order[0] == min(task.order)
+        # "much better" for the lower-id answer (bob) or "better" for the other (carol), whatever the order
+        code = ("a" if first_shown_is_lower == prefers_first else "b") + (
+            "_much_better" if prefers_first else "_better"
+        )
+        work.submit(task.pk, person, {"ratings": {"overall": code}}, uuid.uuid4())
+        names.append(name)
+    return sorted(a.pk for a in answers), names
+
+
+def export_rows(export_format: str, **filters) -> list:
+    out = io.BytesIO()
+    exports.write_rows(export_format, filters, out)
+    return [json.loads(line) for line in out.getvalue().splitlines()]
+
+
+@pytest.mark.django_db
+def test_webgpt_comparisons_rows_follow_the_public_schema(django_user_model):
+    judged_pair(django_user_model)
+    rows = export_rows("webgpt-comparisons")
+    assert [row["score_0"] for row in rows] == [1.0, -0.5]  # bob: lower id much better; carol: other better
+    row = rows[0]
+    assert set(row) == {
+        "question",
+        "quotes_0",
+        "answer_0",
+        "tokens_0",
+        "score_0",
+        "quotes_1",
+        "answer_1",
+        "tokens_1",
+        "score_1",
+    }
+    assert row["question"] == {"dataset": "eli5", "full_text": "Why is the sky blue?", "id": "q7"}
+    assert row["answer_0"] == "Rayleigh scattering [1]."
+    assert row["quotes_0"] == {
+        "title": ["Rayleigh scattering (en.wikipedia.org)"],
+        "extract": ["light scatters"],
+    }
+    assert row["quotes_1"] == {"title": [], "extract": []}
+    assert all(r["score_0"] + r["score_1"] == 0 for r in rows)
+
+
+@pytest.mark.django_db
+def test_raw_pairs_and_full_judgements(django_user_model):
+    _, names = judged_pair(django_user_model)
+    pair = export_rows("webgpt-comparisons-pairs")[0]
+    assert [record["score"] for record in pair] == [1.0, -1.0]
+    assert pair[0]["quotes"]["title"] == ["Rayleigh scattering (en.wikipedia.org)"]
+    full = export_rows("comparisons-full")
+    assert [row["response"]["ratings"]["overall"] for row in full]
+    assert all(row["labeler"] not in names and len(row["labeler"]) == 12 for row in full)  # pseudonymous
+    assert {row["template"] for row in full} == {"webgpt_comparison"}
+
+
+@pytest.mark.django_db
+def test_demonstrations_and_bc_pairs(freshwiki, dana):
+    from annotation.demonstrations import service
+    from annotation.models import Question
+
+    import_questions(b'{"question": "Who won the 2022 AFL Grand Final?"}', filename="q.jsonl")
+    Question.objects.update(split="bc")
+    episode = service.next_episode(dana)
+    for command in (
+        "Search AFL Grand Final",
+        "Clicked on link 0",
+        "Scrolled down 1",
+        "Scrolled down 1",
+        "Quote: Geelong",
+        "End: Answer",
+    ):
+        episode.refresh_from_db()
+        service.record_action(episode.pk, dana, command, uuid.uuid4(), episode.version)
+    service.submit_answer(episode.pk, dana, "Geelong [1].")
+    (trajectory,) = export_rows("demonstrations")
+    assert trajectory["commands_merged"][2] == "Scrolled down 2"
+    assert trajectory["answer"] == "Geelong [1]." and trajectory["quotes"][0]["extract"] == "Geelong"
+    pairs = export_rows("bc-pairs", split="bc")
+    assert [p["completion"] for p in pairs][-1] == "Geelong [1]."
+    assert export_rows("bc-pairs", split="eval") == []
+
+
+@pytest.mark.django_db
+def test_export_dataset_command_writes_the_same_rows(tmp_path, django_user_model, capsys):
+    judged_pair(django_user_model)
+    out = tmp_path / "comparisons.jsonl"
+    call_command("export_dataset", "--format", "webgpt-comparisons", "-o", str(out))
+    assert "2 rows" in capsys.readouterr().out
+    assert [json.loads(line) for line in out.read_text().splitlines()] == export_rows("webgpt-comparisons")
+
+
+@pytest.mark.django_db
+def test_a_failed_job_leaves_a_failed_row_and_no_file(settings, tmp_path, monkeypatch):
+    settings.MEDIA_ROOT = tmp_path
+    export = Export.objects.create(export_format="webgpt-comparisons")
+
+    def broken(filters):
+        yield {"row": 1}
+        raise RuntimeError("disk full")
+
+    monkeypatch.setitem(exports.ROWS, "webgpt-comparisons", broken)
+    with pytest.raises(RuntimeError):
+        exports.run_export_job(export.pk)
+    export.refresh_from_db()
+    assert (export.status, export.error, export.file_name) == (ExportStatus.FAILED, "disk full", "")
+    assert list((tmp_path / "exports").iterdir()) == []
+
+
+@pytest.mark.worker
+@pytest.mark.django_db(transaction=True)
+def test_an_export_runs_on_a_real_worker_and_downloads_through_the_permission_check(
+    settings, tmp_path, django_user_model, client_for, alice, bob
+):
+    settings.MEDIA_ROOT = tmp_path / "media"
+    judged_pair(django_user_model)
+    redis.Redis.from_url(django_settings.CELERY_BROKER_URL).flushdb()
+    response = client_for(alice).post(reverse("console:exports"), {"export_format": "webgpt-comparisons"})
+    export = Export.objects.get()
+    assert response.url == reverse("console:export", args=[export.pk])
+    env = {
+        "DEBUG": "1",
+        "DATABASE_URL": database_url_for_tests(),
+        "VAR_DIR": str(tmp_path),
+        "CELERY_BROKER_URL": django_settings.CELERY_BROKER_URL,
+        "PATH": "/usr/bin:/bin",
+    }
+    worker = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "celery",
+            "-A",
+            "webgpt_site",
+            "worker",
+            "-Q",
+            "exports",
+            "--pool",
+            "solo",
+            "--without-gossip",
+            "--without-mingle",
+            "--loglevel",
+            "WARNING",
+        ],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while (
+            Export.objects.get().status not in (ExportStatus.DONE, ExportStatus.FAILED)
+            and time.monotonic() < deadline
+        ):
+            time.sleep(0.2)
+    finally:
+        worker.terminate()
+        worker.wait(timeout=20)
+    export.refresh_from_db()
+    assert export.status == ExportStatus.DONE, export.error
+    assert export.row_count == 2
+    download = client_for(alice).get(reverse("console:export_download", args=[export.pk]))
+    body = b"".join(download.streaming_content)
+    assert hashlib.sha256(body).hexdigest() == export.sha256
+    assert len(body.splitlines()) == 2
+    for url in (
+        reverse("console:export", args=[export.pk]),
+        reverse("console:export_download", args=[export.pk]),
+    ):
+        assert client_for(bob).get(url).status_code == 404
+    assert client_for(bob).get(reverse("console:exports")).status_code == 403
