@@ -222,3 +222,36 @@ def test_an_export_runs_on_a_real_worker_and_downloads_through_the_permission_ch
     ):
         assert client_for(bob).get(url).status_code == 404
     assert client_for(bob).get(reverse("console:exports")).status_code == 403
+
+
+@pytest.mark.django_db
+def test_reward_model_pairs_carry_label_margin_and_ids(django_user_model):
+    ids, _ = judged_pair(django_user_model)
+    bob_pair, carol_pair = export_rows("rm-pairs")
+    assert (bob_pair["chosen"], bob_pair["label"], bob_pair["margin"]) == (
+        "Rayleigh scattering [1].",
+        1.0,
+        1.0,
+    )
+    assert bob_pair["answer_chosen"] == ids[0] and bob_pair["answer_rejected"] == ids[1]
+    assert bob_pair["prompt_chosen"] == (
+        "Why is the sky blue?■[1] Rayleigh scattering (en.wikipedia.org)\n\nlight scatters■"
+    )
+    assert (carol_pair["chosen"], carol_pair["margin"]) == ("Because it reflects the sea.", 0.5)
+
+
+@pytest.mark.django_db
+def test_ranking_groups_list_answers_best_first(django_user_model):
+    rows = "\n".join(
+        json.dumps({"question": "why is the sky blue", "answer": f"answer {i}"}) for i in range(4)
+    )
+    import_questions(b'{"question": "Why is the sky blue?"}', filename="q.jsonl")
+    answers = import_answers(rows.encode())
+    create_feedback_batch(None, BatchSettings("rank", "ranking", required_probability=0.0), [answers])
+    person = make_user(django_user_model, "dave3", "labeler")
+    task = work.next_assignment(person)
+    work.submit(task.pk, person, {"ranks": {"1": 2, "2": 1, "3": 2, "4": 3}}, uuid.uuid4())
+    (group,) = export_rows("rm-groups")
+    assert group["ranks"] == [1, 2, 2, 3]
+    assert group["answer_ids"][0] == task.order[1]
+    assert group["prompts"][0] == "Why is the sky blue?■"

@@ -13,6 +13,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from annotation.feedback.scales import preference_value
+from browser.engine.observation import format_answer_prompt
+from browser.engine.page import Quote
 
 
 def quote_title(quote: dict[str, Any]) -> str:
@@ -57,3 +59,31 @@ def webgpt_pair(
 ) -> list:
     """One raw line of the original release: ``[record_0, record_1]``."""
     return [webgpt_record(question, first, score + 0.0), webgpt_record(question, second, -score + 0.0)]
+
+
+def answer_prompt(question_text: str, quotes: Sequence[dict[str, Any]]) -> str:
+    """The reward model's prefix for an answer: the answer prompt of the browsing environment."""
+    return format_answer_prompt(
+        question_text,
+        [
+            Quote(q.get("title", ""), q.get("url", ""), q.get("domain", ""), q.get("extract", ""))
+            for q in quotes
+        ],
+    )
+
+
+def rm_pair(
+    question_text: str, first: dict[str, Any], second: dict[str, Any], score: float, ids: dict
+) -> dict:
+    """A reward-model pair from a comparison (``score`` for ``first``): ties get label 0.5 (a soft target),
+    "better" and "much better" both label 1 with the margin keeping the strength (WebGPT collapses them)."""
+    chosen, rejected = (first, second) if score >= 0 else (second, first)
+    return {
+        "prompt_chosen": answer_prompt(question_text, chosen["quotes"]),
+        "chosen": chosen["text"],
+        "prompt_rejected": answer_prompt(question_text, rejected["quotes"]),
+        "rejected": rejected["text"],
+        "label": 0.5 if score == 0 else 1.0,
+        "margin": abs(score),
+        **ids,
+    }

@@ -16,7 +16,7 @@ from django.db import connection, transaction
 from django.utils import timezone
 
 from annotation.demonstrations.training_data import bc_examples
-from annotation.exports.formats import score_for_first, webgpt_pair, webgpt_row
+from annotation.exports.formats import answer_prompt, rm_pair, score_for_first, webgpt_pair, webgpt_row
 from annotation.feedback.scales import COMPARISON_TEMPLATES
 from annotation.models import (
     Answer,
@@ -71,7 +71,7 @@ def _question(item_question: Any) -> dict[str, Any]:
     }
 
 
-def _comparison_rows(filters: dict[str, Any], pairs: bool) -> Iterator[Any]:
+def _comparison_rows(filters: dict[str, Any], pairs: bool = False, rm: bool = False) -> Iterator[Any]:
     answers: dict[int, dict[str, Any]] = {}
     for task in _submitted_comparisons(filters):
         overall = ((task.response or {}).get("ratings") or {}).get("overall")
@@ -83,9 +83,42 @@ def _comparison_rows(filters: dict[str, Any], pairs: bool) -> Iterator[Any]:
                 answers[answer["pk"]] = {"text": answer["text"], "quotes": answer["quotes"]}
         first, second = sorted(task.order)
         score = score_for_first(task.order, overall)
+        if rm:
+            ids = {
+                "assignment": task.pk,
+                "answer_chosen": first if score >= 0 else second,
+                "answer_rejected": second if score >= 0 else first,
+            }
+            yield rm_pair(task.item.question.text, answers[first], answers[second], score, ids)
+            continue
         question = _question(task.item.question)
         make = webgpt_pair if pairs else webgpt_row
         yield make(question, answers[first], answers[second], score)
+
+
+def _group_rows(filters: dict[str, Any]) -> Iterator[dict[str, Any]]:
+    """K-way groups (InstructGPT): every ranked answer with its rank, to train on all K-choose-2 pairs."""
+    tasks = Assignment.objects.filter(status=AssignmentStatus.SUBMITTED, item__batch__template="ranking")
+    if filters.get("batch"):
+        tasks = tasks.filter(item__batch_id=filters["batch"])
+    for task in tasks.select_related("item__question").order_by("id").iterator(chunk_size=CHUNK):
+        ranks = (task.response or {}).get("ranks") or {}
+        answers = Answer.objects.in_bulk(task.order)
+        members = [
+            (ranks[str(position)], answers[pk])
+            for position, pk in enumerate(task.order, start=1)
+            if str(position) in ranks
+        ]
+        if len(members) < 2:
+            continue
+        members.sort(key=lambda pair: (pair[0], pair[1].pk))
+        yield {
+            "assignment": task.pk,
+            "prompts": [answer_prompt(task.item.question.text, a.quotes) for _, a in members],
+            "answers": [a.text for _, a in members],
+            "ranks": [rank for rank, _ in members],
+            "answer_ids": [a.pk for _, a in members],
+        }
 
 
 def _full_rows(filters: dict[str, Any]) -> Iterator[dict[str, Any]]:
@@ -152,6 +185,8 @@ def _bc_rows(filters: dict[str, Any]) -> Iterator[dict[str, Any]]:
 ROWS: dict[str, Callable[[dict[str, Any]], Iterator[Any]]] = {
     ExportFormat.WEBGPT_COMPARISONS: lambda f: _comparison_rows(f, pairs=False),
     ExportFormat.WEBGPT_PAIRS: lambda f: _comparison_rows(f, pairs=True),
+    ExportFormat.RM_PAIRS: lambda f: _comparison_rows(f, rm=True),
+    ExportFormat.RM_GROUPS: _group_rows,
     ExportFormat.COMPARISONS_FULL: _full_rows,
     ExportFormat.DEMONSTRATIONS: _demonstration_rows,
     ExportFormat.BC_PAIRS: _bc_rows,

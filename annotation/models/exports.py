@@ -14,6 +14,8 @@ class ExportFormat(models.TextChoices):
     COMPARISONS_FULL = "comparisons-full", "Full judgements: every rating, claim, flag, timing (JSONL)"
     DEMONSTRATIONS = "demonstrations", "Demonstrations as trajectories (JSONL)"
     BC_PAIRS = "bc-pairs", "Behaviour-cloning pairs: prompt, completion (JSONL)"
+    RM_PAIRS = "rm-pairs", "Reward-model pairs: chosen, rejected, label, margin (JSONL)"
+    RM_GROUPS = "rm-groups", "Reward-model K-way groups from rankings (JSONL)"
 
 
 class ExportStatus(models.TextChoices):
