@@ -13,7 +13,7 @@ import uuid
 import pytest
 import redis
 from django.conf import settings as django_settings
-from django.core.management import call_command
+from django.core.management import CommandError, call_command
 from django.urls import reverse
 
 from annotation.exports import service as exports
@@ -72,6 +72,7 @@ def test_webgpt_comparisons_rows_follow_the_public_schema(django_user_model):
     judged_pair(django_user_model)
     rows = export_rows("webgpt-comparisons")
     assert [row["score_0"] for row in rows] == [1.0, -0.5]  # bob: lower id much better; carol: other better
+    assert {row.pop("source") for row in rows} == {"platform"}
     row = rows[0]
     assert set(row) == {
         "question",
@@ -255,3 +256,48 @@ def test_ranking_groups_list_answers_best_first(django_user_model):
     assert group["ranks"] == [1, 2, 2, 3]
     assert group["answer_ids"][0] == task.order[1]
     assert group["prompts"][0] == "Why is the sky blue?■"
+
+
+@pytest.mark.django_db
+def test_public_comparisons_import_round_trips_and_is_idempotent(django_user_model, tmp_path, capsys):
+    judged_pair(django_user_model)
+    exported = export_rows("webgpt-comparisons")
+    path = tmp_path / "comparisons.jsonl"
+    path.write_text(
+        "\n".join(json.dumps({k: v for k, v in row.items() if k != "source"}) for row in exported)
+    )
+    call_command("import_comparisons", str(path))
+    call_command("import_comparisons", str(path))  # again: nothing new
+    assert "2 comparisons imported" in capsys.readouterr().out
+    again = export_rows("webgpt-comparisons", source="imported")
+    assert [{k: v for k, v in row.items() if k != "source"} for row in again] == [
+        {k: v for k, v in row.items() if k != "source"} for row in exported
+    ]
+    assert {row["source"] for row in again} == {"imported"}
+    raw = tmp_path / "pairs.jsonl"
+    raw.write_text(
+        "\n".join(json.dumps(pair) for pair in export_rows("webgpt-comparisons-pairs", source="platform"))
+    )
+    call_command("import_comparisons", str(raw))  # the raw layout of the same judgements
+
+
+@pytest.mark.django_db
+def test_a_malformed_comparison_file_imports_nothing(tmp_path):
+    from annotation.models import ImportedComparison
+
+    path = tmp_path / "bad.jsonl"
+    good = {
+        "question": {"dataset": "eli5", "full_text": "Why?", "id": "1"},
+        "quotes_0": {"title": [], "extract": []},
+        "answer_0": "a",
+        "tokens_0": [],
+        "score_0": 1.0,
+        "quotes_1": {"title": [], "extract": []},
+        "answer_1": "b",
+        "tokens_1": [],
+        "score_1": -1.0,
+    }
+    path.write_text(json.dumps(good) + "\n" + json.dumps({**good, "score_1": 0.5}) + "\n")
+    with pytest.raises(CommandError, match="line 2: scores must be opposite"):
+        call_command("import_comparisons", str(path))
+    assert not ImportedComparison.objects.exists()

@@ -26,6 +26,7 @@ from annotation.models import (
     EpisodeStatus,
     Export,
     ExportFormat,
+    ImportedComparison,
 )
 from annotation.models import ExportStatus as Status
 from browser.engine.trajectory import merge_scrolls
@@ -72,6 +73,37 @@ def _question(item_question: Any) -> dict[str, Any]:
 
 
 def _comparison_rows(filters: dict[str, Any], pairs: bool = False, rm: bool = False) -> Iterator[Any]:
+    """Platform judgements (source "platform") then imported ones ("imported"), unless filtered."""
+    wanted = filters.get("source") or "both"
+    if wanted in ("both", "platform"):
+        yield from _platform_comparison_rows(filters, pairs, rm)
+    if wanted in ("both", "imported"):
+        yield from _imported_comparison_rows(pairs, rm)
+
+
+def _imported_comparison_rows(pairs: bool, rm: bool) -> Iterator[Any]:
+    rows = ImportedComparison.objects.select_related("question", "answer_0", "answer_1").order_by("id")
+    for comparison in rows.iterator(chunk_size=CHUNK):
+        first = {"text": comparison.answer_0.text, "quotes": comparison.answer_0.quotes}
+        second = {"text": comparison.answer_1.text, "quotes": comparison.answer_1.quotes}
+        if rm:
+            score = comparison.score_0
+            ids = {
+                "imported": comparison.pk,
+                "answer_chosen": (comparison.answer_0_id if score >= 0 else comparison.answer_1_id),
+                "answer_rejected": (comparison.answer_1_id if score >= 0 else comparison.answer_0_id),
+            }
+            yield rm_pair(comparison.question.text, first, second, score, ids)
+        elif pairs:
+            yield webgpt_pair(_question(comparison.question), first, second, comparison.score_0)
+        else:
+            yield {
+                **webgpt_row(_question(comparison.question), first, second, comparison.score_0),
+                "source": "imported",
+            }
+
+
+def _platform_comparison_rows(filters: dict[str, Any], pairs: bool, rm: bool) -> Iterator[Any]:
     answers: dict[int, dict[str, Any]] = {}
     for task in _submitted_comparisons(filters):
         overall = ((task.response or {}).get("ratings") or {}).get("overall")
@@ -92,8 +124,10 @@ def _comparison_rows(filters: dict[str, Any], pairs: bool = False, rm: bool = Fa
             yield rm_pair(task.item.question.text, answers[first], answers[second], score, ids)
             continue
         question = _question(task.item.question)
-        make = webgpt_pair if pairs else webgpt_row
-        yield make(question, answers[first], answers[second], score)
+        if pairs:
+            yield webgpt_pair(question, answers[first], answers[second], score)
+        else:
+            yield {**webgpt_row(question, answers[first], answers[second], score), "source": "platform"}
 
 
 def _group_rows(filters: dict[str, Any]) -> Iterator[dict[str, Any]]:

@@ -1,7 +1,7 @@
 """Annotation data: the question bank, demonstrations and feedback tasks."""
 
 from annotation.models.demonstrations import DemonstrationBatch, Episode, EpisodeAction, EpisodeStatus
-from annotation.models.exports import Export, ExportFormat, ExportStatus
+from annotation.models.exports import Export, ExportFormat, ExportStatus, ImportedComparison
 from annotation.models.feedback import (
     Answer,
     Assignment,
@@ -29,6 +29,7 @@ __all__ = [
     "ExportStatus",
     "FeedbackBatch",
     "FeedbackItem",
+    "ImportedComparison",
     "Preset",
     "Question",
     "QuestionImport",

@@ -51,3 +51,25 @@ class Export(models.Model):
 
     def __str__(self) -> str:
         return f"export {self.pk} ({self.export_format}, {self.status})"
+
+
+class ImportedComparison(models.Model):
+    """A comparison judged elsewhere (e.g. the public WebGPT comparisons), kept apart from our labels."""
+
+    question = models.ForeignKey(
+        "annotation.Question", on_delete=models.PROTECT, related_name="imported_comparisons"
+    )
+    answer_0 = models.ForeignKey("annotation.Answer", on_delete=models.PROTECT, related_name="+")
+    answer_1 = models.ForeignKey("annotation.Answer", on_delete=models.PROTECT, related_name="+")
+    score_0 = models.FloatField(help_text="score_1 is its negative")
+    source = models.CharField(max_length=200, help_text="Where it came from (file or dataset name)")
+    row_key = models.CharField(
+        max_length=64, unique=True, help_text="Hash of the row: re-imports add nothing"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ("id",)
+
+    def __str__(self) -> str:
+        return f"imported comparison {self.pk} ({self.source})"
