@@ -10,6 +10,7 @@ from annotation.models import (
     Export,
     FeedbackBatch,
     FeedbackItem,
+    ImportedComparison,
     Question,
     QuestionImport,
 )
@@ -106,3 +107,10 @@ class ExportAdmin(admin.ModelAdmin):
     list_display = ("id", "export_format", "status", "row_count", "owner", "created_at", "finished_at")
     list_filter = ("export_format", "status")
     readonly_fields = [field.name for field in Export._meta.fields]
+
+
+@admin.register(ImportedComparison)
+class ImportedComparisonAdmin(admin.ModelAdmin):
+    list_display = ("id", "question", "score_0", "source", "created_at")
+    list_filter = ("source",)
+    readonly_fields = [field.name for field in ImportedComparison._meta.fields]
