@@ -194,3 +194,13 @@ def test_when_the_draw_requires_everything_the_page_says_so_and_enforces_it(clie
     assert client.post(reverse("annotation:task_submit", args=[task.pk]), data).status_code == 400
     data |= {"rating-accuracy": "equal", "rating-coherence": "a_better"}
     assert client.post(reverse("annotation:task_submit", args=[task.pk]), data).status_code == 302
+
+
+def test_a_malformed_stored_draft_still_renders(client_for, bob, demo_batches):
+    only(demo_batches, "webgpt_comparison")
+    client = client_for(bob)
+    task = task_for(client, bob)
+    Assignment.objects.filter(pk=task.pk).update(
+        draft={"ratings": ["x"], "flags": 3, "answers": {"A": {"trust": [1], "claims": "?"}}, "ranks": None}
+    )
+    assert client.get(reverse("annotation:task", args=[task.pk])).status_code == 200

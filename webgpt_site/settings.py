@@ -62,6 +62,10 @@ INSTALLED_APPS = [
     "django.contrib.staticfiles",
     "django_htmx",
     "csp",
+    "rest_framework",
+    "rest_framework.authtoken",
+    "drf_spectacular",
+    "drf_spectacular_sidecar",
     "webgpt_site",
     "browser",
     "annotation",
@@ -216,6 +220,34 @@ QUESTION_SPLIT_RATIOS = env_ratios(
 QUESTION_IMPORT_MAX_BYTES = env_int("QUESTION_IMPORT_MAX_BYTES", 50 * 1024 * 1024, minimum=1)
 DATA_UPLOAD_MAX_MEMORY_SIZE = 5 * 1024 * 1024
 FILE_UPLOAD_MAX_MEMORY_SIZE = 5 * 1024 * 1024
+
+# --- REST API (/api/) ------------------------------------------------------------------------------
+# Tokens for scripts (`manage.py drf_create_token <user>`), the session for the browser. Token comes
+# first so an anonymous call is answered 401 with a WWW-Authenticate header.
+REST_FRAMEWORK = {
+    "DEFAULT_AUTHENTICATION_CLASSES": [
+        "rest_framework.authentication.TokenAuthentication",
+        "rest_framework.authentication.SessionAuthentication",
+    ],
+    "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
+    "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.PageNumberPagination",
+    "PAGE_SIZE": 50,
+    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+}
+SPECTACULAR_SETTINGS = {
+    "TITLE": "WebGPT feedback platform API",
+    "DESCRIPTION": "Questions, demonstrations, answers, feedback batches, labeling tasks and exports.",
+    "VERSION": "1.0.0",
+    "SERVE_INCLUDE_SCHEMA": False,
+    # Swagger UI's files come from our own static files (drf-spectacular-sidecar): the CSP allows 'self' only.
+    "SWAGGER_UI_DIST": "SIDECAR",
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    "REDOC_DIST": "SIDECAR",
+    "ENUM_NAME_OVERRIDES": {
+        "EpisodeStatusEnum": "annotation.models.EpisodeStatus",
+        "ExportStatusEnum": "annotation.models.ExportStatus",
+    },
+}
 
 # --- The browsing environment ----------------------------------------------------------------------
 CORPUS_INDEX_DIR = Path(env_str("CORPUS_INDEX_DIR") or VAR_DIR / "corpora")

@@ -1,7 +1,9 @@
 from django.contrib import admin
 from django.contrib.auth import views as auth_views
 from django.urls import include, path
+from drf_spectacular.views import SpectacularAPIView
 
+from annotation.api.docs import ApiDocs
 from annotation.exports import views as export_views
 from annotation.feedback import console as feedback_console
 from webgpt_site import console, views
@@ -28,6 +30,9 @@ urlpatterns = [
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("console/", include(console_patterns)),
     path("console/questions/", include("annotation.questions.urls")),
+    path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),
+    path("api/docs/", ApiDocs.as_view(), name="api-docs"),
+    path("api/", include("annotation.api.urls")),
     path("", include("annotation.urls")),
     path("admin/", admin.site.urls),
 ]

@@ -26,6 +26,12 @@ from annotation.models import Answer, Assignment
 CITATION = re.compile(r"\s*\[\d+\]")
 
 
+def _section(values: dict, key: str) -> dict:
+    """A part of a stored draft, or {} when it is missing or not an object (drafts are stored as sent)."""
+    section = values.get(key)
+    return section if isinstance(section, dict) else {}
+
+
 def _options(choices: Any, value: Any) -> list[dict[str, Any]]:
     return [
         {"code": str(code), "label": label, "checked": str(code) == str(value)} for code, label in choices
@@ -54,6 +60,8 @@ def task_context(assignment: Assignment, *, errors: dict[str, str] | None = None
     shapes = answer_shapes(assignment)
     answers = Answer.objects.in_bulk(assignment.order)
     values = assignment.draft or assignment.response or {}
+    if not isinstance(values, dict):
+        values = {}
     required_order = required_fields(
         batch.template,
         answers=shapes,
@@ -74,12 +82,8 @@ def task_context(assignment: Assignment, *, errors: dict[str, str] | None = None
     slots = []
     for shape, answer_id in zip(shapes, assignment.order, strict=True):
         answer = answers[answer_id]
-        draft = (
-            (values.get("answers") or {}).get(shape.slot, {})
-            if isinstance(values.get("answers"), dict)
-            else {}
-        )
-        trust = draft.get("trust", {}) if isinstance(draft, dict) else {}
+        draft = _section(_section(values, "answers"), shape.slot)
+        trust = _section(draft, "trust")
         slots.append(
             {
                 "slot": shape.slot,
@@ -91,23 +95,23 @@ def task_context(assignment: Assignment, *, errors: dict[str, str] | None = None
                     {**quote, "index": index, "trust": _options(TRUST_LEVELS, trust.get(str(index)))}
                     for index, quote in enumerate(answer.quotes)
                 ],
-                "claims_json": json.dumps(draft.get("claims", []) if isinstance(draft, dict) else []),
+                "claims_json": json.dumps(draft.get("claims", [])),
                 "rank_options": _options(
                     [(n, str(n)) for n in range(1, len(shapes) + 1)],
-                    (values.get("ranks") or {}).get(shape.slot),
+                    _section(values, "ranks").get(shape.slot),
                 ),
-                "likert": _options(LIKERT_7, (values.get("likert") or {}).get(shape.slot)),
+                "likert": _options(LIKERT_7, _section(values, "likert").get(shape.slot)),
                 "tags": [
                     {
                         "code": code,
                         "label": label,
-                        "checked": code in ((values.get("tags") or {}).get(shape.slot) or []),
+                        "checked": code in (_section(values, "tags").get(shape.slot) or []),
                     }
                     for code, label in RANKING_TAGS
                 ],
             }
         )
-    ratings = values.get("ratings") or {}
+    ratings = _section(values, "ratings")
     return {
         "assignment": assignment,
         "batch": batch,
@@ -123,7 +127,7 @@ def task_context(assignment: Assignment, *, errors: dict[str, str] | None = None
             for code, label in dimensions_for(batch.template)
         ],
         "flags": [
-            {"code": code, "label": label, "checked": bool((values.get("flags") or {}).get(code))}
+            {"code": code, "label": label, "checked": bool(_section(values, "flags").get(code))}
             for code, label in QUESTION_FLAGS
         ],
         "rating_fields": [

@@ -1,0 +1,1 @@
+"""The REST API (/api/): the same object permissions as the pages, on top of the same services."""

@@ -1,0 +1,63 @@
+"""Exports over the API (researchers): request one (queued on the exports worker), watch it, download it."""
+
+from __future__ import annotations
+
+from django.db.models import QuerySet
+from django.http import FileResponse, Http404
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import extend_schema
+from rest_framework import generics, status
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from annotation.api.permissions import IsResearcher
+from annotation.api.serializers import ExportCreateInput, ExportSerializer
+from annotation.exports.service import export_path, request_export
+from annotation.models import Export, ExportStatus
+from webgpt_site.permissions import get_visible_or_404
+
+
+class ExportList(generics.ListAPIView):
+    """Exports, newest first; POST ``{"format": ..., "batch", "split", "include_flagged", "include_gold"}``
+    queues one and answers 202 with its job row."""
+
+    permission_classes = (IsResearcher,)
+    serializer_class = ExportSerializer
+
+    def get_queryset(self) -> QuerySet[Export]:
+        return Export.objects.visible_to(self.request.user)
+
+    @extend_schema(request=ExportCreateInput, responses={202: ExportSerializer})
+    def post(self, request: Request) -> Response:
+        form = ExportCreateInput(data=request.data)
+        form.is_valid(raise_exception=True)
+        export = request_export(request.user, form.validated_data["format"], form.filters())
+        return Response(ExportSerializer(export).data, status=status.HTTP_202_ACCEPTED)
+
+
+class ExportDetail(generics.RetrieveAPIView):
+    """Status, progress, row count and sha256 of one export."""
+
+    serializer_class = ExportSerializer
+
+    def get_queryset(self) -> QuerySet[Export]:
+        return Export.objects.visible_to(self.request.user)
+
+
+class ExportDownload(APIView):
+    """The finished file (JSONL), through the permission check; 404 until it is done."""
+
+    def perform_content_negotiation(self, request: Request, force: bool = False) -> tuple:
+        return super().perform_content_negotiation(request, force=True)  # any Accept gets the file
+
+    @extend_schema(responses={(200, "application/octet-stream"): OpenApiTypes.BINARY})
+    def get(self, request: Request, pk: int) -> FileResponse:
+        export = get_visible_or_404(Export.objects, request.user, pk=pk)
+        if export.status != ExportStatus.DONE:
+            raise Http404("This export is not finished.")
+        try:
+            handle = export_path(export).open("rb")
+        except FileNotFoundError:
+            raise Http404("This export's file is missing.") from None
+        return FileResponse(handle, as_attachment=True, filename=export.file_name)

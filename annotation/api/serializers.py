@@ -1,0 +1,213 @@
+"""API representations. Read serializers expose what each role may see; input serializers check a body's
+shape before it reaches a service (the services keep every business rule)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rest_framework import serializers
+
+from annotation.feedback.batches import BatchSettings
+from annotation.feedback.scales import RATING_PRESETS, TEMPLATES
+from annotation.models import (
+    Answer,
+    Episode,
+    EpisodeAction,
+    Export,
+    ExportFormat,
+    FeedbackBatch,
+    Question,
+    QuestionImport,
+    Split,
+)
+from annotation.questions.formats import FORMATS
+
+
+class QuestionSerializer(serializers.ModelSerializer):
+    class Meta:
+        model = Question
+        fields = (
+            "id",
+            "text",
+            "dataset",
+            "external_id",
+            "split",
+            "reference_answers",
+            "metadata",
+            "source_import",
+            "created_at",
+        )
+
+
+class QuestionImportSerializer(serializers.ModelSerializer):
+    class Meta:
+        model = QuestionImport
+        fields = (
+            "id",
+            "filename",
+            "file_format",
+            "dataset",
+            "sha256",
+            "created_count",
+            "duplicate_count",
+            "duplicates",
+            "created_at",
+        )
+
+
+class QuestionImportInput(serializers.Serializer):
+    file = serializers.FileField()
+    dataset = serializers.SlugField(required=False, allow_blank=True, max_length=100)
+    format = serializers.ChoiceField(choices=[*FORMATS], required=False, allow_blank=True)
+    explain_statements = serializers.BooleanField(required=False, allow_null=True, default=None)
+
+
+class EpisodeActionSerializer(serializers.ModelSerializer):
+    class Meta:
+        model = EpisodeAction
+        fields = ("index", "command", "valid", "message", "observation_before", "created_at")
+
+
+class EpisodeSerializer(serializers.ModelSerializer):
+    question = serializers.CharField(source="question.text", read_only=True)
+    user = serializers.CharField(source="user.get_username", read_only=True)
+    quotes = serializers.SerializerMethodField()
+
+    class Meta:
+        model = Episode
+        fields = (
+            "id",
+            "question",
+            "question_id",
+            "user",
+            "status",
+            "end_reason",
+            "corpus",
+            "answer",
+            "note",
+            "quotes",
+            "started_at",
+            "finished_at",
+            "active_seconds",
+        )
+
+    def get_quotes(self, episode: Episode) -> list[dict[str, Any]]:
+        return list((episode.state or {}).get("quotes") or [])
+
+
+class EpisodeDetailSerializer(EpisodeSerializer):
+    actions = EpisodeActionSerializer(many=True, read_only=True)
+
+    class Meta(EpisodeSerializer.Meta):
+        fields = (*EpisodeSerializer.Meta.fields, "actions")
+
+
+class AnswerSerializer(serializers.ModelSerializer):
+    class Meta:
+        model = Answer
+        fields = ("id", "question", "text", "quotes", "source_kind", "source", "episode", "created_at")
+
+
+class BatchSerializer(serializers.ModelSerializer):
+    progress = serializers.SerializerMethodField()
+
+    class Meta:
+        model = FeedbackBatch
+        fields = (
+            "id",
+            "name",
+            "template",
+            "preset",
+            "instructions",
+            "overlap",
+            "required_probability",
+            "always_required",
+            "lease_seconds",
+            "revision_seconds",
+            "is_active",
+            "created_at",
+            "progress",
+        )
+
+    def get_progress(self, batch: FeedbackBatch) -> dict[str, int]:
+        from annotation.feedback.stats import batch_progress
+
+        return batch_progress(batch)
+
+
+class BatchCreateInput(serializers.Serializer):
+    """The console's batch form as JSON (answers come from the demonstrations or the whole bank)."""
+
+    name = serializers.CharField(max_length=200)
+    template = serializers.ChoiceField(choices=TEMPLATES)
+    preset = serializers.ChoiceField(choices=[*RATING_PRESETS], required=False, allow_blank=True, default="")
+    source = serializers.ChoiceField(choices=["demonstrations", "bank"])
+    overlap = serializers.IntegerField(min_value=1, max_value=10, default=1)
+    required_probability = serializers.FloatField(min_value=0, max_value=1, default=0.1)
+    always_required = serializers.ListField(
+        child=serializers.CharField(max_length=50), required=False, allow_null=True, default=None
+    )
+    instructions = serializers.CharField(required=False, allow_blank=True, default="")
+    lease_seconds = serializers.IntegerField(min_value=60, max_value=24 * 3600, default=1800)
+    revision_seconds = serializers.IntegerField(min_value=0, max_value=7 * 24 * 3600, default=3600)
+    gold_pairs = serializers.CharField(required=False, allow_blank=True, default="")
+
+    def validate(self, data: dict[str, Any]) -> dict[str, Any]:
+        if (data["template"] == "rating") != bool(data.get("preset")):
+            raise serializers.ValidationError(
+                {"preset": "Choose a preset for a rating batch, and only for one."}
+            )
+        return data
+
+    def batch_settings(self) -> BatchSettings:
+        data = self.validated_data
+        return BatchSettings(
+            name=data["name"],
+            template=data["template"],
+            preset=data["preset"],
+            instructions=data["instructions"],
+            overlap=data["overlap"],
+            required_probability=data["required_probability"],
+            always_required=data["always_required"] or None,
+            lease_seconds=data["lease_seconds"],
+            revision_seconds=data["revision_seconds"],
+        )
+
+
+class ExportSerializer(serializers.ModelSerializer):
+    format = serializers.CharField(source="export_format", read_only=True)
+
+    class Meta:
+        model = Export
+        fields = (
+            "id",
+            "format",
+            "filters",
+            "status",
+            "progress",
+            "row_count",
+            "file_name",
+            "sha256",
+            "error",
+            "created_at",
+            "finished_at",
+        )
+
+
+class ExportCreateInput(serializers.Serializer):
+    format = serializers.ChoiceField(choices=ExportFormat.choices)
+    batch = serializers.PrimaryKeyRelatedField(
+        queryset=FeedbackBatch.objects.all(), required=False, allow_null=True
+    )
+    split = serializers.ChoiceField(choices=Split.choices, required=False, allow_null=True, allow_blank=True)
+    include_flagged = serializers.BooleanField(default=True)
+    include_gold = serializers.BooleanField(default=True)
+
+    def filters(self) -> dict[str, Any]:
+        data = self.validated_data
+        return {
+            "batch": data["batch"].pk if data.get("batch") else None,
+            "split": data.get("split") or None,
+            "include_flagged": data["include_flagged"],
+            "include_gold": data["include_gold"],
+        }

@@ -1,0 +1,205 @@
+"""Labelers' tasks over the API: what the task page shows (blind: no sources, no answer ids, only slots),
+next task, draft and submit, all through ``annotation.feedback.assignment``."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+from django.http import Http404
+from django.utils import timezone
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import extend_schema
+from rest_framework import serializers, status
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from annotation.api.permissions import IsLabeler
+from annotation.feedback import assignment as work
+from annotation.feedback.assignment import answer_shapes
+from annotation.feedback.presenter import task_context
+from annotation.feedback.scales import COMPARISON_SCALE, QUESTION_FLAGS
+from annotation.feedback.validation import required_fields
+from annotation.models import Assignment
+
+QUOTE_KEYS = ("title", "url", "domain", "extract")
+
+
+def task_data(task: Assignment) -> dict[str, Any]:
+    """The task as its page shows it, as JSON. Never the answers' ids or sources: the page is blind."""
+    context = task_context(task)
+    batch = task.item.batch
+    return {
+        "id": task.pk,
+        "status": task.status,
+        "template": batch.template,
+        "preset": batch.preset,
+        "instructions": batch.instructions,
+        "leased_until": task.leased_until,
+        "submitted_at": task.submitted_at,
+        "question": context["question"],
+        "answers": [
+            {
+                "slot": slot["slot"],
+                "text": slot["text"],
+                "quotes": [
+                    {"index": quote["index"], **{key: quote.get(key, "") for key in QUOTE_KEYS}}
+                    for quote in slot["quotes"]
+                ],
+            }
+            for slot in context["slots"]
+        ],
+        "scale": [{"code": code, "label": label} for code, label in COMPARISON_SCALE]
+        if context["scales"]
+        else [],
+        "dimensions": [{"code": s["code"], "label": s["label"]} for s in context["scales"]],
+        "question_flags": [{"code": code, "label": label} for code, label in QUESTION_FLAGS]
+        if batch.template == "webgpt_comparison"
+        else [],
+        "rating_fields": [
+            {
+                "code": field["code"],
+                "label": field["label"],
+                "help": field["help"],
+                "min_words": field["min_words"],
+                "choices": [option["code"] for option in field["options"]],
+            }
+            for field in context["rating_fields"]
+        ],
+        "required": required_fields(
+            batch.template,
+            answers=answer_shapes(task),
+            required_all=task.required_all,
+            always_required=batch.always_required,
+            preset=batch.preset or None,
+        ),
+        "required_labels": context["required"],
+        "draft": task.draft,
+        "response": task.response,
+        "flags": task.flags,
+        "submit_key": str(context["submit_key"]),
+    }
+
+
+def _has_nul(value: Any) -> bool:
+    """PostgreSQL's jsonb cannot store U+0000; such a body is refused instead of failing in the database."""
+    if isinstance(value, str):
+        return "\x00" in value
+    if isinstance(value, dict):
+        return any(_has_nul(k) or _has_nul(v) for k, v in value.items())
+    if isinstance(value, list):
+        return any(_has_nul(v) for v in value)
+    return False
+
+
+SECTIONS = ("ratings", "flags", "answers", "ranks", "likert", "tags")
+
+
+def shape_errors(value: dict) -> dict[str, str]:
+    """Sections of a response that must be objects (the task page reads drafts back through them)."""
+    errors = {
+        key: "Must be an object." for key in SECTIONS if value.get(key) and not isinstance(value[key], dict)
+    }
+    answers = value.get("answers")
+    if isinstance(answers, dict):
+        for slot, part in answers.items():
+            if isinstance(part, dict) and part.get("trust") and not isinstance(part["trust"], dict):
+                errors[f"answers.{slot}.trust"] = "Must be an object."
+    tags = value.get("tags")
+    if isinstance(tags, dict):
+        for slot, chosen in tags.items():
+            if chosen and not isinstance(chosen, list | str):
+                errors[f"tags.{slot}"] = "Must be a list."
+    return errors
+
+
+def _json_object(value: Any) -> dict:
+    if _has_nul(value):
+        raise serializers.ValidationError("Text may not contain NUL characters.")
+    errors = shape_errors(value)
+    if errors:
+        raise serializers.ValidationError(errors)
+    return value
+
+
+class SubmitInput(serializers.Serializer):
+    response = serializers.DictField(validators=[_json_object])
+    key = serializers.UUIDField(help_text="A fresh UUID per submission; the same key again is a no-op")
+
+
+class DraftInput(serializers.Serializer):
+    draft = serializers.DictField(validators=[_json_object])
+
+
+def _own(request: Request, pk: int) -> Assignment:
+    """The caller's own task; anyone else's (and any task for a non-labeler) is a 404 like a missing one."""
+    task = (
+        Assignment.objects.filter(pk=pk, labeler=request.user)
+        .select_related("item__batch", "item__question")
+        .first()
+    )
+    if task is None:
+        raise Http404("No such task.")
+    return task
+
+
+def _closed(exc: Exception) -> Response:
+    return Response({"detail": str(exc)}, status=status.HTTP_409_CONFLICT)
+
+
+class TaskNext(APIView):
+    """Lease the next task (or return the live one): 201 with the task, 204 when none is waiting."""
+
+    permission_classes = (IsLabeler,)
+
+    @extend_schema(request=None, responses={201: OpenApiTypes.OBJECT, 204: None})
+    def post(self, request: Request) -> Response:
+        task = work.next_assignment(request.user)
+        if task is None:
+            return Response(status=status.HTTP_204_NO_CONTENT)
+        return Response(task_data(_own(request, task.pk)), status=status.HTTP_201_CREATED)
+
+
+class TaskDetail(APIView):
+    @extend_schema(responses={200: OpenApiTypes.OBJECT})
+    def get(self, request: Request, pk: int) -> Response:
+        return Response(task_data(_own(request, pk)))
+
+
+class TaskSubmit(APIView):
+    """Submit ``{"response": {...}, "key": "<uuid>"}``: 200 ``{"complete": true, "flags": [...]}``, or 400
+    with ``errors`` by field path; 409 when the task is closed."""
+
+    @extend_schema(request=SubmitInput, responses={200: OpenApiTypes.OBJECT, 400: OpenApiTypes.OBJECT})
+    def post(self, request: Request, pk: int) -> Response:
+        task = _own(request, pk)
+        body = SubmitInput(data=request.data)
+        body.is_valid(raise_exception=True)
+        key: uuid.UUID = body.validated_data["key"]
+        try:
+            result = work.submit(task.pk, request.user, body.validated_data["response"], key)
+        except work.TaskClosed as exc:
+            return _closed(exc)
+        if result.validation is None:  # the same key again: already applied
+            return Response({"complete": True, "flags": result.assignment.flags, "repeated": True})
+        if not result.validation.complete:
+            return Response(
+                {"complete": False, "errors": result.validation.errors}, status=status.HTTP_400_BAD_REQUEST
+            )
+        return Response({"complete": True, "flags": list(result.validation.flags), "repeated": False})
+
+
+class TaskDraft(APIView):
+    """Keep work in progress ``{"draft": {...}}`` on the server (renews the lease)."""
+
+    @extend_schema(request=DraftInput, responses={200: OpenApiTypes.OBJECT})
+    def post(self, request: Request, pk: int) -> Response:
+        task = _own(request, pk)
+        body = DraftInput(data=request.data)
+        body.is_valid(raise_exception=True)
+        try:
+            work.save_draft(task.pk, request.user, body.validated_data["draft"])
+        except work.TaskClosed as exc:
+            return _closed(exc)
+        return Response({"saved_at": timezone.now()})

@@ -1,0 +1,26 @@
+"""The REST API's routes (under /api/); the schema and its docs page are in webgpt_site/urls.py."""
+
+from __future__ import annotations
+
+from django.urls import path
+
+from annotation.api import exports, tasks, views
+
+urlpatterns = [
+    path("questions", views.QuestionList.as_view(), name="api-questions"),
+    path("questions/import", views.QuestionImportView.as_view(), name="api-question-import"),
+    path("questions/<int:pk>", views.QuestionDetail.as_view(), name="api-question"),
+    path("episodes", views.EpisodeList.as_view(), name="api-episodes"),
+    path("episodes/<int:pk>", views.EpisodeDetail.as_view(), name="api-episode"),
+    path("answers", views.AnswerList.as_view(), name="api-answers"),
+    path("answers/<int:pk>", views.AnswerDetail.as_view(), name="api-answer"),
+    path("batches", views.BatchList.as_view(), name="api-batches"),
+    path("batches/<int:pk>", views.BatchDetail.as_view(), name="api-batch"),
+    path("tasks/next", tasks.TaskNext.as_view(), name="api-task-next"),
+    path("tasks/<int:pk>", tasks.TaskDetail.as_view(), name="api-task"),
+    path("tasks/<int:pk>/submit", tasks.TaskSubmit.as_view(), name="api-task-submit"),
+    path("tasks/<int:pk>/draft", tasks.TaskDraft.as_view(), name="api-task-draft"),
+    path("exports", exports.ExportList.as_view(), name="api-exports"),
+    path("exports/<int:pk>", exports.ExportDetail.as_view(), name="api-export"),
+    path("exports/<int:pk>/download", exports.ExportDownload.as_view(), name="api-export-download"),
+]

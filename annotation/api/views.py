@@ -1,0 +1,163 @@
+"""API views for the research side: questions, episodes, answers and feedback batches. Querysets come from
+each model's ``visible_to(user)``: a detail a user may not see is a 404; a list not for their role a 403."""
+
+from __future__ import annotations
+
+from django.db.models import QuerySet
+from drf_spectacular.utils import OpenApiParameter, extend_schema
+from rest_framework import generics, status
+from rest_framework.parsers import FormParser, MultiPartParser
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from annotation.api.permissions import IsDemonstratorOrResearcher, IsResearcher
+from annotation.api.serializers import (
+    AnswerSerializer,
+    BatchCreateInput,
+    BatchSerializer,
+    EpisodeDetailSerializer,
+    EpisodeSerializer,
+    QuestionImportInput,
+    QuestionImportSerializer,
+    QuestionSerializer,
+)
+from annotation.feedback.batches import BatchError, create_batch_from_source
+from annotation.models import Answer, Episode, FeedbackBatch, Question, Split
+from annotation.questions.formats import QuestionFileError
+from annotation.questions.service import import_questions
+
+
+@extend_schema(
+    parameters=[
+        OpenApiParameter("dataset", str, description="Only this dataset"),
+        OpenApiParameter("split", str, enum=list(Split.values), description="Only this split"),
+        OpenApiParameter("q", str, description="Text contains"),
+    ]
+)
+class QuestionList(generics.ListAPIView):
+    """The question bank (researchers)."""
+
+    permission_classes = (IsResearcher,)
+    serializer_class = QuestionSerializer
+
+    def get_queryset(self) -> QuerySet[Question]:
+        questions = Question.objects.visible_to(self.request.user).order_by("id")
+        params = self.request.query_params
+        if params.get("dataset"):
+            questions = questions.filter(dataset=params["dataset"].replace("\x00", ""))
+        if params.get("split"):
+            questions = questions.filter(split=params["split"])
+        if params.get("q"):
+            questions = questions.filter(text__icontains=params["q"][:200].replace("\x00", ""))
+        return questions
+
+
+class QuestionDetail(generics.RetrieveAPIView):
+    serializer_class = QuestionSerializer
+
+    def get_queryset(self) -> QuerySet[Question]:
+        return Question.objects.visible_to(self.request.user)
+
+
+class QuestionImportView(APIView):
+    """Import a question file (multipart: ``file``, optional ``dataset``, ``format``,
+    ``explain_statements``): all of it or nothing; a bad row is a 400 with its line and reason."""
+
+    permission_classes = (IsResearcher,)
+    parser_classes = (MultiPartParser, FormParser)
+
+    @extend_schema(request=QuestionImportInput, responses={201: QuestionImportSerializer})
+    def post(self, request: Request) -> Response:
+        form = QuestionImportInput(data=request.data)
+        form.is_valid(raise_exception=True)
+        data = form.validated_data
+        upload = data["file"]
+        try:
+            report = import_questions(
+                upload.read(),
+                filename=upload.name or "questions",
+                user=request.user,
+                dataset=data.get("dataset") or None,
+                file_format=data.get("format") or None,
+                explain_statements=data.get("explain_statements"),
+            )
+        except QuestionFileError as exc:
+            body = {"file": [f"{exc}. Nothing was imported."], "line": exc.line, "reason": exc.reason}
+            return Response(body, status=status.HTTP_400_BAD_REQUEST)
+        return Response(QuestionImportSerializer(report).data, status=status.HTTP_201_CREATED)
+
+
+class EpisodeList(generics.ListAPIView):
+    """Demonstrations: demonstrators see their own, researchers everyone's."""
+
+    permission_classes = (IsDemonstratorOrResearcher,)
+    serializer_class = EpisodeSerializer
+
+    def get_queryset(self) -> QuerySet[Episode]:
+        return Episode.objects.visible_to(self.request.user).select_related("question", "user")
+
+
+class EpisodeDetail(generics.RetrieveAPIView):
+    """One episode with its actions (command, validity, message, the observation before) and quotes."""
+
+    serializer_class = EpisodeDetailSerializer
+
+    def get_queryset(self) -> QuerySet[Episode]:
+        return (
+            Episode.objects.visible_to(self.request.user)
+            .select_related("question", "user")
+            .prefetch_related("actions")
+        )
+
+
+@extend_schema(parameters=[OpenApiParameter("question", int, description="Only answers to this question")])
+class AnswerList(generics.ListAPIView):
+    """Answers with their hidden source (researchers only)."""
+
+    permission_classes = (IsResearcher,)
+    serializer_class = AnswerSerializer
+
+    def get_queryset(self) -> QuerySet[Answer]:
+        answers = Answer.objects.visible_to(self.request.user).order_by("id")
+        question = self.request.query_params.get("question", "")
+        return answers.filter(question_id=int(question)) if question.isdigit() else answers
+
+
+class AnswerDetail(generics.RetrieveAPIView):
+    serializer_class = AnswerSerializer
+
+    def get_queryset(self) -> QuerySet[Answer]:
+        return Answer.objects.visible_to(self.request.user)
+
+
+class BatchList(generics.ListAPIView):
+    """Feedback batches with progress (researchers); POST creates one like the console's form."""
+
+    permission_classes = (IsResearcher,)
+    serializer_class = BatchSerializer
+
+    def get_queryset(self) -> QuerySet[FeedbackBatch]:
+        return FeedbackBatch.objects.visible_to(self.request.user).order_by("-created_at", "-id")
+
+    @extend_schema(request=BatchCreateInput, responses={201: BatchSerializer})
+    def post(self, request: Request) -> Response:
+        form = BatchCreateInput(data=request.data)
+        form.is_valid(raise_exception=True)
+        try:
+            batch = create_batch_from_source(
+                request.user,
+                form.batch_settings(),
+                form.validated_data["source"],
+                gold_pairs=form.validated_data["gold_pairs"],
+            )
+        except BatchError as exc:
+            return Response({"non_field_errors": [str(exc)]}, status=status.HTTP_400_BAD_REQUEST)
+        return Response(BatchSerializer(batch).data, status=status.HTTP_201_CREATED)
+
+
+class BatchDetail(generics.RetrieveAPIView):
+    serializer_class = BatchSerializer
+
+    def get_queryset(self) -> QuerySet[FeedbackBatch]:
+        return FeedbackBatch.objects.visible_to(self.request.user)
