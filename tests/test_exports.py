@@ -301,3 +301,31 @@ def test_a_malformed_comparison_file_imports_nothing(tmp_path):
     with pytest.raises(CommandError, match="line 2: scores must be opposite"):
         call_command("import_comparisons", str(path))
     assert not ImportedComparison.objects.exists()
+
+
+@pytest.mark.django_db
+def test_parquet_and_jsonl_exports_load_with_pandas_and_hugging_face_datasets(
+    django_user_model, tmp_path, monkeypatch
+):
+    import datasets
+    import pandas as pd
+
+    monkeypatch.setenv("HF_DATASETS_OFFLINE", "1")
+    judged_pair(django_user_model)
+    parquet, jsonl = tmp_path / "comparisons.parquet", tmp_path / "comparisons.jsonl"
+    call_command("export_dataset", "--format", "webgpt-comparisons", "-o", str(parquet))
+    call_command("export_dataset", "--format", "webgpt-comparisons", "-o", str(jsonl))
+    frame = pd.read_parquet(parquet)
+    assert list(frame["score_0"]) == [1.0, -0.5]
+    assert list(frame["quotes_0"][0]["title"]) == ["Rayleigh scattering (en.wikipedia.org)"]
+    cache = str(tmp_path / "hf-cache")
+    from_parquet = datasets.load_dataset("parquet", data_files=str(parquet), split="train", cache_dir=cache)
+    from_jsonl = datasets.load_dataset("json", data_files=str(jsonl), split="train", cache_dir=cache)
+    assert from_parquet.num_rows == from_jsonl.num_rows == 2
+    assert from_parquet[0]["question"] == {"dataset": "eli5", "full_text": "Why is the sky blue?", "id": "q7"}
+    assert from_jsonl[1]["score_1"] == 0.5
+    rm = tmp_path / "rm.parquet"
+    call_command("export_dataset", "--format", "rm-pairs", "-o", str(rm))
+    assert list(pd.read_parquet(rm)["label"]) == [1.0, 1.0]
+    with pytest.raises(CommandError, match="JSONL only"):
+        call_command("export_dataset", "--format", "demonstrations", "-o", str(tmp_path / "d.parquet"))

@@ -32,7 +32,8 @@ class ExportList(generics.ListAPIView):
     def post(self, request: Request) -> Response:
         form = ExportCreateInput(data=request.data)
         form.is_valid(raise_exception=True)
-        export = request_export(request.user, form.validated_data["format"], form.filters())
+        data = form.validated_data
+        export = request_export(request.user, data["format"], form.filters(), data["file_type"])
         return Response(ExportSerializer(export).data, status=status.HTTP_202_ACCEPTED)
 
 

@@ -7,6 +7,7 @@ from typing import Any
 
 from rest_framework import serializers
 
+from annotation.exports.parquet import SCHEMAS as PARQUET_FORMATS
 from annotation.feedback.batches import BatchSettings
 from annotation.feedback.scales import RATING_PRESETS, TEMPLATES
 from annotation.models import (
@@ -182,6 +183,7 @@ class ExportSerializer(serializers.ModelSerializer):
         fields = (
             "id",
             "format",
+            "file_type",
             "filters",
             "status",
             "progress",
@@ -196,12 +198,18 @@ class ExportSerializer(serializers.ModelSerializer):
 
 class ExportCreateInput(serializers.Serializer):
     format = serializers.ChoiceField(choices=ExportFormat.choices)
+    file_type = serializers.ChoiceField(choices=[("jsonl", "JSONL"), ("parquet", "Parquet")], default="jsonl")
     batch = serializers.PrimaryKeyRelatedField(
         queryset=FeedbackBatch.objects.all(), required=False, allow_null=True
     )
     split = serializers.ChoiceField(choices=Split.choices, required=False, allow_null=True, allow_blank=True)
     include_flagged = serializers.BooleanField(default=True)
     include_gold = serializers.BooleanField(default=True)
+
+    def validate(self, data: dict[str, Any]) -> dict[str, Any]:
+        if data.get("file_type") == "parquet" and data.get("format") not in PARQUET_FORMATS:
+            raise serializers.ValidationError({"file_type": "Parquet: webgpt-comparisons and rm-pairs only."})
+        return data
 
     def filters(self) -> dict[str, Any]:
         data = self.validated_data

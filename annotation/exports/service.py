@@ -17,6 +17,7 @@ from django.utils import timezone
 
 from annotation.demonstrations.training_data import bc_examples
 from annotation.exports.formats import answer_prompt, rm_pair, score_for_first, webgpt_pair, webgpt_row
+from annotation.exports.parquet import SCHEMAS, write_parquet
 from annotation.feedback.scales import COMPARISON_TEMPLATES
 from annotation.models import (
     Answer,
@@ -228,16 +229,26 @@ ROWS: dict[str, Callable[[dict[str, Any]], Iterator[Any]]] = {
 
 
 def write_rows(
-    export_format: str, filters: dict[str, Any], out: Any, on_progress: Callable[[int], None] = lambda n: None
+    export_format: str,
+    filters: dict[str, Any],
+    out: Any,
+    on_progress: Callable[[int], None] = lambda n: None,
+    file_type: str = "jsonl",
 ) -> int:
-    """Write JSONL rows to the binary file ``out``; all reads in one repeatable-read snapshot."""
-    count = 0
+    """Write the rows to the binary file ``out`` (JSONL, or Parquet for the comparison formats); all reads
+    happen in one repeatable-read snapshot."""
+    if file_type == "parquet" and export_format not in SCHEMAS:
+        raise ValueError(f"{export_format} is exported as JSONL only; Parquet is for {', '.join(SCHEMAS)}")
     outermost = not connection.in_atomic_block  # inside another transaction, that one's snapshot holds
     with transaction.atomic():
         if outermost and connection.vendor == "postgresql":
             # One consistent snapshot: labeling that goes on meanwhile cannot tear the file.
             connection.cursor().execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY")
-        for row in ROWS[export_format](filters):
+        rows = ROWS[export_format](filters)
+        if file_type == "parquet":
+            return write_parquet(rows, SCHEMAS[export_format], out, on_progress)
+        count = 0
+        for row in rows:
             out.write(json.dumps(row, ensure_ascii=False).encode("utf-8") + b"\n")
             count += 1
             if count % PROGRESS_EVERY == 0:
@@ -256,7 +267,9 @@ class _Hashing:
         return self.raw.write(data)
 
 
-def request_export(user: Any, export_format: str, filters: dict[str, Any]) -> Export:
+def request_export(
+    user: Any, export_format: str, filters: dict[str, Any], file_type: str = "jsonl"
+) -> Export:
     """Create the job row and queue it on the ``exports`` queue once committed."""
     from annotation.tasks import run_export
 
@@ -265,6 +278,7 @@ def request_export(user: Any, export_format: str, filters: dict[str, Any]) -> Ex
             owner=user if getattr(user, "is_authenticated", False) else None,
             export_format=export_format,
             filters=filters,
+            file_type=file_type,
         )
         log_action(user, "export.request", export, format=export_format, filters=filters)
         transaction.on_commit(
@@ -288,9 +302,10 @@ def run_export_job(export_id: int) -> Export:
                 export.filters,
                 out,
                 lambda n: Export.objects.filter(pk=export.pk).update(progress=n),
+                export.file_type,
             )
         digest = out.hash.hexdigest()
-        file_name = f"export-{export.pk}-{export.export_format}.jsonl"
+        file_name = f"export-{export.pk}-{export.export_format}.{export.file_type}"
         os.replace(temp_name, export_dir() / file_name)
     except Exception as exc:  # the job row must say why; the worker log has the traceback
         Path(temp_name).unlink(missing_ok=True)

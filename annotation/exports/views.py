@@ -9,6 +9,7 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_http_methods
 from django.views.decorators.vary import vary_on_headers
 
+from annotation.exports.parquet import SCHEMAS
 from annotation.exports.service import export_path, request_export
 from annotation.models import Export, ExportFormat, ExportStatus, FeedbackBatch, Split
 from webgpt_site.permissions import Role, get_visible_or_404, role_required
@@ -16,6 +17,12 @@ from webgpt_site.permissions import Role, get_visible_or_404, role_required
 
 class ExportForm(forms.Form):
     export_format = forms.ChoiceField(choices=ExportFormat.choices, label="Format")
+    file_type = forms.ChoiceField(
+        choices=[("jsonl", "JSONL"), ("parquet", "Parquet")],
+        initial="jsonl",
+        required=False,
+        help_text="Parquet for webgpt-comparisons and rm-pairs",
+    )
     batch = forms.ModelChoiceField(
         queryset=FeedbackBatch.objects.all(), required=False, help_text="Comparisons only"
     )
@@ -24,6 +31,12 @@ class ExportForm(forms.Form):
     )
     exclude_flagged = forms.BooleanField(required=False, label="Leave out judgements flagged for review")
     exclude_gold = forms.BooleanField(required=False, label="Leave out gold items")
+
+    def clean(self) -> dict:
+        data = super().clean()
+        if data.get("file_type") == "parquet" and data.get("export_format") not in SCHEMAS:
+            self.add_error("file_type", "Parquet is for the webgpt-comparisons and rm-pairs formats.")
+        return data
 
     def filters(self) -> dict:
         data = self.cleaned_data
@@ -40,7 +53,10 @@ class ExportForm(forms.Form):
 def export_list(request: HttpRequest) -> HttpResponse:
     form = ExportForm(request.POST or None)
     if request.method == "POST" and form.is_valid():
-        export = request_export(request.user, form.cleaned_data["export_format"], form.filters())
+        data = form.cleaned_data
+        export = request_export(
+            request.user, data["export_format"], form.filters(), data["file_type"] or "jsonl"
+        )
         return redirect("console:export", pk=export.pk)
     exports = Export.objects.select_related("owner")[:50]
     return render(

@@ -34,6 +34,9 @@ class ExportQuerySet(models.QuerySet):
 class Export(models.Model):
     owner = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
     export_format = models.CharField(max_length=30, choices=ExportFormat.choices)
+    file_type = models.CharField(
+        max_length=10, choices=[("jsonl", "JSONL"), ("parquet", "Parquet")], default="jsonl"
+    )
     filters = models.JSONField(default=dict, blank=True)
     status = models.CharField(max_length=10, choices=ExportStatus.choices, default=ExportStatus.QUEUED)
     progress = models.PositiveIntegerField(default=0, help_text="Rows written so far")

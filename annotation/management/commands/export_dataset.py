@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from django.core.management.base import BaseCommand, CommandParser
+from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from annotation.exports.service import write_rows
 from annotation.models import ExportFormat, Split
@@ -20,7 +20,7 @@ class Command(BaseCommand):
         parser.add_argument("--split", choices=Split.values, help="demonstrations of this split only")
         parser.add_argument("--exclude-flagged", action="store_true", help="comparisons flagged for review")
         parser.add_argument("--exclude-gold", action="store_true")
-        parser.add_argument("-o", "--output", type=Path, required=True)
+        parser.add_argument("-o", "--output", type=Path, required=True, help="*.parquet: Parquet, else JSONL")
 
     def handle(self, *args: Any, **options: Any) -> None:
         filters = {
@@ -29,6 +29,11 @@ class Command(BaseCommand):
             "include_flagged": not options["exclude_flagged"],
             "include_gold": not options["exclude_gold"],
         }
-        with options["output"].open("wb") as out:
-            count = write_rows(options["export_format"], filters, out)
+        file_type = "parquet" if options["output"].suffix == ".parquet" else "jsonl"
+        try:
+            with options["output"].open("wb") as out:
+                count = write_rows(options["export_format"], filters, out, file_type=file_type)
+        except ValueError as exc:
+            options["output"].unlink(missing_ok=True)
+            raise CommandError(str(exc)) from None
         self.stdout.write(f"{options['output']}: {count} rows ({options['export_format']})")
