@@ -52,17 +52,34 @@ def pseudonym(user_id: int) -> str:
     return hashlib.sha256(f"{settings.SECRET_KEY}:labeler:{user_id}".encode()).hexdigest()[:12]
 
 
-def _submitted_comparisons(filters: dict[str, Any]) -> Iterator[Assignment]:
+def _submitted_comparisons(filters: dict[str, Any]) -> Iterator[list[dict[str, Any]]]:
+    """Submitted comparison judgements as plain values, in chunks (no model objects: this is the hot loop)."""
     tasks = Assignment.objects.filter(
         status=AssignmentStatus.SUBMITTED, item__batch__template__in=COMPARISON_TEMPLATES
-    ).select_related("item__batch", "item__question")
+    )
     if filters.get("batch"):
         tasks = tasks.filter(item__batch_id=filters["batch"])
     if not filters.get("include_flagged", True):
         tasks = tasks.filter(flags=[])
     if not filters.get("include_gold", True):
         tasks = tasks.filter(item__is_gold=False)
-    return tasks.order_by("id").iterator(chunk_size=CHUNK)
+    values = tasks.order_by("id").values(
+        "pk",
+        "order",
+        "response",
+        "item__question_id",
+        "item__question__dataset",
+        "item__question__text",
+        "item__question__external_id",
+    )
+    chunk: list[dict[str, Any]] = []
+    for row in values.iterator(chunk_size=CHUNK):
+        chunk.append(row)
+        if len(chunk) == CHUNK:
+            yield chunk
+            chunk = []
+    if chunk:
+        yield chunk
 
 
 def _question(item_question: Any) -> dict[str, Any]:
@@ -105,30 +122,33 @@ def _imported_comparison_rows(pairs: bool, rm: bool) -> Iterator[Any]:
 
 
 def _platform_comparison_rows(filters: dict[str, Any], pairs: bool, rm: bool) -> Iterator[Any]:
-    answers: dict[int, dict[str, Any]] = {}
-    for task in _submitted_comparisons(filters):
-        overall = ((task.response or {}).get("ratings") or {}).get("overall")
-        if overall is None or len(task.order) != 2:
-            continue  # flagged questions ("nonsense") carry no preference
-        missing = [pk for pk in task.order if pk not in answers]
-        if missing:
-            for answer in Answer.objects.filter(pk__in=missing).values("pk", "text", "quotes"):
-                answers[answer["pk"]] = {"text": answer["text"], "quotes": answer["quotes"]}
-        first, second = sorted(task.order)
-        score = score_for_first(task.order, overall)
-        if rm:
-            ids = {
-                "assignment": task.pk,
-                "answer_chosen": first if score >= 0 else second,
-                "answer_rejected": second if score >= 0 else first,
+    for chunk in _submitted_comparisons(filters):
+        # One query for the answers of a whole chunk, and nothing kept afterwards: constant memory.
+        ids = {pk for task in chunk for pk in task["order"]}
+        answers = {a["pk"]: a for a in Answer.objects.filter(pk__in=ids).values("pk", "text", "quotes")}
+        for task in chunk:
+            overall = ((task["response"] or {}).get("ratings") or {}).get("overall")
+            if overall is None or len(task["order"]) != 2:
+                continue  # flagged questions ("nonsense") carry no preference
+            first, second = sorted(task["order"])
+            score = score_for_first(task["order"], overall)
+            if rm:
+                ids_row = {
+                    "assignment": task["pk"],
+                    "answer_chosen": first if score >= 0 else second,
+                    "answer_rejected": second if score >= 0 else first,
+                }
+                yield rm_pair(task["item__question__text"], answers[first], answers[second], score, ids_row)
+                continue
+            question = {
+                "dataset": task["item__question__dataset"],
+                "full_text": task["item__question__text"],
+                "id": task["item__question__external_id"] or str(task["item__question_id"]),
             }
-            yield rm_pair(task.item.question.text, answers[first], answers[second], score, ids)
-            continue
-        question = _question(task.item.question)
-        if pairs:
-            yield webgpt_pair(question, answers[first], answers[second], score)
-        else:
-            yield {**webgpt_row(question, answers[first], answers[second], score), "source": "platform"}
+            if pairs:
+                yield webgpt_pair(question, answers[first], answers[second], score)
+            else:
+                yield {**webgpt_row(question, answers[first], answers[second], score), "source": "platform"}
 
 
 def _group_rows(filters: dict[str, Any]) -> Iterator[dict[str, Any]]:
