@@ -39,7 +39,8 @@ worker: $(VENV)/.installed-app
 	$(VENV)/bin/celery -A webgpt_site worker -Q default,exports,training --concurrency 1 --loglevel INFO
 
 # Search and browser latency (tantivy vs SQLite FTS5 at 100k pages) and the demonstration UI over HTTP
-# (gunicorn, PostgreSQL, 1 and 8 users); a few minutes; JSON under var/bench/.
+# (gunicorn, PostgreSQL, 1 and 8 users), feedback tasks at 100k items, exports of 100k comparisons;
+# about 12 minutes; JSON under var/bench/.
 bench: $(VENV)/.installed-dev
 	$(PY) bench/bench_search.py --out var/bench/search.json
 	$(PY) bench/bench_browser.py --out var/bench/browser.json
@@ -47,6 +48,7 @@ bench: $(VENV)/.installed-dev
 	$(PY) bench/bench_http.py --think-ms 1000 --rounds 6 --out var/bench/http-think.json
 	$(PY) bench/bench_tasks.py --out var/bench/tasks.json
 	$(PY) bench/bench_tasks.py --concurrency 16 --rounds 10 --think-ms 1000 --out var/bench/tasks-think.json
+	$(PY) bench/bench_exports.py --out var/bench/exports.json
 
 clean:
 	rm -rf $(VENV) var .pytest_cache .ruff_cache
