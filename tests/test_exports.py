@@ -329,3 +329,16 @@ def test_parquet_and_jsonl_exports_load_with_pandas_and_hugging_face_datasets(
     assert list(pd.read_parquet(rm)["label"]) == [1.0, 1.0]
     with pytest.raises(CommandError, match="JSONL only"):
         call_command("export_dataset", "--format", "demonstrations", "-o", str(tmp_path / "d.parquet"))
+
+
+@pytest.mark.django_db
+def test_filters_pick_judgements_by_labeler_template_date_and_source(django_user_model, tmp_path):
+    judged_pair(django_user_model)
+    assert [r["score_0"] for r in export_rows("webgpt-comparisons", labeler="carol3")] == [-0.5]
+    assert export_rows("webgpt-comparisons", template="minimal_comparison") == []
+    assert len(export_rows("comparisons-full", since="2000-01-01", until="2999-12-31")) == 2
+    assert export_rows("comparisons-full", until="2000-01-01") == []
+    assert export_rows("webgpt-comparisons", source="imported") == []
+    out = tmp_path / "carol.jsonl"
+    call_command("export_dataset", "--format", "webgpt-comparisons", "--labeler", "carol3", "-o", str(out))
+    assert len(out.read_text().splitlines()) == 1

@@ -20,6 +20,7 @@ from annotation.models import (
     Question,
     QuestionImport,
     Split,
+    Template,
 )
 from annotation.questions.formats import FORMATS
 
@@ -205,6 +206,11 @@ class ExportCreateInput(serializers.Serializer):
     split = serializers.ChoiceField(choices=Split.choices, required=False, allow_null=True, allow_blank=True)
     include_flagged = serializers.BooleanField(default=True)
     include_gold = serializers.BooleanField(default=True)
+    template = serializers.ChoiceField(choices=Template.choices, required=False, allow_null=True)
+    labeler = serializers.CharField(required=False, allow_null=True, max_length=150)
+    since = serializers.DateField(required=False, allow_null=True)
+    until = serializers.DateField(required=False, allow_null=True)
+    source = serializers.ChoiceField(choices=["both", "platform", "imported"], default="both")
 
     def validate(self, data: dict[str, Any]) -> dict[str, Any]:
         if data.get("file_type") == "parquet" and data.get("format") not in PARQUET_FORMATS:
@@ -218,4 +224,9 @@ class ExportCreateInput(serializers.Serializer):
             "split": data.get("split") or None,
             "include_flagged": data["include_flagged"],
             "include_gold": data["include_gold"],
+            "template": data.get("template"),
+            "labeler": data.get("labeler"),
+            "since": data["since"].isoformat() if data.get("since") else None,
+            "until": data["until"].isoformat() if data.get("until") else None,
+            "source": data["source"],
         }

@@ -13,6 +13,7 @@ from typing import Any
 
 from django.conf import settings
 from django.db import connection, transaction
+from django.db.models import QuerySet
 from django.utils import timezone
 
 from annotation.demonstrations.training_data import bc_examples
@@ -52,17 +53,30 @@ def pseudonym(user_id: int) -> str:
     return hashlib.sha256(f"{settings.SECRET_KEY}:labeler:{user_id}".encode()).hexdigest()[:12]
 
 
-def _submitted_comparisons(filters: dict[str, Any]) -> Iterator[list[dict[str, Any]]]:
-    """Submitted comparison judgements as plain values, in chunks (no model objects: this is the hot loop)."""
-    tasks = Assignment.objects.filter(
-        status=AssignmentStatus.SUBMITTED, item__batch__template__in=COMPARISON_TEMPLATES
-    )
+def submitted_judgements(filters: dict[str, Any]) -> QuerySet[Assignment]:
+    """Submitted assignments matching the export filters: batch, template, labeler (user name), submitted
+    since/until (ISO dates, inclusive), and whether flagged and gold items are included."""
+    tasks = Assignment.objects.filter(status=AssignmentStatus.SUBMITTED)
     if filters.get("batch"):
         tasks = tasks.filter(item__batch_id=filters["batch"])
+    if filters.get("template"):
+        tasks = tasks.filter(item__batch__template=filters["template"])
+    if filters.get("labeler"):
+        tasks = tasks.filter(labeler__username=filters["labeler"])
+    if filters.get("since"):
+        tasks = tasks.filter(submitted_at__date__gte=filters["since"])
+    if filters.get("until"):
+        tasks = tasks.filter(submitted_at__date__lte=filters["until"])
     if not filters.get("include_flagged", True):
         tasks = tasks.filter(flags=[])
     if not filters.get("include_gold", True):
         tasks = tasks.filter(item__is_gold=False)
+    return tasks
+
+
+def _submitted_comparisons(filters: dict[str, Any]) -> Iterator[list[dict[str, Any]]]:
+    """Submitted comparison judgements as plain values, in chunks (no model objects: this is the hot loop)."""
+    tasks = submitted_judgements(filters).filter(item__batch__template__in=COMPARISON_TEMPLATES)
     values = tasks.order_by("id").values(
         "pk",
         "order",
@@ -153,9 +167,7 @@ def _platform_comparison_rows(filters: dict[str, Any], pairs: bool, rm: bool) ->
 
 def _group_rows(filters: dict[str, Any]) -> Iterator[dict[str, Any]]:
     """K-way groups (InstructGPT): every ranked answer with its rank, to train on all K-choose-2 pairs."""
-    tasks = Assignment.objects.filter(status=AssignmentStatus.SUBMITTED, item__batch__template="ranking")
-    if filters.get("batch"):
-        tasks = tasks.filter(item__batch_id=filters["batch"])
+    tasks = submitted_judgements(filters).filter(item__batch__template="ranking")
     for task in tasks.select_related("item__question").order_by("id").iterator(chunk_size=CHUNK):
         ranks = (task.response or {}).get("ranks") or {}
         answers = Answer.objects.in_bulk(task.order)
@@ -177,11 +189,7 @@ def _group_rows(filters: dict[str, Any]) -> Iterator[dict[str, Any]]:
 
 
 def _full_rows(filters: dict[str, Any]) -> Iterator[dict[str, Any]]:
-    tasks = Assignment.objects.filter(status=AssignmentStatus.SUBMITTED).select_related(
-        "item__batch", "item__question"
-    )
-    if filters.get("batch"):
-        tasks = tasks.filter(item__batch_id=filters["batch"])
+    tasks = submitted_judgements(filters).select_related("item__batch", "item__question")
     for task in tasks.order_by("id").iterator(chunk_size=CHUNK):
         yield {
             "assignment": task.pk,
@@ -206,6 +214,10 @@ def _episodes(filters: dict[str, Any]) -> Iterator[Episode]:
     episodes = Episode.objects.filter(status=EpisodeStatus.FINISHED).select_related("question")
     if filters.get("split"):
         episodes = episodes.filter(question__split=filters["split"])
+    if filters.get("since"):
+        episodes = episodes.filter(finished_at__date__gte=filters["since"])
+    if filters.get("until"):
+        episodes = episodes.filter(finished_at__date__lte=filters["until"])
     return episodes.order_by("id").iterator(chunk_size=200)
 
 

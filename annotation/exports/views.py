@@ -11,6 +11,7 @@ from django.views.decorators.vary import vary_on_headers
 
 from annotation.exports.parquet import SCHEMAS
 from annotation.exports.service import export_path, request_export
+from annotation.feedback.scales import TEMPLATES
 from annotation.models import Export, ExportFormat, ExportStatus, FeedbackBatch, Split
 from webgpt_site.permissions import Role, get_visible_or_404, role_required
 
@@ -29,6 +30,18 @@ class ExportForm(forms.Form):
     split = forms.ChoiceField(
         choices=[("", "Any"), *Split.choices], required=False, help_text="Demonstrations only"
     )
+    template = forms.ChoiceField(choices=[("", "Any"), *TEMPLATES], required=False)
+    labeler = forms.CharField(required=False, max_length=150, help_text="User name")
+    since = forms.DateField(required=False, help_text="YYYY-MM-DD, inclusive")
+    until = forms.DateField(required=False, help_text="YYYY-MM-DD, inclusive")
+    source = forms.ChoiceField(
+        choices=[
+            ("both", "Platform and imported"),
+            ("platform", "Platform only"),
+            ("imported", "Imported only"),
+        ],
+        required=False,
+    )
     exclude_flagged = forms.BooleanField(required=False, label="Leave out judgements flagged for review")
     exclude_gold = forms.BooleanField(required=False, label="Leave out gold items")
 
@@ -45,6 +58,11 @@ class ExportForm(forms.Form):
             "split": data["split"] or None,
             "include_flagged": not data["exclude_flagged"],
             "include_gold": not data["exclude_gold"],
+            "template": data["template"] or None,
+            "labeler": data["labeler"] or None,
+            "since": data["since"].isoformat() if data["since"] else None,
+            "until": data["until"].isoformat() if data["until"] else None,
+            "source": data["source"] or "both",
         }
 
 

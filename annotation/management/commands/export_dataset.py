@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import date
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +19,13 @@ class Command(BaseCommand):
         parser.add_argument("--format", required=True, choices=ExportFormat.values, dest="export_format")
         parser.add_argument("--batch", type=int, help="only this feedback batch")
         parser.add_argument("--split", choices=Split.values, help="demonstrations of this split only")
+        parser.add_argument("--template", help="only judgements of this template")
+        parser.add_argument("--labeler", help="only this labeler's judgements (user name)")
+        parser.add_argument(
+            "--since", type=date.fromisoformat, help="submitted or finished on or after (YYYY-MM-DD)"
+        )
+        parser.add_argument("--until", type=date.fromisoformat, help="submitted or finished on or before")
+        parser.add_argument("--source", choices=["both", "platform", "imported"], default="both")
         parser.add_argument("--exclude-flagged", action="store_true", help="comparisons flagged for review")
         parser.add_argument("--exclude-gold", action="store_true")
         parser.add_argument("-o", "--output", type=Path, required=True, help="*.parquet: Parquet, else JSONL")
@@ -28,6 +36,11 @@ class Command(BaseCommand):
             "split": options["split"],
             "include_flagged": not options["exclude_flagged"],
             "include_gold": not options["exclude_gold"],
+            "template": options["template"],
+            "labeler": options["labeler"],
+            "since": options["since"].isoformat() if options["since"] else None,
+            "until": options["until"].isoformat() if options["until"] else None,
+            "source": options["source"],
         }
         file_type = "parquet" if options["output"].suffix == ".parquet" else "jsonl"
         try:
