@@ -3,6 +3,9 @@ charlie has an account but no role (the outsider)."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -99,3 +102,19 @@ def client_for(client):
         return client
 
     return sign_in
+
+
+@contextmanager
+def running_worker(env: dict[str, str], queues: str = "default,exports,training"):
+    """A real Celery worker process (solo pool) on ``queues``, stopped when the block ends."""
+    command = [sys.executable, "-m", "celery", "-A", "webgpt_site", "worker", "-Q", queues, "--pool", "solo",
+               "--without-gossip", "--without-mingle", "--loglevel", "WARNING"]  # fmt: skip
+    worker = subprocess.Popen(command, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    try:
+        yield worker
+    finally:
+        worker.terminate()
+        try:
+            worker.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            worker.kill()

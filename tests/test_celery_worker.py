@@ -6,14 +6,13 @@ import os
 import subprocess
 import sys
 import time
-from contextlib import contextmanager
 
 import pytest
 import redis
 from django.conf import settings
 from django.contrib.auth.models import AnonymousUser
 
-from tests.conftest import ROOT, database_url_for_tests
+from tests.conftest import ROOT, database_url_for_tests, running_worker
 from webgpt_site.models import WorkerPing
 from webgpt_site.workers import request_pings
 
@@ -23,35 +22,6 @@ pytestmark = [pytest.mark.worker, pytest.mark.django_db(transaction=True)]
 def worker_env(**overrides: str) -> dict[str, str]:
     env = {**os.environ, "DEBUG": "1", "DATABASE_URL": database_url_for_tests(), **overrides}
     return {key: value for key, value in env.items() if value != ""}
-
-
-@contextmanager
-def running_worker(env: dict[str, str]):
-    command = [
-        sys.executable,
-        "-m",
-        "celery",
-        "-A",
-        "webgpt_site",
-        "worker",
-        "-Q",
-        "default,exports,training",
-        "--pool",
-        "solo",
-        "--without-gossip",
-        "--without-mingle",
-        "--loglevel",
-        "WARNING",
-    ]
-    worker = subprocess.Popen(command, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
-    try:
-        yield worker
-    finally:
-        worker.terminate()
-        try:
-            worker.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            worker.kill()
 
 
 def wait_for_answers(ping_ids: list[int], worker: subprocess.Popen, timeout: float = 60.0) -> None:

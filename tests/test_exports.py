@@ -5,8 +5,6 @@ from __future__ import annotations
 import hashlib
 import io
 import json
-import subprocess
-import sys
 import time
 import uuid
 
@@ -22,7 +20,7 @@ from annotation.feedback.answers_import import import_answers
 from annotation.feedback.batches import BatchSettings, create_feedback_batch
 from annotation.models import Export, ExportStatus
 from annotation.questions.service import import_questions
-from tests.conftest import ROOT, database_url_for_tests, make_user
+from tests.conftest import database_url_for_tests, make_user, running_worker
 
 
 def judged_pair(django_user_model) -> tuple[list[int], list[str]]:
@@ -178,38 +176,13 @@ def test_an_export_runs_on_a_real_worker_and_downloads_through_the_permission_ch
         "CELERY_BROKER_URL": django_settings.CELERY_BROKER_URL,
         "PATH": "/usr/bin:/bin",
     }
-    worker = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "celery",
-            "-A",
-            "webgpt_site",
-            "worker",
-            "-Q",
-            "exports",
-            "--pool",
-            "solo",
-            "--without-gossip",
-            "--without-mingle",
-            "--loglevel",
-            "WARNING",
-        ],
-        cwd=ROOT,
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-    )
-    try:
+    with running_worker(env, queues="exports"):
         deadline = time.monotonic() + 60
-        while (
-            Export.objects.get().status not in (ExportStatus.DONE, ExportStatus.FAILED)
-            and time.monotonic() < deadline
+        while time.monotonic() < deadline and Export.objects.get().status not in (
+            ExportStatus.DONE,
+            ExportStatus.FAILED,
         ):
             time.sleep(0.2)
-    finally:
-        worker.terminate()
-        worker.wait(timeout=20)
     export.refresh_from_db()
     assert export.status == ExportStatus.DONE, export.error
     assert export.row_count == 2

@@ -133,12 +133,7 @@ class DraftInput(serializers.Serializer):
 
 
 def _own(request: Request, pk: int) -> Assignment:
-    """The caller's own task; anyone else's (and any task for a non-labeler) is a 404 like a missing one."""
-    task = (
-        Assignment.objects.filter(pk=pk, labeler=request.user)
-        .select_related("item__batch", "item__question")
-        .first()
-    )
+    task = work.own_assignment(request.user, pk)
     if task is None:
         raise Http404("No such task.")
     return task

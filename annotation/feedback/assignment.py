@@ -109,6 +109,16 @@ def _release_slot(item_id: int) -> None:
     item.save(update_fields=["slots_taken", "is_open"])
 
 
+def own_assignment(labeler: AnyUser, pk: int) -> Assignment | None:
+    """The labeler's own assignment with its batch and question, or None (callers answer 404: anyone
+    else's task looks exactly like a missing one)."""
+    return (
+        Assignment.objects.filter(pk=pk, labeler=labeler)
+        .select_related("item__batch", "item__question")
+        .first()
+    )
+
+
 def _locked(assignment_id: int, labeler: AnyUser) -> Assignment:
     # of=("self",): lock the assignment only, not the batch row joined in (that would serialise a batch).
     return (

@@ -48,12 +48,7 @@ def start(request: HttpRequest) -> HttpResponse:
 
 
 def _own(request: HttpRequest, pk: int) -> Assignment:
-    """A labeler's own assignment; for anyone else (other labelers, demonstrators, outsiders) a 404."""
-    task = (
-        Assignment.objects.filter(pk=pk, labeler=request.user)
-        .select_related("item__batch", "item__question")
-        .first()
-    )
+    task = work.own_assignment(request.user, pk)
     if task is None:
         raise Http404("No such task.")
     return task
