@@ -184,3 +184,19 @@ def test_history_lists_only_ones_own_episodes(client_for, django_user_model, dan
     erin = make_user(django_user_model, "erin", "demonstrator")
     assert "AFL Grand Final" in client_for(dana).get(reverse("annotation:history")).content.decode()
     assert "AFL Grand Final" not in client_for(erin).get(reverse("annotation:history")).content.decode()
+
+
+def test_a_researcher_creates_a_demonstration_batch_in_the_console(client_for, alice, bob, freshwiki):
+    from annotation.models import DemonstrationBatch
+
+    import_questions(b'{"question": "Who won the 2022 AFL Grand Final?"}', filename="q.jsonl", dataset="afl")
+    client = client_for(alice)
+    form = {"name": "AFL", "dataset": "afl", "split": "", "limit": 10, "overlap": 2}
+    response = client.post(reverse("console:demonstration_batches"), form)
+    assert response.status_code == 302
+    batch = DemonstrationBatch.objects.get()
+    assert (batch.name, batch.overlap, batch.questions.count()) == ("AFL", 2, 1)
+    assert "AFL" in client.get(reverse("console:demonstration_batches")).content.decode()
+    empty = client.post(reverse("console:demonstration_batches"), {**form, "dataset": "none"})
+    assert empty.status_code == 400 and "No question matches" in empty.content.decode()
+    assert client_for(bob).get(reverse("console:demonstration_batches")).status_code == 403

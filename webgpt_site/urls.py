@@ -4,6 +4,7 @@ from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView
 
 from annotation.api.docs import ApiDocs
+from annotation.demonstrations import console as demonstration_console
 from annotation.exports import views as export_views
 from annotation.feedback import console as feedback_console
 from webgpt_site import console, views
@@ -13,6 +14,7 @@ console_patterns = (
         path("", console.home, name="home"),
         path("workers/", console.worker_status, name="workers"),
         path("workers/check/", console.check_workers, name="check_workers"),
+        path("demonstrations/", demonstration_console.batches, name="demonstration_batches"),
         path("feedback/", feedback_console.batch_list, name="feedback"),
         path("feedback/new/", feedback_console.batch_create, name="feedback_create"),
         path("feedback/<int:pk>/", feedback_console.batch_detail, name="feedback_batch"),
