@@ -7,12 +7,7 @@ from pathlib import Path
 from django.conf import settings
 from django.db import models
 
-from webgpt_site.permissions import AnyUser, Role, has_role
-
-
-class CorpusQuerySet(models.QuerySet):
-    def visible_to(self, user: AnyUser) -> CorpusQuerySet:
-        return self if has_role(user, Role.RESEARCHER) else self.none()
+from webgpt_site.permissions import ResearchTeamQuerySet
 
 
 class Corpus(models.Model):
@@ -24,7 +19,7 @@ class Corpus(models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 
-    objects = CorpusQuerySet.as_manager()
+    objects = ResearchTeamQuerySet.as_manager()
 
     class Meta:
         ordering = ("name",)

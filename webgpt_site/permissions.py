@@ -82,6 +82,14 @@ def role_required(role: Role) -> Callable[[Callable[..., HttpResponse]], Callabl
     return decorator
 
 
+class ResearchTeamQuerySet(QuerySet):
+    """For what belongs to the research team as a whole (the question bank, corpora, answers, batches,
+    exports): researchers see all of it, other roles none (they reach questions only through their work)."""
+
+    def visible_to(self, user: AnyUser) -> ResearchTeamQuerySet:
+        return self if has_role(user, Role.RESEARCHER) else self.none()
+
+
 def get_visible_or_404(queryset: QuerySet[M], user: AnyUser, **lookup: Any) -> M:
     """The object if ``user`` may see it, else 404 (the same answer as for a missing object)."""
     return get_object_or_404(queryset.visible_to(user), **lookup)

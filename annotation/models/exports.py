@@ -5,7 +5,7 @@ from __future__ import annotations
 from django.conf import settings
 from django.db import models
 
-from webgpt_site.permissions import AnyUser, Role, has_role
+from webgpt_site.permissions import ResearchTeamQuerySet
 
 
 class ExportFormat(models.TextChoices):
@@ -25,12 +25,6 @@ class ExportStatus(models.TextChoices):
     FAILED = "failed", "Failed"
 
 
-class ExportQuerySet(models.QuerySet):
-    def visible_to(self, user: AnyUser) -> ExportQuerySet:
-        """Exports are the research team's: researchers see them all, nobody else any."""
-        return self if has_role(user, Role.RESEARCHER) else self.none()
-
-
 class Export(models.Model):
     owner = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
     export_format = models.CharField(max_length=30, choices=ExportFormat.choices)
@@ -47,7 +41,7 @@ class Export(models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
     finished_at = models.DateTimeField(null=True, blank=True)
 
-    objects = ExportQuerySet.as_manager()
+    objects = ResearchTeamQuerySet.as_manager()
 
     class Meta:
         ordering = ("-created_at", "-id")

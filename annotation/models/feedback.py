@@ -10,18 +10,13 @@ from django.db import models
 
 from annotation.models.demonstrations import Episode
 from annotation.models.questions import Question
-from webgpt_site.permissions import AnyUser, Role, has_role
+from webgpt_site.permissions import AnyUser, ResearchTeamQuerySet, Role, has_role
 
 
 class SourceKind(models.TextChoices):
     DEMONSTRATION = "demonstration", "Demonstration"
     MODEL = "model", "Model output"
     REFERENCE = "reference", "Reference answer"
-
-
-class AnswerQuerySet(models.QuerySet):
-    def visible_to(self, user: AnyUser) -> AnswerQuerySet:
-        return self if has_role(user, Role.RESEARCHER) else self.none()
 
 
 class Answer(models.Model):
@@ -39,7 +34,7 @@ class Answer(models.Model):
     )
     created_at = models.DateTimeField(auto_now_add=True)
 
-    objects = AnswerQuerySet.as_manager()
+    objects = ResearchTeamQuerySet.as_manager()
 
     class Meta:
         ordering = ("id",)
@@ -59,11 +54,6 @@ class Preset(models.TextChoices):
     GOPHERCITE = "gophercite", "GopherCite"
     TRUTHFULQA = "truthfulqa", "TruthfulQA"
     WEBGLM = "webglm", "WebGLM"
-
-
-class FeedbackBatchQuerySet(models.QuerySet):
-    def visible_to(self, user: AnyUser) -> FeedbackBatchQuerySet:
-        return self if has_role(user, Role.RESEARCHER) else self.none()
 
 
 class FeedbackBatch(models.Model):
@@ -88,7 +78,7 @@ class FeedbackBatch(models.Model):
     created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
     created_at = models.DateTimeField(auto_now_add=True)
 
-    objects = FeedbackBatchQuerySet.as_manager()
+    objects = ResearchTeamQuerySet.as_manager()
 
     class Meta:
         ordering = ("created_at", "id")

@@ -6,7 +6,7 @@ from django.conf import settings
 from django.db import models
 from django.db.models import Q
 
-from webgpt_site.permissions import AnyUser, Role, has_role
+from webgpt_site.permissions import ResearchTeamQuerySet
 
 
 class Split(models.TextChoices):
@@ -14,13 +14,6 @@ class Split(models.TextChoices):
     RM = "rm", "Reward modelling"
     RL = "rl", "Reinforcement learning"
     EVAL = "eval", "Evaluation"
-
-
-class QuestionQuerySet(models.QuerySet):
-    def visible_to(self, user: AnyUser) -> QuestionQuerySet:
-        # The bank is the research team's: researchers see all of it, other roles see questions only
-        # through their own episodes and tasks.
-        return self if has_role(user, Role.RESEARCHER) else self.none()
 
 
 class Question(models.Model):
@@ -38,7 +31,7 @@ class Question(models.Model):
     )
     created_at = models.DateTimeField(auto_now_add=True)
 
-    objects = QuestionQuerySet.as_manager()
+    objects = ResearchTeamQuerySet.as_manager()
 
     class Meta:
         ordering = ("id",)
@@ -52,11 +45,6 @@ class Question(models.Model):
 
     def __str__(self) -> str:
         return self.text[:80]
-
-
-class QuestionImportQuerySet(models.QuerySet):
-    def visible_to(self, user: AnyUser) -> QuestionImportQuerySet:
-        return self if has_role(user, Role.RESEARCHER) else self.none()
 
 
 class QuestionImport(models.Model):
@@ -74,7 +62,7 @@ class QuestionImport(models.Model):
     )
     created_at = models.DateTimeField(auto_now_add=True)
 
-    objects = QuestionImportQuerySet.as_manager()
+    objects = ResearchTeamQuerySet.as_manager()
 
     class Meta:
         ordering = ("-created_at", "-id")
