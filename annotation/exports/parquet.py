@@ -39,6 +39,7 @@ RM_PAIRS = pa.schema(
         ("imported", pa.int64()),
         ("answer_chosen", pa.int64()),
         ("answer_rejected", pa.int64()),
+        ("question_id", pa.int64()),
     ]
 )
 SCHEMAS = {"webgpt-comparisons": WEBGPT_COMPARISONS, "rm-pairs": RM_PAIRS}
