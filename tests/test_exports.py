@@ -8,6 +8,7 @@ import json
 import time
 import uuid
 
+import pyarrow.parquet as pq
 import pytest
 import redis
 from django.conf import settings as django_settings
@@ -274,6 +275,64 @@ def test_a_malformed_comparison_file_imports_nothing(tmp_path):
     with pytest.raises(CommandError, match="line 2: scores must be opposite"):
         call_command("import_comparisons", str(path))
     assert not ImportedComparison.objects.exists()
+
+
+def parquet_rows(path) -> list[dict]:
+    return [{k: v for k, v in row.items() if k != "source"} for row in pq.read_table(path).to_pylist()]
+
+
+@pytest.mark.django_db
+def test_a_parquet_export_imports_and_exports_again_as_the_same_rows(django_user_model, tmp_path, capsys):
+    judged_pair(django_user_model)
+    parquet, jsonl = tmp_path / "comparisons.parquet", tmp_path / "comparisons.jsonl"
+    call_command("export_dataset", "--format", "webgpt-comparisons", "-o", str(parquet))
+    call_command("export_dataset", "--format", "webgpt-comparisons", "-o", str(jsonl))
+    capsys.readouterr()
+    call_command("import_comparisons", str(parquet))
+    call_command("import_comparisons", str(parquet))  # again: nothing new
+    call_command("import_comparisons", str(jsonl))  # the same rows as JSONL: nothing new either
+    assert capsys.readouterr().out.splitlines() == [
+        "comparisons.parquet: 2 comparisons imported",
+        "comparisons.parquet: 0 comparisons imported",
+        "comparisons.jsonl: 0 comparisons imported",
+    ]
+    again = tmp_path / "again.parquet"
+    call_command("export_dataset", "--format", "webgpt-comparisons", "--source", "imported", "-o", str(again))
+    assert parquet_rows(again) == parquet_rows(parquet) and len(parquet_rows(again)) == 2
+    assert {row["source"] for row in pq.read_table(again).to_pylist()} == {"imported"}
+    call_command("import_comparisons", str(again))  # only the source column differs: the same comparisons
+    assert capsys.readouterr().out.endswith("again.parquet: 0 comparisons imported\n")
+
+
+@pytest.mark.django_db
+def test_a_bad_parquet_row_is_named_by_its_number_and_imports_nothing(tmp_path, monkeypatch):
+    from annotation.exports import comparisons_import
+    from annotation.exports.parquet import WEBGPT_COMPARISONS, write_parquet
+    from annotation.models import ImportedComparison, Question
+
+    monkeypatch.setattr(comparisons_import, "CHUNK", 2)  # the bad row comes after a chunk is written
+    rows = [
+        {
+            "question": {"dataset": "eli5", "full_text": f"Why {n}?", "id": str(n)},
+            "quotes_0": {"title": ["Sky (en.wikipedia.org)"], "extract": ["blue"]},
+            "answer_0": "a",
+            "score_0": 0.5,
+            "quotes_1": {"title": [], "extract": []},
+            "answer_1": "b",
+            "score_1": -0.5,
+        }
+        for n in range(5)
+    ]
+    rows[3]["score_1"] = 0.5
+    path = tmp_path / "bad.parquet"
+    with path.open("wb") as out:
+        write_parquet(rows, WEBGPT_COMPARISONS, out)
+    with pytest.raises(CommandError, match=r"row 4: scores must be opposite .*; nothing was imported"):
+        call_command("import_comparisons", str(path))
+    assert not ImportedComparison.objects.exists() and not Question.objects.exists()
+    path.write_bytes(b"PAR1 but not Parquet")
+    with pytest.raises(CommandError, match="not a readable Parquet file"):
+        call_command("import_comparisons", str(path))
 
 
 @pytest.mark.django_db

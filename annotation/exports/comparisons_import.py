@@ -1,14 +1,19 @@
 """Importing the public WebGPT comparisons format: raw ``[record_0, record_1]`` lines or flattened
-``quotes_0/answer_0/score_0`` rows (JSONL). Questions and answers go into the bank; judgements are kept
-apart from the platform's own labels. All or nothing; re-importing the same rows adds nothing."""
+``quotes_0/answer_0/score_0`` rows, as JSONL or Parquet. Questions and answers go into the bank; judgements
+are kept apart from the platform's own labels. All or nothing; re-importing the same rows adds nothing."""
 
 from __future__ import annotations
 
 import hashlib
 import json
 import re
-from typing import Any
+from collections.abc import Iterable, Iterator
+from itertools import islice
+from pathlib import Path
+from typing import Any, BinaryIO
 
+import pyarrow as pa
+import pyarrow.parquet as pq
 from django.conf import settings
 from django.db import transaction
 
@@ -18,17 +23,31 @@ from annotation.questions.splits import assign_split, question_key
 from webgpt_site.models import log_action
 
 _TITLE = re.compile(r"^(?P<title>.*) \((?P<domain>[^()\s]+)\)$")
+CHUNK = 1000  # rows read, checked against the known keys and written at a time
+PARQUET_MAGIC = b"PAR1"
 
 
-def _quotes(value: Any, line: int) -> list[dict[str, str]]:
+class RowError(QuestionFileError):
+    """A bad row of a Parquet file, numbered from 1 (Parquet has no lines to name)."""
+
+    def __init__(self, row: int, reason: str) -> None:
+        super().__init__(row, reason)
+        self.args = (f"row {row}: {reason}" if row else reason,)
+
+
+Error = type[QuestionFileError]
+Rows = Iterable[tuple[int, Any]]  # (line or row number, the row as plain values)
+
+
+def _quotes(value: Any, number: int, error: Error) -> list[dict[str, str]]:
     if (
         not isinstance(value, dict)
         or not isinstance(value.get("title"), list)
         or not isinstance(value.get("extract"), list)
     ):
-        raise QuestionFileError(line, "quotes must be {title: [...], extract: [...]}")
+        raise error(number, "quotes must be {title: [...], extract: [...]}")
     if len(value["title"]) != len(value["extract"]):
-        raise QuestionFileError(line, "quotes have different numbers of titles and extracts")
+        raise error(number, "quotes have different numbers of titles and extracts")
     quotes = []
     for title, extract in zip(value["title"], value["extract"], strict=True):
         match = _TITLE.match(str(title))
@@ -43,76 +62,133 @@ def _quotes(value: Any, line: int) -> list[dict[str, str]]:
     return quotes
 
 
-def _records(row: Any, line: int) -> tuple[dict, list[tuple[str, list, float]]]:
+def _records(row: Any, number: int, error: Error) -> tuple[dict, list[tuple[str, list, float]]]:
     """The question and the two (answer, quotes, score) of a raw pair or a flattened row."""
     try:
         if isinstance(row, list) and len(row) == 2:
             question = row[0]["question"]
-            sides = [(r["answer"], _quotes(r["quotes"], line), float(r["score"])) for r in row]
+            sides = [(r["answer"], _quotes(r["quotes"], number, error), float(r["score"])) for r in row]
         elif isinstance(row, dict):
             question = row["question"]
             sides = [
-                (row[f"answer_{i}"], _quotes(row[f"quotes_{i}"], line), float(row[f"score_{i}"]))
+                (row[f"answer_{i}"], _quotes(row[f"quotes_{i}"], number, error), float(row[f"score_{i}"]))
                 for i in (0, 1)
             ]
         else:
-            raise QuestionFileError(line, "expected a [record_0, record_1] pair or a flattened row")
+            raise error(number, "expected a [record_0, record_1] pair or a flattened row")
+    except QuestionFileError:
+        raise
     except (KeyError, TypeError, ValueError) as exc:
-        raise QuestionFileError(line, f"missing or malformed field ({exc})") from None
+        raise error(number, f"missing or malformed field ({exc})") from None
     if not isinstance(question, dict) or not str(question.get("full_text", "")).strip():
-        raise QuestionFileError(line, "'question' must have a non-empty 'full_text'")
+        raise error(number, "'question' must have a non-empty 'full_text'")
     if any(not isinstance(answer, str) or not answer.strip() for answer, _, _ in sides):
-        raise QuestionFileError(line, "both answers must be non-empty strings")
-    if abs(sides[0][2] + sides[1][2]) > 1e-6 or abs(sides[0][2]) > 1:
-        raise QuestionFileError(line, "scores must be opposite and within [-1, 1]")
+        raise error(number, "both answers must be non-empty strings")
+    if not (abs(sides[0][2] + sides[1][2]) <= 1e-6 and abs(sides[0][2]) <= 1):  # NaN fails both
+        raise error(number, "scores must be opposite and within [-1, 1]")
+    # What PostgreSQL would refuse is refused here, where the error can name the row.
+    strings = [str(question.get(key) or "") for key in ("dataset", "full_text", "id")]
+    for answer, quotes, _ in sides:
+        strings += [answer, *(text for quote in quotes for text in quote.values())]
+    if any("\x00" in text for text in strings):
+        raise error(number, "text may not contain NUL characters")
+    if len(strings[0]) > 100 or len(strings[2]) > 200:
+        raise error(number, "the question's dataset or id is too long (100 and 200 characters at most)")
     return question, sides
 
 
-def import_comparisons(data: bytes, *, source: str, user: Any = None) -> int:
-    """Import every comparison of a file; returns how many were new."""
-    text = decode(data)
-    rows = []
+def _row_key(row: Any) -> str:
+    """The hash of a row's content, whatever the file's format, key order or spacing. The ``source`` column
+    of our exports says where a judgement was made, not what it is, so it is left out: an export of
+    imported rows re-imports as the same comparisons."""
+    if isinstance(row, dict):
+        row = {key: value for key, value in row.items() if key != "source"}
+    # default=str: a Parquet file may carry extra columns (dates, bytes) that JSON has no type for.
+    canonical = json.dumps(row, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
+    return hashlib.sha256(canonical.encode()).hexdigest()
+
+
+def _jsonl_rows(text: str) -> Iterator[tuple[int, Any]]:
     for number, line in enumerate(text.split("\n"), start=1):
         if line.strip():
             try:
                 value = json.loads(line)
             except json.JSONDecodeError:
                 value = json_object(line, number)  # raises with the line and reason
-            rows.append((number, hashlib.sha256(line.strip().encode()).hexdigest(), *_records(value, number)))
-    if not rows:
-        raise QuestionFileError(0, "the file holds no comparisons")
-    created = 0
+            yield number, value
+
+
+def _parquet_rows(file: str | Path | BinaryIO) -> Iterator[tuple[int, Any]]:
+    """Rows as plain values, read in record batches (constant memory)."""
+    try:
+        parquet = pq.ParquetFile(file)
+    except pa.ArrowException as exc:
+        raise RowError(0, f"not a readable Parquet file ({exc})") from None
+    number = 0
+    try:
+        for batch in parquet.iter_batches(batch_size=CHUNK):
+            for row in batch.to_pylist():
+                number += 1
+                yield number, row
+    except pa.ArrowException as exc:
+        raise RowError(number + 1, f"cannot be read ({exc})") from None
+
+
+def import_comparisons(data: bytes, *, source: str, user: Any = None) -> int:
+    """Import every comparison of a JSONL file; returns how many were new."""
+    return _import(_jsonl_rows(decode(data)), QuestionFileError, source=source, user=user)
+
+
+def import_comparisons_parquet(file: str | Path | BinaryIO, *, source: str, user: Any = None) -> int:
+    """Import every comparison of a Parquet file of flattened rows; returns how many were new."""
+    return _import(_parquet_rows(file), RowError, source=source, user=user)
+
+
+def _import(rows: Rows, error: Error, *, source: str, user: Any) -> int:
+    """One transaction for the whole file, written a chunk at a time: a bad row rolls everything back."""
+    created = seen = 0
+    iterator = iter(rows)
     with transaction.atomic():
-        known = set(
-            ImportedComparison.objects.filter(row_key__in=[r[1] for r in rows]).values_list(
-                "row_key", flat=True
+        while chunk := list(islice(iterator, CHUNK)):
+            seen += len(chunk)
+            parsed = [(_row_key(value), *_records(value, number, error)) for number, value in chunk]
+            # Earlier chunks are already written in this transaction, so the query also finds them.
+            known = set(
+                ImportedComparison.objects.filter(row_key__in=[p[0] for p in parsed]).values_list(
+                    "row_key", flat=True
+                )
             )
-        )
-        for _number, row_key, question_data, sides in rows:
-            if row_key in known:
-                continue
-            question = _question(question_data)
-            answers = [
-                Answer.objects.get_or_create(
-                    question=question,
-                    text=answer,
-                    source_kind=SourceKind.MODEL,
-                    defaults={"quotes": quotes, "source": {"imported": source}},
-                )[0]
-                for answer, quotes, _ in sides
-            ]
-            ImportedComparison.objects.create(
-                question=question,
-                answer_0=answers[0],
-                answer_1=answers[1],
-                score_0=sides[0][2],
-                source=source,
-                row_key=row_key,
-            )
-            known.add(row_key)
-            created += 1
+            for row_key, question_data, sides in parsed:
+                if row_key in known:
+                    continue
+                _create(question_data, sides, source, row_key)
+                known.add(row_key)
+                created += 1
+        if not seen:
+            raise error(0, "the file holds no comparisons")
         log_action(user, "comparisons.import", None, source=source, created=created)
     return created
+
+
+def _create(question_data: dict, sides: list[tuple[str, list, float]], source: str, row_key: str) -> None:
+    question = _question(question_data)
+    answers = [
+        Answer.objects.get_or_create(
+            question=question,
+            text=answer,
+            source_kind=SourceKind.MODEL,
+            defaults={"quotes": quotes, "source": {"imported": source}},
+        )[0]
+        for answer, quotes, _ in sides
+    ]
+    ImportedComparison.objects.create(
+        question=question,
+        answer_0=answers[0],
+        answer_1=answers[1],
+        score_0=sides[0][2],
+        source=source,
+        row_key=row_key,
+    )
 
 
 def _question(data: dict) -> Question:

@@ -1,4 +1,5 @@
-"""``manage.py import_comparisons FILE``: WebGPT-format comparisons (raw pairs or flattened rows, JSONL)."""
+"""``manage.py import_comparisons FILE``: WebGPT-format comparisons (raw pairs or flattened rows, JSONL; or
+flattened rows in Parquet, recognised by the file's first bytes whatever its name)."""
 
 from __future__ import annotations
 
@@ -7,7 +8,11 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from annotation.exports.comparisons_import import import_comparisons
+from annotation.exports.comparisons_import import (
+    PARQUET_MAGIC,
+    import_comparisons,
+    import_comparisons_parquet,
+)
 from annotation.questions.formats import QuestionFileError
 
 
@@ -20,8 +25,14 @@ class Command(BaseCommand):
 
     def handle(self, *args: Any, **options: Any) -> None:
         path: Path = options["file"]
+        source = options["source"] or path.name
         try:
-            created = import_comparisons(path.read_bytes(), source=options["source"] or path.name)
+            with path.open("rb") as file:
+                is_parquet = file.read(len(PARQUET_MAGIC)) == PARQUET_MAGIC
+            if is_parquet:
+                created = import_comparisons_parquet(path, source=source)
+            else:
+                created = import_comparisons(path.read_bytes(), source=source)
         except OSError as exc:
             raise CommandError(f"{path}: {exc.strerror}") from None
         except QuestionFileError as exc:
