@@ -10,6 +10,7 @@ import uuid
 
 import pytest
 import yaml
+from django.core.management import call_command
 from hypothesis import HealthCheck, given
 from hypothesis import settings as hsettings
 from hypothesis import strategies as st
@@ -177,6 +178,31 @@ def test_a_comparison_task_reports_errors_by_field_path(batches, bob):
     }
 
 
+def test_a_labeler_skips_their_own_task_in_progress_with_a_reason(batches, bob, charlie, django_user_model):
+    only(batches, "rating:truthfulqa")
+    client = api(bob)
+    done = client.post("/api/tasks/next").json()
+    answer = {"response": {"truthful": "yes", "informative": "yes"}, "key": str(uuid.uuid4())}
+    assert client.post(f"/api/tasks/{done['id']}/submit", answer, format="json").status_code == 200
+    submitted = client.post(f"/api/tasks/{done['id']}/skip", {"reason": "changed my mind"}, format="json")
+    assert submitted.status_code == 409 and "in progress" in submitted.json()["detail"]
+
+    task = client.post("/api/tasks/next").json()
+    url = f"/api/tasks/{task['id']}/skip"
+    for outsider in (make_user(django_user_model, "lena", "labeler"), charlie):
+        assert api(outsider).post(url, {"reason": "not mine"}, format="json").status_code == 404
+    assert client.post(url, {}, format="json").json() == {"reason": ["This field is required."]}
+    blank = client.post(url, {"reason": "   "}, format="json")
+    assert blank.status_code == 400 and set(blank.json()) == {"reason"}
+    skipped = client.post(url, {"reason": " I cannot judge medical claims "}, format="json")
+    assert skipped.status_code == 200 and skipped.json() == {"status": "skipped"}
+    assignment = Assignment.objects.get(pk=task["id"])
+    assert assignment.status == AssignmentStatus.SKIPPED
+    assert assignment.skip_reason == "I cannot judge medical claims"
+    assert client.post(url, {"reason": "again"}, format="json").status_code == 409
+    assert client.post("/api/tasks/next").json().get("id") != task["id"]  # never handed to him again
+
+
 def test_no_task_left_is_204(bob):
     assert api(bob).post("/api/tasks/next").status_code == 204
 
@@ -242,12 +268,19 @@ def _upload(name: str, data: bytes):
     return SimpleUploadedFile(name, data, content_type="application/octet-stream")
 
 
-def test_the_schema_renders_and_the_docs_page_loads_under_the_csp(alice, client_for):
+def test_the_schema_renders_and_the_docs_page_loads_under_the_csp(alice, client_for, tmp_path):
+    # Every endpoint described without a guess: a warning (an unknown serializer, a clashing name) fails.
+    call_command("spectacular", "--validate", "--fail-on-warn", "--file", str(tmp_path / "schema.yml"))
     client = client_for(alice)
     schema = client.get("/api/schema/")
     assert schema.status_code == 200
     paths = yaml.safe_load(schema.content)["paths"]
-    assert {"/api/tasks/next", "/api/tasks/{id}/submit", "/api/exports/{id}/download"} <= set(paths)
+    assert {
+        "/api/tasks/next",
+        "/api/tasks/{id}/submit",
+        "/api/tasks/{id}/skip",
+        "/api/exports/{id}/download",
+    } <= set(paths)
     assert client.get("/api/schema/", HTTP_ACCEPT="application/json").json()["openapi"].startswith("3.")
     page = client.get("/api/docs/")
     html = page.content.decode()
@@ -300,6 +333,7 @@ def test_no_body_makes_a_write_endpoint_fail_with_a_5xx(batches, alice, bob, bod
         (bob, "/api/tasks/next"),
         (bob, f"/api/tasks/{task.pk}/submit"),
         (bob, f"/api/tasks/{task.pk}/draft"),
+        (bob, f"/api/tasks/{task.pk}/skip"),
     ]
     for user, url in calls:
         client = api(user)

@@ -1,5 +1,5 @@
 """Labelers' tasks over the API: what the task page shows (blind: no sources, no answer ids, only slots),
-next task, draft and submit, all through ``annotation.feedback.assignment``."""
+next task, draft, submit and skip, all through ``annotation.feedback.assignment``."""
 
 from __future__ import annotations
 
@@ -132,6 +132,10 @@ class DraftInput(serializers.Serializer):
     draft = serializers.DictField(validators=[_json_object])
 
 
+class SkipInput(serializers.Serializer):
+    reason = serializers.CharField(max_length=1000, help_text="Why you give the task back (as on its page)")
+
+
 def _own(request: Request, pk: int) -> Assignment:
     task = work.own_assignment(request.user, pk)
     if task is None:
@@ -198,3 +202,20 @@ class TaskDraft(APIView):
         except work.TaskClosed as exc:
             return _closed(exc)
         return Response({"saved_at": timezone.now()})
+
+
+class TaskSkip(APIView):
+    """Give the task back ``{"reason": "..."}``, as the task page's skip: its slot returns to the pool and it
+    is never handed to you again. 200; 400 by field; 409 when the task is not in progress (submitted,
+    expired, skipped)."""
+
+    @extend_schema(request=SkipInput, responses={200: OpenApiTypes.OBJECT, 409: OpenApiTypes.OBJECT})
+    def post(self, request: Request, pk: int) -> Response:
+        task = _own(request, pk)
+        body = SkipInput(data=request.data)
+        body.is_valid(raise_exception=True)
+        try:
+            work.skip(task.pk, request.user, body.validated_data["reason"])
+        except work.TaskClosed as exc:
+            return _closed(exc)
+        return Response({"status": "skipped"})

@@ -20,6 +20,7 @@ urlpatterns = [
     path("tasks/<int:pk>", tasks.TaskDetail.as_view(), name="api-task"),
     path("tasks/<int:pk>/submit", tasks.TaskSubmit.as_view(), name="api-task-submit"),
     path("tasks/<int:pk>/draft", tasks.TaskDraft.as_view(), name="api-task-draft"),
+    path("tasks/<int:pk>/skip", tasks.TaskSkip.as_view(), name="api-task-skip"),
     path("exports", exports.ExportList.as_view(), name="api-exports"),
     path("exports/<int:pk>", exports.ExportDetail.as_view(), name="api-export"),
     path("exports/<int:pk>/download", exports.ExportDownload.as_view(), name="api-export-download"),
