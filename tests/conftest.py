@@ -118,3 +118,26 @@ def running_worker(env: dict[str, str], queues: str = "default,exports,training"
             worker.wait(timeout=20)
         except subprocess.TimeoutExpired:
             worker.kill()
+
+
+@pytest.fixture(scope="session")
+def tiny_llama_dir(tmp_path_factory):
+    """A 2-layer random Llama with the SmolLM2 tokenizer, built once per session (tests only read it)."""
+    from tests.tiny_models import tiny_llama
+
+    return tiny_llama(tmp_path_factory.mktemp("tiny-llama"))
+
+
+@pytest.fixture(scope="session")
+def tiny_bert_dir(tmp_path_factory):
+    """A 2-layer random BERT with the all-MiniLM-L6-v2 tokenizer."""
+    from tests.tiny_models import tiny_bert
+
+    return tiny_bert(tmp_path_factory.mktemp("tiny-bert"))
+
+
+@pytest.fixture
+def model_store(settings, tmp_path):
+    """Trained models go to a folder of the test's own."""
+    settings.MODEL_STORE_DIR = tmp_path / "models"
+    return settings.MODEL_STORE_DIR
