@@ -243,6 +243,48 @@ def test_a_researcher_creates_a_batch_and_an_export_and_downloads_it(batches, al
     }
 
 
+def test_a_researcher_creates_a_batch_from_an_answers_file_all_or_nothing(alice, bob, charlie):
+    import_questions(b'{"question": "Why is the sky blue?"}', filename="q.jsonl")
+    rows = [
+        {"question": "Why is the sky blue?", "answer": text, "quotes": [], "source": {"model": "m1"}}
+        for text in ("Rayleigh scattering.", "It reflects the sea.", "Dust in the air.")
+    ]
+    good = "\n".join(json.dumps(row) for row in rows).encode()
+    form = {"name": "from a file", "template": "webgpt_comparison", "source": "file", "overlap": "2"}
+
+    def create(user, data: bytes | None, **changes):
+        body = {**form, **changes} | ({"answers_file": _upload("answers.jsonl", data)} if data else {})
+        return api(user).post("/api/batches", body, format="multipart")
+
+    created = create(alice, good)
+    assert created.status_code == 201, created.json()
+    assert created.json()["name"] == "from a file" and created.json()["progress"]["items"] == 3  # every pair
+    assert Answer.objects.filter(source__model="m1").count() == 3
+
+    bad_lines = {
+        b'{"question": "Why is the sky blue?", "answer": " "}': "'answer' must be a non-empty string",
+        b'{"question": "Why is grass green?", "answer": "Chlorophyll."}': "not in the bank",
+        b'{"question": "Why is the sky blue?", "answer": "a\\u0000b"}': "NUL",
+        b"{nope": "invalid JSON",
+        b"\xff": "not valid UTF-8",
+    }
+    for line, reason in bad_lines.items():
+        refused = create(alice, good + b"\n" + line)
+        assert refused.status_code == 400 and refused.json()["line"] == 4, (line, refused.json())
+        assert (
+            reason in refused.json()["reason"] and "Nothing was created" in refused.json()["answers_file"][0]
+        )
+    assert Answer.objects.count() == 3 and FeedbackBatch.objects.count() == 1  # nothing of the bad files
+    assert create(alice, None).json() == {"answers_file": ["Send an answers file with source=file only."]}
+    assert set(create(alice, good, source="bank").json()) == {"answers_file"}
+    assert create(alice, good, template="ranking").json() == {
+        "non_field_errors": ["no items: there are no answers to judge in this form"]
+    }  # the service's rules hold: three answers are too few to rank, and nothing was imported
+    assert Answer.objects.count() == 3
+    assert create(bob, good).status_code == 403 and create(charlie, good).status_code == 403
+    assert api().post("/api/batches", {**form, "answers_file": _upload("a.jsonl", good)}).status_code == 401
+
+
 def test_question_import_and_list_filters(alice, bob):
     client = api(alice)
     good = b'{"question": "Why is the sky blue?"}\n{"question": "Why is grass green?"}\n'
@@ -341,3 +383,9 @@ def test_no_body_makes_a_write_endpoint_fail_with_a_5xx(batches, alice, bob, bod
         assert as_json.status_code < 500, (url, body, as_json.content)
         malformed = client.post(url, raw, content_type="application/json")
         assert malformed.status_code < 500, (url, raw, malformed.content)
+    answers = f"{json.dumps(body)}\n{raw}".encode()  # any lines as an answers file
+    upload = {"name": "h", "template": "webgpt_comparison", "source": "file"}
+    uploaded = api(alice).post(
+        "/api/batches", {**upload, "answers_file": _upload("a.jsonl", answers)}, format="multipart"
+    )
+    assert uploaded.status_code < 500, (answers, uploaded.content)

@@ -5,9 +5,12 @@ from __future__ import annotations
 
 from typing import Any
 
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from annotation.exports.parquet import SCHEMAS as PARQUET_FORMATS
+from annotation.feedback.batches import SOURCES as BATCH_SOURCES
 from annotation.feedback.batches import BatchSettings
 from annotation.feedback.scales import RATING_PRESETS, TEMPLATES
 from annotation.models import (
@@ -57,8 +60,14 @@ class QuestionImportSerializer(serializers.ModelSerializer):
         )
 
 
+@extend_schema_field(OpenApiTypes.BINARY)
+class UploadField(serializers.FileField):
+    """An uploaded file. The schema says binary, so the docs page offers a file picker; a plain FileField
+    would be described as the URL a stored file reads back as."""
+
+
 class QuestionImportInput(serializers.Serializer):
-    file = serializers.FileField()
+    file = UploadField()
     dataset = serializers.SlugField(required=False, allow_blank=True, max_length=100)
     format = serializers.ChoiceField(choices=[*FORMATS], required=False, allow_blank=True)
     explain_statements = serializers.BooleanField(required=False, allow_null=True, default=None)
@@ -138,12 +147,16 @@ class BatchSerializer(serializers.ModelSerializer):
 
 
 class BatchCreateInput(serializers.Serializer):
-    """The console's batch form as JSON (answers come from the demonstrations or the whole bank)."""
+    """The console's batch form: JSON when the answers come from the demonstrations or the whole bank,
+    multipart with ``answers_file`` (answers JSONL, as ``import_answers`` reads it) for ``source=file``."""
 
     name = serializers.CharField(max_length=200)
     template = serializers.ChoiceField(choices=TEMPLATES)
     preset = serializers.ChoiceField(choices=[*RATING_PRESETS], required=False, allow_blank=True, default="")
-    source = serializers.ChoiceField(choices=["demonstrations", "bank"])
+    source = serializers.ChoiceField(choices=[code for code, _ in BATCH_SOURCES])
+    answers_file = UploadField(
+        required=False, help_text="source=file: JSONL {question_id or question, answer, quotes, source}"
+    )
     overlap = serializers.IntegerField(min_value=1, max_value=10, default=1)
     required_probability = serializers.FloatField(min_value=0, max_value=1, default=0.1)
     always_required = serializers.ListField(
@@ -159,6 +172,8 @@ class BatchCreateInput(serializers.Serializer):
             raise serializers.ValidationError(
                 {"preset": "Choose a preset for a rating batch, and only for one."}
             )
+        if (data["source"] == "file") != bool(data.get("answers_file")):
+            raise serializers.ValidationError({"answers_file": "Send an answers file with source=file only."})
         return data
 
     def batch_settings(self) -> BatchSettings:

@@ -22,6 +22,7 @@ from annotation.feedback.presenter import task_context
 from annotation.feedback.scales import COMPARISON_SCALE, QUESTION_FLAGS
 from annotation.feedback.validation import required_fields
 from annotation.models import Assignment
+from annotation.questions.formats import has_nul
 
 QUOTE_KEYS = ("title", "url", "domain", "extract")
 
@@ -82,17 +83,6 @@ def task_data(task: Assignment) -> dict[str, Any]:
     }
 
 
-def _has_nul(value: Any) -> bool:
-    """PostgreSQL's jsonb cannot store U+0000; such a body is refused instead of failing in the database."""
-    if isinstance(value, str):
-        return "\x00" in value
-    if isinstance(value, dict):
-        return any(_has_nul(k) or _has_nul(v) for k, v in value.items())
-    if isinstance(value, list):
-        return any(_has_nul(v) for v in value)
-    return False
-
-
 SECTIONS = ("ratings", "flags", "answers", "ranks", "likert", "tags")
 
 
@@ -115,7 +105,7 @@ def shape_errors(value: dict) -> dict[str, str]:
 
 
 def _json_object(value: Any) -> dict:
-    if _has_nul(value):
+    if has_nul(value):
         raise serializers.ValidationError("Text may not contain NUL characters.")
     errors = shape_errors(value)
     if errors:

@@ -83,9 +83,14 @@ class QuestionImportView(APIView):
                 explain_statements=data.get("explain_statements"),
             )
         except QuestionFileError as exc:
-            body = {"file": [f"{exc}. Nothing was imported."], "line": exc.line, "reason": exc.reason}
-            return Response(body, status=status.HTTP_400_BAD_REQUEST)
+            return _file_error("file", exc, "Nothing was imported.")
         return Response(QuestionImportSerializer(report).data, status=status.HTTP_201_CREATED)
+
+
+def _file_error(field: str, exc: QuestionFileError, outcome: str) -> Response:
+    """A file that cannot be imported: the message under the upload's field, and its line and reason."""
+    body = {field: [f"{exc}. {outcome}"], "line": exc.line, "reason": exc.reason}
+    return Response(body, status=status.HTTP_400_BAD_REQUEST)
 
 
 class EpisodeList(generics.ListAPIView):
@@ -132,7 +137,9 @@ class AnswerDetail(generics.RetrieveAPIView):
 
 
 class BatchList(generics.ListAPIView):
-    """Feedback batches with progress (researchers); POST creates one like the console's form."""
+    """Feedback batches with progress (researchers); POST creates one like the console's form: JSON, or
+    multipart with an ``answers_file`` for ``source=file`` (imported and batched in one transaction; a bad
+    line is a 400 with its ``line`` and ``reason`` and leaves nothing behind)."""
 
     permission_classes = (IsResearcher,)
     serializer_class = BatchSerializer
@@ -144,13 +151,17 @@ class BatchList(generics.ListAPIView):
     def post(self, request: Request) -> Response:
         form = BatchCreateInput(data=request.data)
         form.is_valid(raise_exception=True)
+        upload = form.validated_data.get("answers_file")
         try:
             batch = create_batch_from_source(
                 request.user,
                 form.batch_settings(),
                 form.validated_data["source"],
+                upload.read() if upload else None,
                 gold_pairs=form.validated_data["gold_pairs"],
             )
+        except QuestionFileError as exc:
+            return _file_error("answers_file", exc, "Nothing was created.")
         except BatchError as exc:
             return Response({"non_field_errors": [str(exc)]}, status=status.HTTP_400_BAD_REQUEST)
         return Response(BatchSerializer(batch).data, status=status.HTTP_201_CREATED)

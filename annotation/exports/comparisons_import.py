@@ -18,7 +18,7 @@ from django.conf import settings
 from django.db import transaction
 
 from annotation.models import Answer, ImportedComparison, Question, SourceKind
-from annotation.questions.formats import QuestionFileError, decode, json_object
+from annotation.questions.formats import QuestionFileError, decode, has_nul, json_object
 from annotation.questions.splits import assign_split, question_key
 from webgpt_site.models import log_action
 
@@ -87,12 +87,9 @@ def _records(row: Any, number: int, error: Error) -> tuple[dict, list[tuple[str,
     if not (abs(sides[0][2] + sides[1][2]) <= 1e-6 and abs(sides[0][2]) <= 1):  # NaN fails both
         raise error(number, "scores must be opposite and within [-1, 1]")
     # What PostgreSQL would refuse is refused here, where the error can name the row.
-    strings = [str(question.get(key) or "") for key in ("dataset", "full_text", "id")]
-    for answer, quotes, _ in sides:
-        strings += [answer, *(text for quote in quotes for text in quote.values())]
-    if any("\x00" in text for text in strings):
+    if has_nul(row):
         raise error(number, "text may not contain NUL characters")
-    if len(strings[0]) > 100 or len(strings[2]) > 200:
+    if len(str(question.get("dataset") or "")) > 100 or len(str(question.get("id") or "")) > 200:
         raise error(number, "the question's dataset or id is too long (100 and 200 characters at most)")
     return question, sides
 

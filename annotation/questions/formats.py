@@ -86,6 +86,18 @@ def _lines(text: str) -> list[str]:
     return [line.removesuffix("\r") for line in text.split("\n")]
 
 
+def has_nul(value: Any) -> bool:
+    """Whether a JSON-like value holds U+0000, which PostgreSQL cannot store (in text or jsonb): such input
+    is refused where the error can say where it is, instead of failing in the database."""
+    if isinstance(value, str):
+        return "\x00" in value
+    if isinstance(value, dict):
+        return any(has_nul(k) or has_nul(v) for k, v in value.items())
+    if isinstance(value, list):
+        return any(has_nul(v) for v in value)
+    return False
+
+
 def json_object(line: str, line_number: int) -> dict[str, Any]:
     try:
         row = json.loads(line)
@@ -93,6 +105,8 @@ def json_object(line: str, line_number: int) -> dict[str, Any]:
         raise QuestionFileError(line_number, f"invalid JSON ({exc.msg} at column {exc.colno})") from None
     if not isinstance(row, dict):
         raise QuestionFileError(line_number, "expected a JSON object")
+    if has_nul(row):
+        raise QuestionFileError(line_number, "text may not contain NUL characters")
     return row
 
 
