@@ -21,7 +21,9 @@ def wilson_interval(successes: int, total: int, z: float = Z95) -> tuple[float, 
     p = successes / total
     centre = (p + z * z / (2 * total)) / (1 + z * z / total)
     half = z * math.sqrt(p * (1 - p) / total + z * z / (4 * total * total)) / (1 + z * z / total)
-    return (max(0.0, centre - half), min(1.0, centre + half))
+    # At 0 or all successes the bound is exactly 0 or 1 (the float sum can land a hair inside).
+    low = 0.0 if successes == 0 else max(0.0, centre - half)
+    return (low, 1.0 if successes == total else min(1.0, centre + half))
 
 
 def preference_metrics(

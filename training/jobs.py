@@ -100,12 +100,11 @@ def _with_paths(config: CommonConfig, data: str, output_dir: str) -> CommonConfi
 
 def cancel_run(user: Any, run: TrainingRun) -> None:
     """A queued run is cancelled at once; a running one stops after its current step."""
-    if run.status == Status.QUEUED:
-        TrainingRun.objects.filter(pk=run.pk, status=Status.QUEUED).update(
-            status=Status.CANCELLED, finished_at=timezone.now()
-        )
     TrainingRun.objects.filter(pk=run.pk, status__in=(Status.QUEUED, Status.RUNNING)).update(
         cancel_requested=True
+    )
+    TrainingRun.objects.filter(pk=run.pk, status=Status.QUEUED).update(
+        status=Status.CANCELLED, finished_at=timezone.now()
     )
     log_action(user, "training.cancel", run)
 

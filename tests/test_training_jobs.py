@@ -1,0 +1,200 @@
+"""Training runs as jobs: checks before queueing, progress rows, the model registry, cancel, failures,
+evaluation with a confidence interval, and the whole path on a real Celery worker."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import time
+from pathlib import Path
+
+import pytest
+import redis
+from django.conf import settings as django_settings
+from django.core.management import CommandError, call_command
+
+from annotation.exports import service as exports
+from annotation.models import Export, ExportFormat, ExportStatus, Question
+from tests.conftest import database_url_for_tests, running_worker
+from tests.test_exports import judged_pair
+from tests.test_training import bc_rows, citing_pairs
+from training import jobs
+from training.models import ModelCheckpoint, RunKind, TrainingRun
+from training.models import RunStatus as Status
+
+FAST = {"max_steps": 12, "batch_size": 8, "learning_rate": 2e-3, "eval_every": 6, "max_length": 64}
+
+
+def questions(count: int, split: str = "rm") -> list[Question]:
+    return [
+        Question.objects.create(
+            text=f"question {n} ({split})",
+            key=hashlib.sha256(f"{split}{n}".encode()).hexdigest(),
+            dataset="t",
+            split=split,
+        )
+        for n in range(count)
+    ]
+
+
+def finished_export(owner, export_format: str, rows: list[dict]) -> Export:
+    export = Export.objects.create(owner=owner, export_format=export_format, status=ExportStatus.DONE)
+    export.file_name = f"export-{export.pk}-{export_format}.jsonl"
+    exports.export_path(export).write_text("".join(json.dumps(r) + "\n" for r in rows))
+    export.row_count = len(rows)
+    export.save()
+    return export
+
+
+def rm_export(owner, count: int = 60, split: str = "rm") -> Export:
+    ids = [q.pk for q in questions(count, split)]
+    rows = [row | {"question_id": ids[n]} for n, row in enumerate(citing_pairs(count))]
+    return finished_export(owner, ExportFormat.RM_PAIRS, rows)
+
+
+@pytest.fixture
+def media(settings, tmp_path):
+    settings.MEDIA_ROOT = tmp_path / "media"
+
+
+pytestmark = pytest.mark.usefixtures("media", "model_store")
+
+
+@pytest.mark.django_db
+def test_a_reward_model_run_reports_progress_and_registers_its_model(alice, tiny_bert_dir):
+    export = rm_export(alice)
+    run = jobs.request_run(
+        alice, RunKind.RM, export, FAST | {"base_model": str(tiny_bert_dir)}, "fast", queue=False
+    )
+    assert run.status == Status.QUEUED and run.config["max_steps"] == 12
+    run = jobs.run_training_job(run.pk)
+    assert run.status == Status.DONE, run.error
+    assert run.step == run.total_steps == 12 and run.percent == 100
+    assert [e["step"] for e in run.timeline if "loss" in e] == list(range(1, 13))
+    assert any("eval_accuracy" in e for e in run.timeline)
+    checkpoint = run.checkpoint
+    assert checkpoint.kind == RunKind.RM and Path(checkpoint.path).is_relative_to(
+        django_settings.MODEL_STORE_DIR
+    )
+    assert (Path(checkpoint.path) / "config.json").is_file()
+    assert checkpoint.metrics["eval_accuracy"] == run.metrics["eval_accuracy"]
+    assert "60 rows from export" in run.log
+
+    # Evaluating it on another export: accuracy with a 95% interval and calibration bins.
+    held_out = rm_export(alice, 30, split="eval")
+    evaluation = jobs.request_run(alice, RunKind.RM_EVAL, held_out, {}, "fast", checkpoint, queue=False)
+    evaluation = jobs.run_training_job(evaluation.pk)
+    assert evaluation.status == Status.DONE, evaluation.error
+    low, high = evaluation.metrics["accuracy_ci95"]
+    assert low <= evaluation.metrics["accuracy"] <= high and evaluation.metrics["decided_pairs"] == 30
+    assert evaluation.metrics["calibration"] and not hasattr(evaluation, "checkpoint_set")
+
+    # Deleting the model removes its folder from the store.
+    jobs.delete_checkpoint(alice, checkpoint)
+    assert not Path(checkpoint.path).exists() and not ModelCheckpoint.objects.exists()
+
+
+@pytest.mark.django_db
+def test_runs_that_cannot_work_are_refused_before_queueing(alice, tiny_bert_dir):
+    export = rm_export(alice, 4)
+    with pytest.raises(jobs.RunError, match="needs a bc-pairs export"):
+        jobs.request_run(alice, RunKind.BC, export, {})
+    with pytest.raises(jobs.RunError, match="learning_rate"):
+        jobs.request_run(alice, RunKind.RM, export, {"learning_rate": 3})
+    with pytest.raises(jobs.RunError, match="unknown setting"):
+        jobs.request_run(alice, RunKind.RM, export, {"lr": 3})
+    with pytest.raises(jobs.RunError, match="preset"):
+        jobs.request_run(alice, RunKind.RM, export, {}, preset="huge")
+    with pytest.raises(jobs.RunError, match="reward model to evaluate"):
+        jobs.request_run(alice, RunKind.RM_EVAL, export, {})
+    export.status = ExportStatus.RUNNING
+    export.save()
+    with pytest.raises(jobs.RunError, match="not finished"):
+        jobs.request_run(alice, RunKind.RM, export, {})
+    assert not TrainingRun.objects.exists()
+
+
+@pytest.mark.django_db
+def test_training_refuses_data_with_evaluation_questions(alice, tiny_bert_dir):
+    export = rm_export(alice, 6, split="eval")
+    run = jobs.request_run(alice, RunKind.RM, export, FAST | {"base_model": str(tiny_bert_dir)}, queue=False)
+    run = jobs.run_training_job(run.pk)
+    assert run.status == Status.FAILED and "6 question(s) of this export are in the eval split" in run.error
+    assert not ModelCheckpoint.objects.exists()
+
+
+@pytest.mark.django_db
+def test_cancel_stops_a_running_job_and_a_queued_one_at_once(alice, tiny_llama_dir):
+    ids = [q.pk for q in questions(10, "bc")]
+    rows = [row | {"question_id": ids[row["question_id"]]} for row in bc_rows(10)]
+    export = finished_export(alice, ExportFormat.BC_PAIRS, rows)
+    settings_ = {"base_model": str(tiny_llama_dir), "max_steps": 40, "max_length": 64}
+    run = jobs.request_run(alice, RunKind.BC, export, settings_, queue=False)
+    jobs.cancel_run(alice, TrainingRun.objects.get(pk=run.pk))
+    assert TrainingRun.objects.get(pk=run.pk).status == Status.CANCELLED  # queued: cancelled at once
+    TrainingRun.objects.filter(pk=run.pk).update(status=Status.QUEUED)  # as if it had started already
+    run = jobs.run_training_job(run.pk)  # the flag is read after the first step
+    assert run.status == Status.CANCELLED and run.step < 40
+    assert not ModelCheckpoint.objects.exists()
+    assert not (Path(django_settings.MODEL_STORE_DIR) / "runs" / f"run-{run.pk}").exists()
+
+
+@pytest.mark.django_db
+def test_a_crash_leaves_the_run_failed_with_the_reason(alice, tiny_bert_dir):
+    export = rm_export(alice, 4)
+    run = jobs.request_run(alice, RunKind.RM, export, FAST | {"base_model": str(tiny_bert_dir)}, queue=False)
+    exports.export_path(export).unlink()
+    with pytest.raises(FileNotFoundError):
+        jobs.run_training_job(run.pk)
+    run.refresh_from_db()
+    assert run.status == Status.FAILED and "FileNotFoundError" in run.error and run.finished_at
+    # A job found running when its message comes back belonged to a worker that died.
+    TrainingRun.objects.filter(pk=run.pk).update(status=Status.RUNNING, error="")
+    run = jobs.run_training_job(run.pk)
+    assert run.status == Status.FAILED and "stopped" in run.error
+
+
+@pytest.mark.django_db
+def test_the_commands_train_from_an_export_or_a_file(alice, tiny_bert_dir, tmp_path, capsys):
+    export = rm_export(alice, 12)
+    options = {"base_model": str(tiny_bert_dir), "max_steps": 3, "max_length": 64}
+    call_command("train_rm", export=export.pk, preset="fast", **options)
+    out = capsys.readouterr().out
+    assert "3/3" in out and "done: rm-run-" in out
+    assert ModelCheckpoint.objects.get().run.export == export
+    call_command("train_rm", data=exports.export_path(export), output=tmp_path / "m", **options)
+    assert (tmp_path / "m" / "reward.json").is_file() and ModelCheckpoint.objects.count() == 1
+    with pytest.raises(CommandError, match="needs a bc-pairs export"):
+        call_command("train_bc", export=export.pk)
+    with pytest.raises(CommandError, match="--output is required"):
+        call_command("train_bc", data=exports.export_path(export))
+
+
+@pytest.mark.worker
+@pytest.mark.django_db(transaction=True)
+def test_export_then_train_on_a_real_worker(settings, tmp_path, django_user_model, alice, tiny_bert_dir):
+    """Labels -> an rm-pairs export (the export job) -> a run on the training queue -> a registered model."""
+    judged_pair(django_user_model)
+    export = exports.run_export_job(exports.request_export(alice, ExportFormat.RM_PAIRS, {}).pk)
+    assert export.status == ExportStatus.DONE and export.row_count == 2
+    redis.Redis.from_url(django_settings.CELERY_BROKER_URL).flushdb()
+    run = jobs.request_run(
+        alice, RunKind.RM, export, {"base_model": str(tiny_bert_dir), "max_steps": 4}, "fast"
+    )
+    env = {
+        "DEBUG": "1",
+        "DATABASE_URL": database_url_for_tests(),
+        "VAR_DIR": str(tmp_path),
+        "MODEL_STORE_DIR": str(settings.MODEL_STORE_DIR),
+        "CELERY_BROKER_URL": django_settings.CELERY_BROKER_URL,
+        "OMP_WAIT_POLICY": "PASSIVE",
+        "PATH": "/usr/bin:/bin",
+    }
+    with running_worker(env, queues="training"):
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline and not TrainingRun.objects.get(pk=run.pk).is_finished:
+            time.sleep(0.3)
+    run.refresh_from_db()
+    assert run.status == Status.DONE, run.error
+    assert run.timeline and run.step == 4
+    assert ModelCheckpoint.objects.get().run == run
