@@ -247,3 +247,15 @@ def test_preference_metrics_give_a_wilson_interval_and_calibration():
     assert found["decided_pairs"] == 3 and found["pairs"] == 4
     assert sum(b["count"] for b in found["calibration"]) == 8  # each pair both ways round
     assert all(0 <= b["predicted"] <= 1 and 0 <= b["observed"] <= 1 for b in found["calibration"])
+
+
+def test_settings_of_the_wrong_type_are_refused_by_name():
+    with pytest.raises(ValueError, match="max_steps: expected int"):
+        BCConfig.from_dict({"max_steps": "10"})
+    with pytest.raises(ValueError, match="lora_rank: expected int"):
+        BCConfig.from_dict({"lora_rank": True})
+    with pytest.raises(ValueError, match="learning_rate: expected float"):
+        RMConfig.from_dict({"learning_rate": float("nan")})
+    assert BCConfig.from_dict({"epochs": 2}).epochs == 2.0 and isinstance(
+        BCConfig.from_dict({"epochs": 2}).epochs, float
+    )

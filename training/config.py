@@ -7,6 +7,7 @@ targets. Presets pick a backbone and the settings that fit it (see ``RM_PRESETS`
 
 from __future__ import annotations
 
+import math
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
@@ -40,11 +41,15 @@ class CommonConfig:
     @classmethod
     def from_dict(cls, values: dict[str, Any]) -> CommonConfig:
         """Build from stored JSON; unknown keys are an error (a typo must not be silently ignored)."""
-        known = {f.name for f in fields(cls)}
-        unknown = sorted(set(values) - known)
+        defaults = cls()
+        unknown = sorted(set(values) - {f.name for f in fields(cls)})
         if unknown:
             raise ValueError(f"unknown setting(s): {', '.join(unknown)}")
-        return cls(**values)
+        for name, value in values.items():
+            _check_type(name, value, getattr(defaults, name))
+        return cls(
+            **{n: float(v) if isinstance(getattr(defaults, n), float) else v for n, v in values.items()}
+        )
 
     def check(self) -> None:
         """Raise ValueError naming the first impossible setting."""
@@ -67,6 +72,22 @@ class CommonConfig:
             raise ValueError("warmup_ratio: must be in [0, 1)")
         if self.lora_rank < 0 or self.threads < 0 or self.early_stopping_patience < 0:
             raise ValueError("lora_rank, threads and early_stopping_patience cannot be negative")
+
+
+def _check_type(name: str, value: Any, default: Any) -> None:
+    """Settings come from forms, the API and stored JSON: a wrong type is refused by name, not met later."""
+    if isinstance(default, bool):
+        ok = isinstance(value, bool)
+    elif isinstance(default, int):
+        ok = isinstance(value, int) and not isinstance(value, bool)
+    elif isinstance(default, float):
+        ok = isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+    elif isinstance(default, list):
+        ok = isinstance(value, list) and all(isinstance(v, int) and not isinstance(v, bool) for v in value)
+    else:
+        ok = isinstance(value, str)
+    if not ok:
+        raise ValueError(f"{name}: expected {type(default).__name__}, got {value!r}"[:200])
 
 
 @dataclass

@@ -23,6 +23,7 @@ class RunStatus(models.TextChoices):
     CANCELLED = "cancelled", "Cancelled"
 
 
+CHECKPOINT_KINDS = RunKind.choices[:2]  # evaluations produce no model
 FINISHED = (RunStatus.DONE, RunStatus.FAILED, RunStatus.CANCELLED)
 
 
@@ -74,7 +75,7 @@ class TrainingRun(models.Model):
 
 
 class ModelCheckpoint(models.Model):
-    kind = models.CharField(max_length=10, choices=RunKind.choices[:2])
+    kind = models.CharField(max_length=10, choices=CHECKPOINT_KINDS)
     name = models.CharField(max_length=200)
     base_model = models.CharField(max_length=300, help_text="Preset name or folder it was trained from")
     path = models.CharField(max_length=500, help_text="Folder in the model store")

@@ -246,6 +246,8 @@ SPECTACULAR_SETTINGS = {
     "ENUM_NAME_OVERRIDES": {
         "EpisodeStatusEnum": "annotation.models.EpisodeStatus",
         "ExportStatusEnum": "annotation.models.ExportStatus",
+        "TrainingRunKindEnum": "training.models.RunKind",
+        "ModelKindEnum": "training.models.CHECKPOINT_KINDS",
     },
 }
 

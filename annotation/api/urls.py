@@ -5,6 +5,7 @@ from __future__ import annotations
 from django.urls import path
 
 from annotation.api import exports, tasks, views
+from training import api as training
 
 urlpatterns = [
     path("questions", views.QuestionList.as_view(), name="api-questions"),
@@ -24,4 +25,11 @@ urlpatterns = [
     path("exports", exports.ExportList.as_view(), name="api-exports"),
     path("exports/<int:pk>", exports.ExportDetail.as_view(), name="api-export"),
     path("exports/<int:pk>/download", exports.ExportDownload.as_view(), name="api-export-download"),
+    path("training-runs", training.TrainingRunList.as_view(), name="api-training-runs"),
+    path("training-runs/<int:pk>", training.TrainingRunDetail.as_view(), name="api-training-run"),
+    path(
+        "training-runs/<int:pk>/cancel", training.TrainingRunCancel.as_view(), name="api-training-run-cancel"
+    ),
+    path("models", training.CheckpointList.as_view(), name="api-models"),
+    path("models/<int:pk>", training.CheckpointDetail.as_view(), name="api-model"),
 ]

@@ -1,0 +1,98 @@
+"""Training runs and models over the API: researchers only, 404 for everyone else's objects, JSON errors
+by field, never a 5xx."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given
+from hypothesis import settings as hsettings
+from hypothesis import strategies as st
+
+from tests.test_api import api
+from tests.test_training_jobs import rm_export
+from training import jobs
+from training.models import ModelCheckpoint, RunKind, TrainingRun
+from training.models import RunStatus as Status
+
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("media", "model_store")]
+
+
+@pytest.fixture
+def media(settings, tmp_path):
+    settings.MEDIA_ROOT = tmp_path / "media"
+
+
+def test_a_researcher_starts_watches_and_cancels_a_run(alice):
+    export = rm_export(alice, 4)
+    body = {"kind": "rm", "export": export.pk, "preset": "fast", "settings": {"max_steps": 3}}
+    response = api(alice).post("/api/training-runs", body, format="json")
+    assert response.status_code == 202, response.content
+    run = response.json()
+    assert run["status"] == "queued" and run["config"]["max_steps"] == 3 and run["config"]["base_model"]
+    assert api(alice).get(f"/api/training-runs/{run['id']}").json()["kind"] == "rm"
+    cancelled = api(alice).post(f"/api/training-runs/{run['id']}/cancel")
+    assert cancelled.status_code == 202 and cancelled.json()["status"] == "cancelled"
+
+
+def test_errors_come_back_by_field_and_create_nothing(alice):
+    export = rm_export(alice, 2)
+    cases = [
+        ({"kind": "bc", "export": export.pk}, "non_field_errors", "needs a bc-pairs export"),
+        ({"kind": "rm", "export": 999999}, "export", "no such export"),
+        (
+            {"kind": "rm", "export": export.pk, "settings": {"learning_rate": 7}},
+            "non_field_errors",
+            "learning",
+        ),
+        ({"kind": "rm", "export": export.pk, "settings": {"nope": 1}}, "non_field_errors", "unknown setting"),
+        ({"kind": "rm", "export": export.pk, "base_checkpoint": 5}, "base_checkpoint", "no such model"),
+        ({"kind": "dance", "export": export.pk}, "kind", ""),
+    ]
+    for body, field, text in cases:
+        response = api(alice).post("/api/training-runs", body, format="json")
+        assert response.status_code == 400, body
+        assert text in str(response.json()[field]), response.json()
+    assert not TrainingRun.objects.exists()
+
+
+def test_others_get_404_on_details_and_403_on_lists(alice, bob, charlie, dana):
+    export = rm_export(alice, 2)
+    run = jobs.request_run(alice, RunKind.RM, export, {}, "fast", queue=False)
+    folder = Path(jobs.store_dir()) / "runs" / "x"
+    folder.mkdir(parents=True)
+    model = ModelCheckpoint.objects.create(kind="rm", name="m", base_model="b", path=str(folder), run=run)
+    details = [f"/api/training-runs/{run.pk}", f"/api/models/{model.pk}"]
+    for user in (bob, charlie, dana):
+        for url in details:
+            assert api(user).get(url).status_code == 404, url
+        assert api(user).post(f"/api/training-runs/{run.pk}/cancel").status_code == 404
+        assert api(user).delete(f"/api/models/{model.pk}").status_code == 404
+        for url in ("/api/training-runs", "/api/models"):
+            assert api(user).get(url).status_code == 403, url
+    assert api().get(details[0]).status_code == 401
+    assert TrainingRun.objects.get().status == Status.QUEUED and folder.exists()
+    assert [m["id"] for m in api(alice).get("/api/models").json()["results"]] == [model.pk]
+    assert api(alice).delete(f"/api/models/{model.pk}").status_code == 204
+    assert not folder.exists() and not ModelCheckpoint.objects.exists()
+
+
+JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=8),
+    lambda children: (
+        st.lists(children, max_size=3) | st.dictionaries(st.text(max_size=8), children, max_size=3)
+    ),
+    max_leaves=8,
+)
+BODIES = JSON | st.fixed_dictionaries(
+    {"kind": st.sampled_from(["bc", "rm", "rm_eval", "x"]), "export": st.integers(), "settings": JSON},
+    optional={"preset": JSON, "base_checkpoint": JSON},
+)
+
+
+@hsettings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(body=BODIES)
+def test_no_body_gets_a_5xx(alice, body):
+    response = api(alice).post("/api/training-runs", body, format="json")
+    assert response.status_code < 500, (body, response.content)

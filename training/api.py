@@ -1,0 +1,124 @@
+"""Training runs and the model registry over the API (researchers): start a run from an export, watch
+it, cancel it; list, read and delete registered models. Same checks as the pages (training.jobs)."""
+
+from __future__ import annotations
+
+from django.db.models import QuerySet
+from drf_spectacular.utils import extend_schema
+from rest_framework import generics, serializers, status
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from annotation.api.permissions import IsResearcher
+from annotation.models import Export
+from training import jobs
+from training.config import RM_PRESETS
+from training.models import ModelCheckpoint, RunKind, TrainingRun
+from webgpt_site.permissions import get_visible_or_404
+
+
+class CheckpointSerializer(serializers.ModelSerializer):
+    class Meta:
+        model = ModelCheckpoint
+        fields = ("id", "name", "kind", "base_model", "path", "metrics", "run", "created_at")
+        read_only_fields = fields
+
+
+class TrainingRunSerializer(serializers.ModelSerializer):
+    checkpoint = serializers.PrimaryKeyRelatedField(read_only=True, allow_null=True)
+    percent = serializers.IntegerField(read_only=True)
+
+    class Meta:
+        model = TrainingRun
+        fields = (
+            "id", "kind", "export", "base_checkpoint", "preset", "config", "status", "cancel_requested",
+            "step", "total_steps", "percent", "timeline", "metrics", "log", "error", "checkpoint",
+            "created_at", "started_at", "finished_at",
+        )  # fmt: skip
+        read_only_fields = fields
+
+
+class TrainingRunInput(serializers.Serializer):
+    kind = serializers.ChoiceField(choices=RunKind.choices)
+    export = serializers.IntegerField(
+        help_text="A finished export: bc-pairs for bc, rm-pairs/rm-groups for rm"
+    )
+    preset = serializers.ChoiceField(choices=list(RM_PRESETS), required=False, allow_blank=True)
+    base_checkpoint = serializers.IntegerField(required=False, allow_null=True)
+    settings = serializers.DictField(
+        required=False, default=dict, help_text="Trainer settings (max_steps, learning_rate, ...)"
+    )
+
+
+class TrainingRunList(generics.ListAPIView):
+    """Runs, newest first; POST starts one (queued on the training worker) and answers 202."""
+
+    permission_classes = (IsResearcher,)
+    serializer_class = TrainingRunSerializer
+
+    def get_queryset(self) -> QuerySet[TrainingRun]:
+        return TrainingRun.objects.visible_to(self.request.user).select_related("checkpoint")
+
+    @extend_schema(request=TrainingRunInput, responses={202: TrainingRunSerializer})
+    def post(self, request: Request) -> Response:
+        form = TrainingRunInput(data=request.data)
+        form.is_valid(raise_exception=True)
+        data = form.validated_data
+        export = Export.objects.visible_to(request.user).filter(pk=data["export"]).first()
+        if export is None:
+            raise serializers.ValidationError({"export": "no such export"})
+        base = None
+        if data.get("base_checkpoint"):
+            base = ModelCheckpoint.objects.visible_to(request.user).filter(pk=data["base_checkpoint"]).first()
+            if base is None:
+                raise serializers.ValidationError({"base_checkpoint": "no such model"})
+        try:
+            run = jobs.request_run(
+                request.user, data["kind"], export, data["settings"], data.get("preset") or "", base
+            )
+        except jobs.RunError as exc:
+            raise serializers.ValidationError({"non_field_errors": [str(exc)]}) from None
+        return Response(TrainingRunSerializer(run).data, status=status.HTTP_202_ACCEPTED)
+
+
+class TrainingRunDetail(generics.RetrieveAPIView):
+    """One run: status, progress, metrics timeline, final metrics, log and error."""
+
+    serializer_class = TrainingRunSerializer
+
+    def get_queryset(self) -> QuerySet[TrainingRun]:
+        return TrainingRun.objects.visible_to(self.request.user)
+
+
+class TrainingRunCancel(APIView):
+    """Cancel: a queued run at once, a running one after its current step."""
+
+    @extend_schema(request=None, responses={202: TrainingRunSerializer})
+    def post(self, request: Request, pk: int) -> Response:
+        run = get_visible_or_404(TrainingRun.objects, request.user, pk=pk)
+        jobs.cancel_run(request.user, run)
+        run.refresh_from_db()
+        return Response(TrainingRunSerializer(run).data, status=status.HTTP_202_ACCEPTED)
+
+
+class CheckpointList(generics.ListAPIView):
+    """Registered models, newest first."""
+
+    permission_classes = (IsResearcher,)
+    serializer_class = CheckpointSerializer
+
+    def get_queryset(self) -> QuerySet[ModelCheckpoint]:
+        return ModelCheckpoint.objects.visible_to(self.request.user)
+
+
+class CheckpointDetail(generics.RetrieveDestroyAPIView):
+    """One registered model; DELETE removes it and its folder in the model store."""
+
+    serializer_class = CheckpointSerializer
+
+    def get_queryset(self) -> QuerySet[ModelCheckpoint]:
+        return ModelCheckpoint.objects.visible_to(self.request.user)
+
+    def perform_destroy(self, instance: ModelCheckpoint) -> None:
+        jobs.delete_checkpoint(self.request.user, instance)
