@@ -42,7 +42,7 @@ format: $(VENV)/.installed-dev
 	$(VENV)/bin/ruff format .
 
 worker: $(VENV)/.installed-app
-	$(VENV)/bin/celery -A webgpt_site worker -Q default,exports,training --concurrency 1 --loglevel INFO
+	OMP_WAIT_POLICY=PASSIVE $(VENV)/bin/celery -A webgpt_site worker -Q default,exports,training --concurrency 1 --loglevel INFO
 
 # Search and browser latency (tantivy vs SQLite FTS5 at 100k pages) and the demonstration UI over HTTP
 # (gunicorn, PostgreSQL, 1 and 8 users), feedback tasks at 100k items, exports of 100k comparisons;

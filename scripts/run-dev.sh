@@ -9,17 +9,21 @@ PY=.venv/bin/python
 $PY manage.py migrate --noinput -v 0
 $PY manage.py load_demo
 mkdir -p var
-# A real worker process on all queues; with no CELERY_BROKER_URL it uses the embedded broker in var/.
-.venv/bin/celery -A webgpt_site worker -Q default,exports,training --concurrency 1 --loglevel INFO \
+# Real worker processes; with no CELERY_BROKER_URL they use the embedded broker in var/. Training gets a
+# worker of its own (one job at a time, passive OpenMP threads) so that a long run never holds up exports.
+.venv/bin/celery -A webgpt_site worker -n jobs@%h -Q default,exports --concurrency 1 --loglevel INFO \
   >var/celery-worker.log 2>&1 &
-worker=$!
-trap 'kill "$worker" 2>/dev/null || true; wait "$worker" 2>/dev/null || true' EXIT INT TERM
+workers=$!
+OMP_WAIT_POLICY=PASSIVE .venv/bin/celery -A webgpt_site worker -n training@%h -Q training --concurrency 1 \
+  --loglevel INFO >var/celery-training.log 2>&1 &
+workers="$workers $!"
+trap 'kill $workers 2>/dev/null || true; wait $workers 2>/dev/null || true' EXIT INT TERM
 
 cat <<BANNER
 
   WebGPT feedback platform: http://127.0.0.1:${PORT}/
   Demo logins (user name = password): demonstrator, labeler, researcher, admin
-  Celery worker log: var/celery-worker.log
+  Celery worker logs: var/celery-worker.log (default, exports), var/celery-training.log (training)
 
 BANNER
 $PY manage.py runserver "127.0.0.1:${PORT}"

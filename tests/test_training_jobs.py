@@ -198,3 +198,26 @@ def test_export_then_train_on_a_real_worker(settings, tmp_path, django_user_mode
     assert run.status == Status.DONE, run.error
     assert run.timeline and run.step == 4
     assert ModelCheckpoint.objects.get().run == run
+
+
+@pytest.mark.django_db
+def test_the_demo_ships_truthfulqa_judgements_a_reward_model_can_train_on(demo_data, alice):
+    """load_demo imports TruthfulQA's best-vs-incorrect answers as imported comparisons; an rm-pairs export
+    of the rm split holds only rm questions, so training accepts it."""
+    from annotation.feedback.demo import create_reference_comparisons
+    from annotation.models import ImportedComparison
+
+    count = ImportedComparison.objects.filter(source="truthfulqa-reference").count()
+    assert count > 500 and create_reference_comparisons() == 0  # idempotent
+    export = exports.run_export_job(exports.request_export(alice, ExportFormat.RM_PAIRS, {"split": "rm"}).pk)
+    rows = [json.loads(line) for line in exports.export_path(export).read_text().splitlines()]
+    assert 0 < len(rows) < count
+    assert set(
+        Question.objects.filter(pk__in={r["question_id"] for r in rows}).values_list("split", flat=True)
+    ) == {"rm"}
+    jobs.check_splits(rows)  # no eval question: accepted
+    everything = exports.run_export_job(exports.request_export(alice, ExportFormat.RM_PAIRS, {}).pk)
+    with pytest.raises(jobs.RunError, match="eval split"):
+        jobs.check_splits(
+            [json.loads(line) for line in exports.export_path(everything).read_text().splitlines()]
+        )

@@ -56,11 +56,13 @@ def pseudonym(user_id: int) -> str:
 
 
 def submitted_judgements(filters: dict[str, Any]) -> QuerySet[Assignment]:
-    """Submitted assignments matching the export filters: batch, template, labeler (user name), submitted
-    since/until (ISO dates, inclusive), and whether flagged and gold items are included."""
+    """Submitted assignments matching the export filters: batch, question split, template, labeler (user
+    name), submitted since/until (ISO dates, inclusive), and whether flagged and gold items are included."""
     tasks = Assignment.objects.filter(status=AssignmentStatus.SUBMITTED)
     if filters.get("batch"):
         tasks = tasks.filter(item__batch_id=filters["batch"])
+    if filters.get("split"):
+        tasks = tasks.filter(item__question__split=filters["split"])
     if filters.get("template"):
         tasks = tasks.filter(item__batch__template=filters["template"])
     if filters.get("labeler"):
@@ -124,11 +126,13 @@ def _comparison_rows(filters: dict[str, Any], pairs: bool = False, rm: bool = Fa
     if wanted in ("both", "platform"):
         yield from _platform_comparison_rows(filters, pairs, rm)
     if wanted in ("both", "imported"):
-        yield from _imported_comparison_rows(pairs, rm)
+        yield from _imported_comparison_rows(filters, pairs, rm)
 
 
-def _imported_comparison_rows(pairs: bool, rm: bool) -> Iterator[Any]:
+def _imported_comparison_rows(filters: dict[str, Any], pairs: bool, rm: bool) -> Iterator[Any]:
     rows = ImportedComparison.objects.select_related("question", "answer_0", "answer_1").order_by("id")
+    if filters.get("split"):
+        rows = rows.filter(question__split=filters["split"])
     for comparison in rows.iterator(chunk_size=CHUNK):
         first = {"text": comparison.answer_0.text, "quotes": comparison.answer_0.quotes}
         second = {"text": comparison.answer_1.text, "quotes": comparison.answer_1.quotes}

@@ -28,7 +28,7 @@ class ExportForm(forms.Form):
         queryset=FeedbackBatch.objects.all(), required=False, help_text="Comparisons only"
     )
     split = forms.ChoiceField(
-        choices=[("", "Any"), *Split.choices], required=False, help_text="Demonstrations only"
+        choices=[("", "Any"), *Split.choices], required=False, help_text="Questions of this split only"
     )
     template = forms.ChoiceField(choices=[("", "Any"), *TEMPLATES], required=False)
     labeler = forms.CharField(required=False, max_length=150, help_text="User name")

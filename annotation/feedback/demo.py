@@ -4,12 +4,17 @@ answer, and its lists of correct and incorrect answers for rankings. Nothing is 
 
 from __future__ import annotations
 
+import hashlib
+
+from django.db import transaction
+
 from annotation.feedback.batches import BatchSettings, create_feedback_batch, group_answers
-from annotation.models import Answer, FeedbackBatch, Question, SourceKind, Template
+from annotation.models import Answer, FeedbackBatch, ImportedComparison, Question, SourceKind, Template
 from browser.engine.text import domain_of
 
 DEMO_QUESTIONS = 12
 PREFIX = "TruthfulQA demo"
+REFERENCE_SOURCE = "truthfulqa-reference"
 
 
 def _answer(question: Question, text: str, field: str) -> Answer:
@@ -61,3 +66,29 @@ def create_demo_feedback_batches() -> list[FeedbackBatch]:
         config = BatchSettings(name=name, template=template, preset=preset, overlap=2)
         batches.append(create_feedback_batch(None, config, group_answers(answers, template)))
     return batches
+
+
+@transaction.atomic
+def create_reference_comparisons() -> int:
+    """TruthfulQA's own judgement as imported comparisons: its best answer beats its best incorrect answer
+    ("much better"). Real labels from the dataset's authors, kept apart from the platform's and exported
+    with source "imported", so a reward model can be trained from the demo setup. Idempotent."""
+    created = 0
+    questions = Question.objects.filter(dataset="truthfulqa", metadata__has_key="best_incorrect_answer")
+    for question in questions.order_by("id").iterator(chunk_size=500):
+        key = hashlib.sha256(f"{REFERENCE_SOURCE}:{question.key}".encode()).hexdigest()
+        if ImportedComparison.objects.filter(row_key=key).exists():
+            continue
+        best = _answer(question, question.reference_answers[0], "Best Answer")
+        worst = _answer(question, question.metadata["best_incorrect_answer"], "Best Incorrect Answer")
+        first, second = sorted((best, worst), key=lambda answer: answer.pk)
+        ImportedComparison.objects.create(
+            question=question,
+            answer_0=first,
+            answer_1=second,
+            score_0=1.0 if first == best else -1.0,
+            source=REFERENCE_SOURCE,
+            row_key=key,
+        )
+        created += 1
+    return created

@@ -18,7 +18,7 @@ class Command(BaseCommand):
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--format", required=True, choices=ExportFormat.values, dest="export_format")
         parser.add_argument("--batch", type=int, help="only this feedback batch")
-        parser.add_argument("--split", choices=Split.values, help="demonstrations of this split only")
+        parser.add_argument("--split", choices=Split.values, help="only questions of this split")
         parser.add_argument("--template", help="only judgements of this template")
         parser.add_argument("--labeler", help="only this labeler's judgements (user name)")
         parser.add_argument(

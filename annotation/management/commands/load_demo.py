@@ -19,7 +19,7 @@ from annotation.demo import (
     DEMO_USERS,
 )
 from annotation.demonstrations.batches import create_demonstration_batch
-from annotation.feedback.demo import create_demo_feedback_batches
+from annotation.feedback.demo import create_demo_feedback_batches, create_reference_comparisons
 from annotation.models import DemonstrationBatch, Question, QuestionImport
 from annotation.questions.service import import_questions
 from browser.models import Corpus
@@ -66,3 +66,5 @@ class Command(BaseCommand):
             self.stdout.write(f"demonstration batch {batch.name!r}: {questions.count()} questions")
         for batch in create_demo_feedback_batches():
             self.stdout.write(f"feedback batch {batch.name!r}: {batch.items.count()} items")
+        created = create_reference_comparisons()
+        self.stdout.write(f"TruthfulQA reference comparisons (imported, for reward models): {created} new")
