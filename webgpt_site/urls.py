@@ -32,6 +32,7 @@ urlpatterns = [
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("console/", include(console_patterns)),
     path("console/questions/", include("annotation.questions.urls")),
+    path("console/training/", include("training.urls")),
     path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),
     path("api/docs/", ApiDocs.as_view(), name="api-docs"),
     path("api/", include("annotation.api.urls")),

@@ -1,0 +1,138 @@
+"""Forms of the training pages: a new run (kind, data, preset, model to start from, main settings) and the
+selection of runs to compare."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django import forms
+
+from annotation.models import Export, ExportStatus
+from training.config import RM_PRESETS, BCConfig, RMConfig, default_rm_preset
+from training.jobs import FORMATS
+from training.models import ModelCheckpoint, RunKind, TrainingRun
+from webgpt_site.permissions import AnyUser
+
+# The settings offered on the form; the rest keep the defaults of training.config.
+SETTINGS = (
+    "max_steps",
+    "epochs",
+    "batch_size",
+    "learning_rate",
+    "max_length",
+    "lora_rank",
+    "validation_fraction",
+    "eval_every",
+)
+MAX_COMPARED = 8  # one colour each in the chart
+
+
+def default_text(name: str) -> str:
+    """Where a blank setting comes from, read from the config dataclasses and presets themselves."""
+    rm = RMConfig()
+    values = [f"bc {getattr(BCConfig(), name)}"]
+    values += [
+        f"rm {preset} {preset_values.get(name, getattr(rm, name))}"
+        for preset, preset_values in RM_PRESETS.items()
+    ]
+    return "Blank: the default (" + ", ".join(values) + ")."
+
+
+def export_label(export: Export) -> str:
+    return f"#{export.pk} {export.export_format}, {export.row_count} rows, {export.created_at:%Y-%m-%d %H:%M}"
+
+
+def checkpoint_label(checkpoint: ModelCheckpoint) -> str:
+    return f"{checkpoint.name} ({checkpoint.kind}, from {checkpoint.base_model})"
+
+
+class RunForm(forms.Form):
+    kind = forms.ChoiceField(choices=RunKind.choices)
+    export = forms.ModelChoiceField(
+        queryset=Export.objects.none(),
+        help_text="Finished exports: bc-pairs for behaviour cloning, rm-pairs or rm-groups for reward "
+        "models.",
+    )
+    preset = forms.ChoiceField(
+        choices=[(name, name) for name in RM_PRESETS],
+        required=False,
+        help_text="Reward models only. paper: the policy's SmolLM2 backbone (for a GPU); "
+        "fast: a small MiniLM encoder (for a CPU).",
+    )
+    base_checkpoint = forms.ModelChoiceField(
+        queryset=ModelCheckpoint.objects.none(),
+        required=False,
+        label="Start from",
+        help_text="Optional: a registered model to continue from (a BC model can be the backbone of a "
+        "paper reward model). An evaluation needs the reward model to evaluate.",
+    )
+    max_steps = forms.IntegerField(required=False, help_text="Caps the optimizer steps (overrides epochs).")
+    epochs = forms.FloatField(required=False)
+    batch_size = forms.IntegerField(required=False)
+    learning_rate = forms.FloatField(required=False)
+    max_length = forms.IntegerField(required=False, help_text="Tokens per sequence.")
+    lora_rank = forms.IntegerField(required=False, help_text="0 trains every weight.")
+    validation_fraction = forms.FloatField(required=False, help_text="Of the questions, held out.")
+    eval_every = forms.IntegerField(required=False, help_text="Optimizer steps between validations.")
+
+    def __init__(self, *args: Any, user: AnyUser, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        formats = {f for kind_formats in FORMATS.values() for f in kind_formats}
+        exports = Export.objects.visible_to(user).filter(status=ExportStatus.DONE, export_format__in=formats)
+        self.fields["export"].queryset = exports
+        self.fields["export"].label_from_instance = export_label
+        self.fields["base_checkpoint"].queryset = ModelCheckpoint.objects.visible_to(user)
+        self.fields["base_checkpoint"].label_from_instance = checkpoint_label
+        self.fields["preset"].initial = default_rm_preset()
+        for name in SETTINGS:
+            extra = self.fields[name].help_text
+            self.fields[name].help_text = f"{extra} {default_text(name)}".strip()
+
+    def clean(self) -> dict[str, Any]:
+        """What the service cannot know: which registered model fits which kind of run."""
+        data = super().clean()
+        kind, base, preset = data.get("kind"), data.get("base_checkpoint"), data.get("preset")
+        if base is None:
+            return data
+        if kind == RunKind.BC and base.kind != RunKind.BC:
+            self.add_error("base_checkpoint", "Behaviour cloning continues from a BC model only.")
+        if kind == RunKind.RM and base.kind == RunKind.BC and preset != "paper":
+            self.add_error(
+                "preset", "A BC model is a SmolLM2 policy: use the paper preset, whose settings fit it."
+            )
+        return data
+
+    def run_settings(self) -> dict[str, Any]:
+        """The settings that were filled in (blank ones keep the defaults)."""
+        if self.cleaned_data["kind"] == RunKind.RM_EVAL:
+            return {}  # an evaluation scores with the settings the model was trained with
+        return {name: self.cleaned_data[name] for name in SETTINGS if self.cleaned_data[name] is not None}
+
+    def add_run_error(self, message: str) -> None:
+        """A RunError on the field it names ("max_length: must be ...") or on the whole form."""
+        name, _, reason = message.partition(": ")
+        if name in SETTINGS and reason:
+            self.add_error(name, reason[0].upper() + reason[1:] + ".")
+        else:
+            self.add_error(None, message[0].upper() + message[1:] + ". Nothing was started.")
+
+
+class CompareForm(forms.Form):
+    run = forms.ModelMultipleChoiceField(
+        queryset=TrainingRun.objects.none(),
+        error_messages={
+            "required": "Select the runs to compare.",
+        },
+    )
+
+    def __init__(self, *args: Any, user: AnyUser, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.fields["run"].queryset = TrainingRun.objects.visible_to(user).select_related(
+            "export", "base_checkpoint"
+        )
+
+    def clean_run(self) -> list[TrainingRun]:
+        runs = sorted(self.cleaned_data["run"], key=lambda run: run.pk)
+        if len(runs) > MAX_COMPARED:
+            raise forms.ValidationError(f"Compare at most {MAX_COMPARED} runs at a time.")
+        return runs

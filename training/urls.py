@@ -1,0 +1,14 @@
+from django.urls import path
+
+from training import views
+
+app_name = "training"
+urlpatterns = [
+    path("", views.run_list, name="runs"),
+    path("new/", views.run_new, name="new"),
+    path("compare/", views.run_compare, name="compare"),
+    path("<int:pk>/", views.run_detail, name="run"),
+    path("<int:pk>/cancel/", views.run_cancel, name="cancel"),
+    path("models/", views.model_list, name="models"),
+    path("models/<int:pk>/delete/", views.model_delete, name="delete_model"),
+]

@@ -1,0 +1,231 @@
+"""Researcher pages for training: the runs (compared side by side), a new run, a run's live progress and
+results, and the model registry. Runs are jobs on the ``training`` queue; these pages only read their rows
+and ask training.jobs to start, cancel or delete."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.core.paginator import Paginator
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
+from django.views.decorators.vary import vary_on_headers
+
+from annotation.models import Export
+from training.forms import CompareForm, RunForm
+from training.jobs import FORMATS, RunError, cancel_run, delete_checkpoint, request_run
+from training.models import ModelCheckpoint, RunKind, RunStatus, TrainingRun
+from training.plot import line_chart, timeline_series
+from webgpt_site.permissions import Role, get_visible_or_404, role_required
+
+PAGE_SIZE = 50
+# Settings shown with a run and compared between runs (the rest rarely change).
+SHOWN_SETTINGS = (
+    "base_model",
+    "learning_rate",
+    "batch_size",
+    "gradient_accumulation",
+    "max_length",
+    "epochs",
+    "max_steps",
+    "lora_rank",
+    "validation_fraction",
+    "eval_every",
+    "seed",
+)
+
+
+def key_metrics(run: TrainingRun) -> dict[str, Any]:
+    """The numbers runs are compared by, named alike for training runs and evaluations."""
+    found = run.metrics or {}
+    if run.kind == RunKind.RM_EVAL:
+        low, high = found.get("accuracy_ci95") or (None, None)
+        return {
+            "train_loss": None,
+            "eval_loss": found.get("log_loss"),
+            "accuracy": found.get("accuracy"),
+            "low": low,
+            "high": high,
+        }
+    return {
+        "train_loss": found.get("train_loss"),
+        "eval_loss": found.get("eval_loss"),
+        "accuracy": found.get("eval_accuracy"),
+        "low": found.get("eval_accuracy_low"),
+        "high": found.get("eval_accuracy_high"),
+    }
+
+
+def shown(value: Any) -> str:
+    if value is None or value == "":
+        return "—"
+    if isinstance(value, float):
+        return f"{value:.4g}"
+    return str(value)
+
+
+@require_GET
+@role_required(Role.RESEARCHER)
+def run_list(request: HttpRequest) -> HttpResponse:
+    # Timelines and logs grow with every step: a list of fifty runs needs neither.
+    runs = TrainingRun.objects.select_related("owner", "export", "base_checkpoint").defer("timeline", "log")
+    page = Paginator(runs, PAGE_SIZE).get_page(request.GET.get("page"))
+    rows = [(run, key_metrics(run)) for run in page]
+    return render(request, "training/runs.html", {"page": page, "rows": rows})
+
+
+@require_http_methods(["GET", "POST"])
+@role_required(Role.RESEARCHER)
+def run_new(request: HttpRequest) -> HttpResponse:
+    form = RunForm(request.POST or None, user=request.user, initial=_preselected(request))
+    if request.method == "POST" and form.is_valid():
+        data = form.cleaned_data
+        try:
+            run = request_run(
+                request.user,
+                data["kind"],
+                data["export"],
+                form.run_settings(),
+                preset=data["preset"] if data["kind"] == RunKind.RM else "",
+                base_checkpoint=data["base_checkpoint"],
+            )
+        except RunError as exc:
+            form.add_run_error(str(exc))
+        else:
+            messages.success(request, f"Run {run.pk} queued: a worker on the training queue will start it.")
+            return redirect("training:run", pk=run.pk)
+    status = 400 if form.errors else 200
+    return render(request, "training/run_new.html", {"form": form}, status=status)
+
+
+def _preselected(request: HttpRequest) -> dict[str, Any]:
+    """?export=ID&kind=... from an export's "Train" link; no kind: the one the export's format is for."""
+    initial: dict[str, Any] = {}
+    export = Export.objects.visible_to(request.user).filter(pk=_int(request.GET.get("export"))).first()
+    if export is not None:
+        initial["export"] = export.pk
+        initial["kind"] = next(
+            (kind for kind, formats in FORMATS.items() if export.export_format in formats), ""
+        )
+    if request.GET.get("kind") in RunKind.values:
+        initial["kind"] = request.GET["kind"]
+    return initial
+
+
+def _int(value: str | None) -> int | None:
+    return int(value) if value and value.isdigit() else None
+
+
+@require_GET
+@login_required  # visibility decides: for anyone but researchers a run does not exist (404)
+@vary_on_headers("HX-Request")
+def run_detail(request: HttpRequest, pk: int) -> HttpResponse:
+    run = get_visible_or_404(
+        TrainingRun.objects.select_related("owner", "export", "base_checkpoint"), request.user, pk=pk
+    )
+    context = {
+        "run": run,
+        "metrics": key_metrics(run),
+        "chart": line_chart(timeline_series(run.timeline), f"Run {run.pk}: losses and validation accuracy"),
+        "checkpoint": ModelCheckpoint.objects.filter(run=run).first(),
+        "settings": [(name, shown(run.config.get(name))) for name in SHOWN_SETTINGS if name in run.config],
+        "other_metrics": _other_metrics(run),
+    }
+    template = "training/_run_status.html" if request.htmx else "training/run_detail.html"
+    return render(request, template, context)
+
+
+def _other_metrics(run: TrainingRun) -> list[tuple[str, str]]:
+    """Every final number not among the key metrics (counts, reward offset, runtime)."""
+    key = {"train_loss", "eval_loss", "eval_accuracy", "eval_accuracy_low", "eval_accuracy_high"}
+    key |= {"accuracy", "accuracy_ci95", "log_loss", "calibration"}
+    return [(name, shown(value)) for name, value in sorted((run.metrics or {}).items()) if name not in key]
+
+
+@require_POST
+@login_required
+def run_cancel(request: HttpRequest, pk: int) -> HttpResponse:
+    run = get_visible_or_404(TrainingRun.objects, request.user, pk=pk)
+    if run.is_finished:
+        messages.info(request, f"Run {run.pk} had already finished ({run.get_status_display().lower()}).")
+    else:
+        cancel_run(request.user, run)
+        messages.info(request, f"Run {run.pk}: cancel requested.")
+    return redirect("training:run", pk=run.pk)
+
+
+@require_GET
+@role_required(Role.RESEARCHER)
+def run_compare(request: HttpRequest) -> HttpResponse:
+    form = CompareForm(request.GET, user=request.user)
+    if not form.is_valid():
+        return render(request, "training/compare.html", {"form": form}, status=400)
+    runs = form.cleaned_data["run"]
+    series = [s for i, run in enumerate(runs) for s in timeline_series(run.timeline, f"#{run.pk} ", colour=i)]
+    context = {
+        "form": form,
+        "runs": runs,
+        "chart": line_chart(
+            series, "Losses and validation accuracy of runs " + ", ".join(f"#{r.pk}" for r in runs)
+        ),
+        "rows": _comparison_rows(runs),
+    }
+    return render(request, "training/compare.html", context)
+
+
+def _comparison_rows(runs: list[TrainingRun]) -> list[tuple[str, list[str]]]:
+    """One row per fact, setting or final metric; one column per run."""
+    summaries = [key_metrics(run) for run in runs]
+    rows = [
+        ("kind", [run.get_kind_display() for run in runs]),
+        ("export", [f"#{run.export_id} {run.export.export_format}" for run in runs]),
+        ("preset", [shown(run.preset) for run in runs]),
+        ("started from", [shown(run.base_checkpoint and run.base_checkpoint.name) for run in runs]),
+        ("status", [run.get_status_display() for run in runs]),
+        ("steps", [f"{run.step} / {run.total_steps}" for run in runs]),
+        ("train loss", [shown(m["train_loss"]) for m in summaries]),
+        ("validation loss", [shown(m["eval_loss"]) for m in summaries]),
+        ("accuracy", [shown(m["accuracy"]) for m in summaries]),
+        (
+            "accuracy 95% CI",
+            [f"{shown(m['low'])} to {shown(m['high'])}" if m["low"] is not None else "—" for m in summaries],
+        ),
+    ]
+    rows += [(name, [shown(run.config.get(name)) for run in runs]) for name in SHOWN_SETTINGS]
+    others = sorted({name for run in runs for name, _ in _other_metrics(run)})
+    rows += [(name, [shown((run.metrics or {}).get(name)) for run in runs]) for name in others]
+    return rows
+
+
+@require_GET
+@role_required(Role.RESEARCHER)
+def model_list(request: HttpRequest) -> HttpResponse:
+    checkpoints = ModelCheckpoint.objects.select_related("created_by")
+    return render(request, "training/models.html", {"checkpoints": checkpoints})
+
+
+@require_http_methods(["GET", "POST"])
+@login_required
+def model_delete(request: HttpRequest, pk: int) -> HttpResponse:
+    """GET asks for confirmation; POST deletes the row and its folder in the model store."""
+    checkpoint = get_visible_or_404(ModelCheckpoint.objects, request.user, pk=pk)
+    # A queued or running job still reads this folder: deleting it now would make that job fail.
+    users = TrainingRun.objects.filter(
+        base_checkpoint=checkpoint, status__in=(RunStatus.QUEUED, RunStatus.RUNNING)
+    )
+    if request.method == "POST":
+        if users.exists():
+            messages.error(
+                request, f"{checkpoint.name} is in use by a queued or running run: nothing deleted."
+            )
+        else:
+            delete_checkpoint(request.user, checkpoint)
+            messages.success(request, f"Deleted {checkpoint.name} and its folder.")
+            return redirect("training:models")
+    context = {"checkpoint": checkpoint, "users": users}
+    return render(
+        request, "training/model_delete.html", context, status=409 if request.method == "POST" else 200
+    )
