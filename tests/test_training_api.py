@@ -3,6 +3,8 @@ by field, never a 5xx."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -74,12 +76,21 @@ def test_others_get_404_on_details_and_403_on_lists(alice, bob, charlie, dana):
     assert api().get(details[0]).status_code == 401
     assert TrainingRun.objects.get().status == Status.QUEUED and folder.exists()
     assert [m["id"] for m in api(alice).get("/api/models").json()["results"]] == [model.pk]
+    # While a queued run starts from the model, its folder stays.
+    user = jobs.request_run(alice, RunKind.RM, export, {}, "fast", model, queue=False)
+    refused = api(alice).delete(f"/api/models/{model.pk}")
+    assert refused.status_code == 409 and "in use" in refused.json()["detail"] and folder.exists()
+    jobs.cancel_run(alice, user)
     assert api(alice).delete(f"/api/models/{model.pk}").status_code == 204
     assert not folder.exists() and not ModelCheckpoint.objects.exists()
 
 
 JSON = st.recursive(
-    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=8),
+    st.none()
+    | st.booleans()
+    | st.integers()
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text(max_size=8),
     lambda children: (
         st.lists(children, max_size=3) | st.dictionaries(st.text(max_size=8), children, max_size=3)
     ),
@@ -96,3 +107,20 @@ BODIES = JSON | st.fixed_dictionaries(
 def test_no_body_gets_a_5xx(alice, body):
     response = api(alice).post("/api/training-runs", body, format="json")
     assert response.status_code < 500, (body, response.content)
+
+
+@pytest.mark.django_db(databases=[])
+def test_the_web_process_does_not_load_the_ml_stack():
+    """Pages and API import training's Django side only; torch and transformers load in workers."""
+    code = (
+        "import django, sys; django.setup(); from django.urls import resolve; resolve('/api/models'); "
+        "import training.views, training.forms, training.api; "
+        "from training.config import default_rm_preset; default_rm_preset(); "
+        "print(sorted(m for m in ('torch', 'transformers') if m in sys.modules))"
+    )
+    env = {"DEBUG": "1", "PATH": "/usr/bin:/bin", "DJANGO_SETTINGS_MODULE": "webgpt_site.settings"}
+    root = Path(__file__).resolve().parent.parent
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True, cwd=root
+    )
+    assert done.stdout.strip() == "[]", done.stderr

@@ -113,12 +113,17 @@ class CheckpointList(generics.ListAPIView):
 
 
 class CheckpointDetail(generics.RetrieveDestroyAPIView):
-    """One registered model; DELETE removes it and its folder in the model store."""
+    """One registered model; DELETE removes it and its folder in the model store (409 while a queued or
+    running run starts from it)."""
 
     serializer_class = CheckpointSerializer
 
     def get_queryset(self) -> QuerySet[ModelCheckpoint]:
         return ModelCheckpoint.objects.visible_to(self.request.user)
 
-    def perform_destroy(self, instance: ModelCheckpoint) -> None:
-        jobs.delete_checkpoint(self.request.user, instance)
+    def destroy(self, request: Request, *args: object, **kwargs: object) -> Response:
+        try:
+            jobs.delete_checkpoint(request.user, self.get_object())
+        except jobs.RunError as exc:
+            return Response({"detail": str(exc)}, status=status.HTTP_409_CONFLICT)
+        return Response(status=status.HTTP_204_NO_CONTENT)

@@ -19,10 +19,9 @@ from transformers import AutoModelForCausalLM, AutoTokenizer, EarlyStoppingCallb
 
 from training.config import BCConfig
 from training.data import bc_examples, cut_middle, held_out_split, question_key, read_rows
+from training.hooks import Hooks, RunResult
 from training.runtime import (
-    Hooks,
     ProgressBridge,
-    RunResult,
     final_validation,
     quiet,
     save_model,

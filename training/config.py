@@ -8,7 +8,9 @@ targets. Presets pick a backbone and the settings that fit it (see ``RM_PRESETS`
 from __future__ import annotations
 
 import math
+import sys
 from dataclasses import asdict, dataclass, field, fields
+from pathlib import Path
 from typing import Any
 
 SMOLLM2 = "smollm2-135m-instruct"
@@ -123,6 +125,9 @@ RM_PRESETS: dict[str, dict[str, Any]] = {
 
 
 def default_rm_preset() -> str:
-    import torch
-
-    return "paper" if torch.cuda.is_available() else "fast"
+    """ "paper" with a GPU, else "fast". The web app must not load torch (seconds, hundreds of MB) to fill
+    in a form: it asks torch only where torch is already loaded (a worker), else looks for the NVIDIA
+    driver's device node."""
+    if "torch" in sys.modules:
+        return "paper" if sys.modules["torch"].cuda.is_available() else "fast"
+    return "paper" if Path("/dev/nvidiactl").exists() else "fast"

@@ -12,15 +12,16 @@ from typing import Any
 
 from django.conf import settings
 from django.db import transaction
+from django.db.models import QuerySet
 from django.utils import timezone
 
 from annotation.exports.service import export_path
 from annotation.models import Answer, Export, ExportFormat, ExportStatus, Question
 from training.config import RM_PRESETS, BCConfig, CommonConfig, RMConfig, default_rm_preset
 from training.data import question_ids, read_rows
+from training.hooks import Hooks
 from training.models import ModelCheckpoint, RunKind, TrainingRun
 from training.models import RunStatus as Status
-from training.runtime import Hooks
 from webgpt_site.models import log_action
 
 FORMATS = {
@@ -109,8 +110,15 @@ def cancel_run(user: Any, run: TrainingRun) -> None:
     log_action(user, "training.cancel", run)
 
 
+def checkpoint_users(checkpoint: ModelCheckpoint) -> QuerySet[TrainingRun]:
+    return TrainingRun.objects.filter(base_checkpoint=checkpoint, status__in=(Status.QUEUED, Status.RUNNING))
+
+
 def delete_checkpoint(user: Any, checkpoint: ModelCheckpoint) -> None:
-    """The registry row and its folder (only folders inside the model store are ever removed)."""
+    """The registry row and its folder (only folders inside the model store are ever removed). Refused
+    while a queued or running job starts from it: that job still has to read the folder."""
+    if checkpoint_users(checkpoint).exists():
+        raise RunError(f"{checkpoint.name} is in use by a queued or running run: nothing deleted")
     folder = Path(checkpoint.path).resolve()
     if store_dir().resolve() in folder.parents:
         shutil.rmtree(folder, ignore_errors=True)

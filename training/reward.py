@@ -24,10 +24,9 @@ from transformers import AutoModelForSequenceClassification, AutoTokenizer, Earl
 from training.config import RMConfig
 from training.data import Comparison, comparisons, cut_middle, held_out_split, read_rows
 from training.evaluation import preference_metrics
+from training.hooks import Hooks, RunResult
 from training.runtime import (
-    Hooks,
     ProgressBridge,
-    RunResult,
     final_validation,
     quiet,
     save_model,

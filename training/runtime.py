@@ -6,8 +6,6 @@ from __future__ import annotations
 import json
 import math
 import os
-from collections.abc import Callable
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -16,32 +14,9 @@ from transformers import Trainer, TrainerCallback, TrainingArguments
 from transformers.trainer_callback import PrinterCallback
 
 from training.config import CommonConfig
+from training.hooks import Hooks
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
-
-
-def _no_progress(step: int, total: int, logs: dict[str, float]) -> None:
-    return None
-
-
-@dataclass
-class Hooks:
-    """How a caller follows a run: ``on_progress(step, total_steps, logs)`` at every log and validation,
-    ``should_stop()`` polled after every optimizer step (a cancel button, a time limit)."""
-
-    on_progress: Callable[[int, int, dict[str, float]], None] = _no_progress
-    should_stop: Callable[[], bool] = lambda: False
-
-
-@dataclass
-class RunResult:
-    output_dir: str
-    steps: int
-    metrics: dict[str, float]
-    history: list[dict[str, float]] = field(default_factory=list)
-    cancelled: bool = False
-    train_examples: int = 0
-    validation_examples: int = 0
 
 
 def use_cuda() -> bool:

@@ -16,8 +16,8 @@ from django.views.decorators.vary import vary_on_headers
 
 from annotation.models import Export
 from training.forms import CompareForm, RunForm
-from training.jobs import FORMATS, RunError, cancel_run, delete_checkpoint, request_run
-from training.models import ModelCheckpoint, RunKind, RunStatus, TrainingRun
+from training.jobs import FORMATS, RunError, cancel_run, checkpoint_users, delete_checkpoint, request_run
+from training.models import ModelCheckpoint, RunKind, TrainingRun
 from training.plot import line_chart, timeline_series
 from webgpt_site.permissions import Role, get_visible_or_404, role_required
 
@@ -212,17 +212,13 @@ def model_list(request: HttpRequest) -> HttpResponse:
 def model_delete(request: HttpRequest, pk: int) -> HttpResponse:
     """GET asks for confirmation; POST deletes the row and its folder in the model store."""
     checkpoint = get_visible_or_404(ModelCheckpoint.objects, request.user, pk=pk)
-    # A queued or running job still reads this folder: deleting it now would make that job fail.
-    users = TrainingRun.objects.filter(
-        base_checkpoint=checkpoint, status__in=(RunStatus.QUEUED, RunStatus.RUNNING)
-    )
+    users = checkpoint_users(checkpoint)
     if request.method == "POST":
-        if users.exists():
-            messages.error(
-                request, f"{checkpoint.name} is in use by a queued or running run: nothing deleted."
-            )
-        else:
+        try:
             delete_checkpoint(request.user, checkpoint)
+        except RunError as exc:
+            messages.error(request, str(exc))
+        else:
             messages.success(request, f"Deleted {checkpoint.name} and its folder.")
             return redirect("training:models")
     context = {"checkpoint": checkpoint, "users": users}

@@ -14,10 +14,10 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from annotation.models import Export
+from training.hooks import Hooks
 from training.jobs import RunError, config_for, request_run, run_training_job, store_dir
 from training.models import ModelCheckpoint
 from training.models import RunStatus as Status
-from training.runtime import Hooks
 
 # option name -> (type, help); None means "the trainer's default"
 SETTINGS: dict[str, tuple[type, str]] = {

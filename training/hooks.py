@@ -1,0 +1,31 @@
+"""How a caller follows a training run, and what it gets back: plain data, no torch (the web app imports
+this without loading the ML stack)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+
+def _no_progress(step: int, total: int, logs: dict[str, float]) -> None:
+    return None
+
+
+@dataclass
+class Hooks:
+    """How a caller follows a run: ``on_progress(step, total_steps, logs)`` at every log and validation,
+    ``should_stop()`` polled after every optimizer step (a cancel button, a time limit)."""
+
+    on_progress: Callable[[int, int, dict[str, float]], None] = _no_progress
+    should_stop: Callable[[], bool] = lambda: False
+
+
+@dataclass
+class RunResult:
+    output_dir: str
+    steps: int
+    metrics: dict[str, float]
+    history: list[dict[str, float]] = field(default_factory=list)
+    cancelled: bool = False
+    train_examples: int = 0
+    validation_examples: int = 0
