@@ -202,6 +202,8 @@ if CELERY_BROKER_URL == "filesystem://":
     CELERY_BROKER_TRANSPORT_OPTIONS = {
         "data_folder_in": str(CELERY_BROKER_FOLDER),
         "data_folder_out": str(CELERY_BROKER_FOLDER),
+        # Exchange tables too (kombu's default is ./control, in whatever folder the process started).
+        "control_folder": str(CELERY_BROKER_FOLDER / "control"),
         "store_processed": False,
         "polling_interval": 0.5,
     }
