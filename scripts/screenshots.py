@@ -19,6 +19,27 @@ def sign_in(page: Page, base: str, username: str) -> None:
     page.wait_for_load_state("networkidle")
 
 
+def training(page: Page, base: str, steps: int = 30) -> None:
+    """The demo's reward-model journey: export rm-pairs of the rm split (TruthfulQA's own judgements),
+    train the fast preset from the export's page, watch the run to the end."""
+    sign_in(page, base, "researcher")
+    page.goto(f"{base}/console/exports/")
+    page.get_by_label("Format").select_option("rm-pairs")
+    page.get_by_label("Split").select_option("rm")
+    page.get_by_role("button", name="Export").click()
+    page.get_by_role("link", name="Train a model on it").click(timeout=120_000)
+    page.get_by_label("Max steps").fill(str(steps))
+    page.get_by_label("Eval every").fill("10")
+    page.get_by_role("button", name="Start run").click()
+    page.wait_for_load_state("networkidle")
+    page.wait_for_timeout(15_000)
+    page.screenshot(path=OUT / "training-run-progress.png", full_page=True)
+    expect(page.get_by_text("Done", exact=True).first).to_be_visible(timeout=600_000)
+    page.screenshot(path=OUT / "training-run.png", full_page=True)
+    page.goto(f"{base}/console/training/")
+    page.screenshot(path=OUT / "training-runs.png")
+
+
 def main(base: str) -> None:
     OUT.mkdir(parents=True, exist_ok=True)
     with sync_playwright() as playwright:
@@ -39,6 +60,7 @@ def main(base: str) -> None:
         page.screenshot(path=OUT / "question.png", full_page=True)
         demonstration(browser.new_page(viewport={"width": 1280, "height": 1000}), base)
         feedback(browser.new_page(viewport={"width": 1280, "height": 1000}), base)
+        training(browser.new_page(viewport={"width": 1280, "height": 1000}), base)
         browser.close()
 
 
