@@ -45,8 +45,10 @@ worker: $(VENV)/.installed-app
 	OMP_WAIT_POLICY=PASSIVE $(VENV)/bin/celery -A webgpt_site worker -Q default,exports,training --concurrency 1 --loglevel INFO
 
 # Search and browser latency (tantivy vs SQLite FTS5 at 100k pages) and the demonstration UI over HTTP
-# (gunicorn, PostgreSQL, 1 and 8 users), feedback tasks at 100k items, exports of 100k comparisons;
-# about 12 minutes; JSON under var/bench/.
+# (gunicorn, PostgreSQL, 1 and 8 users), feedback tasks at 100k items, exports of 100k comparisons,
+# training steps of our BC and reward-model trainers vs TRL's SFTTrainer and RewardTrainer on the CPU
+# (and tokens/s on a CUDA GPU where there is one; without, bench_training_gpu.py says so and skips);
+# about 17 minutes; JSON under var/bench/.
 bench: $(VENV)/.installed-dev
 	$(PY) bench/bench_search.py --out var/bench/search.json
 	$(PY) bench/bench_browser.py --out var/bench/browser.json
@@ -55,6 +57,8 @@ bench: $(VENV)/.installed-dev
 	$(PY) bench/bench_tasks.py --out var/bench/tasks.json
 	$(PY) bench/bench_tasks.py --concurrency 16 --rounds 10 --think-ms 1000 --out var/bench/tasks-think.json
 	$(PY) bench/bench_exports.py --out var/bench/exports.json
+	$(PY) bench/bench_training.py --out var/bench/training.json
+	$(PY) bench/bench_training_gpu.py --out var/bench/training-gpu.json
 
 clean:
 	rm -rf $(VENV) var .pytest_cache .ruff_cache
