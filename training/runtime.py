@@ -60,6 +60,7 @@ def training_arguments(cfg: CommonConfig, work_dir: Path, has_validation: bool) 
         bf16=cuda and torch.cuda.is_bf16_supported(),
         activation_checkpointing=cfg.gradient_checkpointing,
         remove_unused_columns=False,
+        prediction_loss_only=True,  # validation needs the loss only, never the full logits kept
         dataloader_num_workers=0,
         seed=cfg.seed,
         data_seed=cfg.seed,
