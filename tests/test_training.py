@@ -259,3 +259,21 @@ def test_settings_of_the_wrong_type_are_refused_by_name():
     assert BCConfig.from_dict({"epochs": 2}).epochs == 2.0 and isinstance(
         BCConfig.from_dict({"epochs": 2}).epochs, float
     )
+
+
+def test_early_stopping_ends_a_run_whose_validation_loss_stops_improving(tmp_path, tiny_llama_dir):
+    data = write_jsonl(tmp_path / "bc.jsonl", bc_rows(12))
+    cfg = BCConfig(
+        data=str(data),
+        output_dir=str(tmp_path / "early"),
+        base_model=str(tiny_llama_dir),
+        max_steps=20,
+        learning_rate=1e-12,  # the validation loss cannot improve
+        eval_every=1,
+        early_stopping_patience=2,
+        validation_fraction=0.3,
+        max_length=64,
+    )
+    result = train_bc(cfg)
+    assert result.steps == 3 and not result.cancelled  # best at step 1, then two validations without gain
+    assert (tmp_path / "early" / "model.safetensors").is_file()
