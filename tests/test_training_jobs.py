@@ -150,8 +150,10 @@ def test_a_crash_leaves_the_run_failed_with_the_reason(alice, tiny_bert_dir):
     assert run.status == Status.FAILED and "FileNotFoundError" in run.error and run.finished_at
     # A job found running when its message comes back belonged to a worker that died.
     TrainingRun.objects.filter(pk=run.pk).update(status=Status.RUNNING, error="")
+    half_written = Path(django_settings.MODEL_STORE_DIR) / "runs" / f"run-{run.pk}"
+    half_written.mkdir(parents=True)
     run = jobs.run_training_job(run.pk)
-    assert run.status == Status.FAILED and "stopped" in run.error
+    assert run.status == Status.FAILED and "stopped" in run.error and not half_written.exists()
 
 
 @pytest.mark.django_db

@@ -171,11 +171,12 @@ def run_training_job(run_id: int, echo: Callable[[int, int, dict], None] | None 
         status=Status.RUNNING, started_at=timezone.now()
     )
     run = TrainingRun.objects.select_related("export", "base_checkpoint").get(pk=run_id)
+    output = store_dir() / "runs" / f"run-{run.pk}"
     if not claimed:
         if run.status == Status.RUNNING:  # redelivered after the worker that held it died
+            shutil.rmtree(output, ignore_errors=True)  # whatever it had half written
             _finish(run, Status.FAILED, error="the worker running this job stopped (killed or restarted)")
         return run
-    output = store_dir() / "runs" / f"run-{run.pk}"
     progress = _Progress(run, echo)
     try:
         result = _execute(run, output, progress)
