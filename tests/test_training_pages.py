@@ -71,6 +71,13 @@ def test_alice_sees_runs_with_their_final_metrics_and_the_registry(client_for, a
     registry = client_for(alice).get(reverse("training:models")).content.decode()
     assert f"rm-run-{run.pk}" in registry
     assert reverse("training:run", args=[run.pk]) in registry
+    ModelCheckpoint.objects.bulk_create(
+        ModelCheckpoint(kind=RunKind.RM, name=f"old-{n}", base_model="b", path=f"/x/{n}") for n in range(50)
+    )
+    first = client_for(alice).get(reverse("training:models")).content.decode()
+    assert first.count('<tr id="model-') == 50 and "Page 1 of 2" in first
+    second = client_for(alice).get(reverse("training:models") + "?page=2").content.decode()
+    assert second.count('<tr id="model-') == 1
 
 
 def test_the_lists_take_the_same_queries_for_three_runs_as_for_six(client_for, alice, tmp_path):

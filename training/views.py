@@ -204,7 +204,8 @@ def _comparison_rows(runs: list[TrainingRun]) -> list[tuple[str, list[str]]]:
 @role_required(Role.RESEARCHER)
 def model_list(request: HttpRequest) -> HttpResponse:
     checkpoints = ModelCheckpoint.objects.select_related("created_by")
-    return render(request, "training/models.html", {"checkpoints": checkpoints})
+    page = Paginator(checkpoints, PAGE_SIZE).get_page(request.GET.get("page"))
+    return render(request, "training/models.html", {"page": page})
 
 
 @require_http_methods(["GET", "POST"])
