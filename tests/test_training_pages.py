@@ -297,3 +297,14 @@ def test_the_chart_is_empty_without_points_and_thins_long_timelines():
     assert path.count("L") <= 401
     assert path.rsplit(" ", 1)[1].startswith("L660.0,")  # the newest point is kept
     assert "nan" not in line_chart(timeline_series([{"step": 1, "loss": float("nan")}]), "x")
+
+
+def test_runs_and_models_are_listed_read_only_in_the_admin(client_for, django_user_model, alice, tmp_path):
+    run = finished_rm_run(alice)
+    checkpoint = checkpoint_of(run, str(tmp_path / "m"))
+    admin = django_user_model.objects.create_superuser("root", password="root-pw")
+    client = client_for(admin)
+    for name, pk in (("trainingrun", run.pk), ("modelcheckpoint", checkpoint.pk)):
+        assert client.get(reverse(f"admin:training_{name}_changelist")).status_code == 200
+        page = client.get(reverse(f"admin:training_{name}_change", args=[pk]))
+        assert page.status_code == 200 and 'name="_save"' not in page.content.decode()
