@@ -16,8 +16,8 @@ from training.bc import IGNORE, encode_example, train_bc
 from training.config import BCConfig, RMConfig
 from training.data import comparisons, cut_middle, held_out_split, ranked_pairs
 from training.evaluation import preference_metrics, wilson_interval
+from training.hooks import Hooks
 from training.reward import ComparisonCollator, preference_loss, reward_offset, train_reward_model
-from training.runtime import Hooks
 
 WORDS = [
     "river",

@@ -9,27 +9,17 @@ middle and every example keeps its completion. ``bench/bench_training.py`` compa
 
 from __future__ import annotations
 
-import shutil
-import tempfile
 from pathlib import Path
 from typing import Any
 
 import torch
 import torch.nn.functional as F
-from transformers import AutoModelForCausalLM, AutoTokenizer, EarlyStoppingCallback, Trainer
+from transformers import AutoModelForCausalLM, AutoTokenizer, Trainer
 
 from training.config import BCConfig
 from training.data import bc_examples, cut_middle, held_out_split, question_key, read_rows
 from training.hooks import Hooks, RunResult
-from training.runtime import (
-    ProgressBridge,
-    final_validation,
-    quiet,
-    save_model,
-    set_threads,
-    training_arguments,
-    with_lora,
-)
+from training.runtime import fit, run_result, save_model, start, with_lora
 from training.store import default_store, resolve_base_model
 
 IGNORE = -100  # label of tokens that carry no loss
@@ -103,11 +93,8 @@ def load_policy(path: Path) -> tuple[Any, Any]:
 def train_bc(cfg: BCConfig, hooks: Hooks | None = None, store: Path | None = None) -> RunResult:
     """Fine-tune ``cfg.base_model`` on ``cfg.data``; the model goes to ``cfg.output_dir``. ``store`` is the
     model store (for the converted SmolLM2), MODEL_STORE_DIR by default."""
-    cfg.check()
+    hooks = start(cfg, hooks)
     base_path = resolve_base_model(cfg.base_model, store or default_store())
-    hooks = hooks or Hooks()
-    set_threads(cfg.threads)
-    torch.manual_seed(cfg.seed)
     rows = bc_examples(read_rows(cfg.data))
     train_rows, validation_rows = held_out_split(rows, question_key, cfg.validation_fraction, cfg.seed)
     if not train_rows:
@@ -115,39 +102,13 @@ def train_bc(cfg: BCConfig, hooks: Hooks | None = None, store: Path | None = Non
     model, tokenizer = load_policy(base_path)
     if cfg.lora_rank:
         model = with_lora(model, cfg.lora_rank, "CAUSAL_LM")
-    encode = lambda row: encode_example(tokenizer, row["prompt"], row["completion"], cfg.max_length)  # noqa: E731
-    work_dir = Path(tempfile.mkdtemp(prefix="bc-", dir=Path(cfg.output_dir).parent))
-    bridge = ProgressBridge(hooks)
-    callbacks: list[Any] = [bridge]
-    if validation_rows and cfg.early_stopping_patience:
-        callbacks.append(EarlyStoppingCallback(cfg.early_stopping_patience))
-    try:
-        trainer = CompletionTrainer(
-            model=model,
-            args=training_arguments(cfg, work_dir, bool(validation_rows)),
-            train_dataset=[encode(row) for row in train_rows],
-            eval_dataset=[encode(row) for row in validation_rows] or None,
-            data_collator=PadCollator(tokenizer.pad_token_id),
-            processing_class=tokenizer,
-            callbacks=callbacks,
-        )
-        quiet(trainer)
-        trained = trainer.train()
-        metrics = {"train_loss": trained.training_loss}
-        if validation_rows and not bridge.cancelled:
-            metrics |= final_validation(trainer, bridge)
-        metrics = {k: float(v) for k, v in metrics.items() if isinstance(v, int | float)}
-        summary = {"kind": "bc", "config": cfg.to_dict(), "base_model": str(base_path), "metrics": metrics}
-        if not bridge.cancelled:
-            save_model(trainer.model, tokenizer, Path(cfg.output_dir), summary)
-    finally:
-        shutil.rmtree(work_dir, ignore_errors=True)
-    return RunResult(
-        output_dir=cfg.output_dir,
-        steps=trainer.state.global_step,
-        metrics=metrics,
-        history=bridge.history,
-        cancelled=bridge.cancelled,
-        train_examples=len(train_rows),
-        validation_examples=len(validation_rows),
+    datasets = tuple(
+        [encode_example(tokenizer, row["prompt"], row["completion"], cfg.max_length) for row in part]
+        for part in (train_rows, validation_rows)
     )
+    collator = PadCollator(tokenizer.pad_token_id)
+    trainer, bridge, metrics = fit(CompletionTrainer, cfg, model, tokenizer, datasets, collator, hooks)
+    if not bridge.cancelled:
+        summary = {"kind": "bc", "config": cfg.to_dict(), "base_model": str(base_path), "metrics": metrics}
+        save_model(trainer.model, tokenizer, Path(cfg.output_dir), summary)
+    return run_result(cfg, trainer, bridge, metrics, (len(train_rows), len(validation_rows)))

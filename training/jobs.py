@@ -73,7 +73,7 @@ def request_run(
         overrides["base_model"] = base_checkpoint.path
     try:
         config = config_for(kind, preset, overrides)
-        CommonConfig.check(_with_paths(config, "export", "out"))
+        _with_paths(config, "export", "out").check()  # paths come from the job; the rest is checked now
     except (TypeError, ValueError) as exc:
         raise RunError(str(exc)) from None
     with transaction.atomic():

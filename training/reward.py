@@ -11,29 +11,19 @@ targets for ties and silently drops pairs longer than ``max_length``; here promp
 from __future__ import annotations
 
 import json
-import shutil
-import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import torch
 import torch.nn.functional as F
-from transformers import AutoModelForSequenceClassification, AutoTokenizer, EarlyStoppingCallback, Trainer
+from transformers import AutoModelForSequenceClassification, AutoTokenizer, Trainer
 
 from training.config import RMConfig
 from training.data import Comparison, comparisons, cut_middle, held_out_split, read_rows
 from training.evaluation import preference_metrics
 from training.hooks import Hooks, RunResult
-from training.runtime import (
-    ProgressBridge,
-    final_validation,
-    quiet,
-    save_model,
-    set_threads,
-    training_arguments,
-    with_lora,
-)
+from training.runtime import fit, run_result, save_model, start, with_lora
 from training.store import default_store, resolve_base_model
 
 OFFSET_FILE = "reward.json"
@@ -185,10 +175,7 @@ class PreferenceTrainer(Trainer):
 
 def train_reward_model(cfg: RMConfig, hooks: Hooks | None = None, store: Path | None = None) -> RunResult:
     """Train ``cfg.base_model`` with a scalar head on ``cfg.data``; the model goes to ``cfg.output_dir``."""
-    cfg.check()
-    hooks = hooks or Hooks()
-    set_threads(cfg.threads)
-    torch.manual_seed(cfg.seed)
+    hooks = start(cfg, hooks)
     items = comparisons(read_rows(cfg.data))
     train_items, validation_items = held_out_split(
         items, lambda c: c.question, cfg.validation_fraction, cfg.seed
@@ -207,51 +194,20 @@ def train_reward_model(cfg: RMConfig, hooks: Hooks | None = None, store: Path | 
         ]
         return {"sequences": sequences, "pairs": item.pairs}
 
-    work_dir = Path(tempfile.mkdtemp(prefix="rm-", dir=Path(cfg.output_dir).parent))
-    bridge = ProgressBridge(hooks)
-    callbacks: list[Any] = [bridge]
-    if validation_items and cfg.early_stopping_patience:
-        callbacks.append(EarlyStoppingCallback(cfg.early_stopping_patience))
-    try:
-        trainer = PreferenceTrainer(
-            model=model,
-            args=training_arguments(cfg, work_dir, bool(validation_items)),
-            train_dataset=[encode(item) for item in train_items],
-            eval_dataset=[encode(item) for item in validation_items] or None,
-            data_collator=ComparisonCollator(tokenizer.pad_token_id),
-            processing_class=tokenizer,
-            callbacks=callbacks,
-            validation=validation_items,
-            max_length=cfg.max_length,
-        )
-        quiet(trainer)
-        trained = trainer.train()
-        metrics: dict[str, Any] = {"train_loss": float(trained.training_loss)}
-        if validation_items and not bridge.cancelled:
-            metrics |= final_validation(trainer, bridge)
-        if not bridge.cancelled:
-            model = trainer.model.merge_and_unload() if cfg.lora_rank else trainer.model
-            offset = demonstration_offset(model, tokenizer, items, set(cfg.demonstration_answer_ids), cfg)
-            metrics["reward_offset"] = offset
-            summary = {
-                "kind": "rm",
-                "config": cfg.to_dict(),
-                "base_model": str(base_path),
-                "metrics": metrics,
-            }
-            save_model(model, tokenizer, Path(cfg.output_dir), summary)
-            (Path(cfg.output_dir) / OFFSET_FILE).write_text(json.dumps({"offset": offset}) + "\n")
-    finally:
-        shutil.rmtree(work_dir, ignore_errors=True)
-    return RunResult(
-        output_dir=cfg.output_dir,
-        steps=trainer.state.global_step,
-        metrics=metrics,
-        history=bridge.history,
-        cancelled=bridge.cancelled,
-        train_examples=len(train_items),
-        validation_examples=len(validation_items),
+    datasets = ([encode(item) for item in train_items], [encode(item) for item in validation_items])
+    collator = ComparisonCollator(tokenizer.pad_token_id)
+    options = {"validation": validation_items, "max_length": cfg.max_length}
+    trainer, bridge, metrics = fit(
+        PreferenceTrainer, cfg, model, tokenizer, datasets, collator, hooks, **options
     )
+    if not bridge.cancelled:
+        model = trainer.model.merge_and_unload() if cfg.lora_rank else trainer.model
+        offset = demonstration_offset(model, tokenizer, items, set(cfg.demonstration_answer_ids), cfg)
+        metrics["reward_offset"] = offset
+        summary = {"kind": "rm", "config": cfg.to_dict(), "base_model": str(base_path), "metrics": metrics}
+        save_model(model, tokenizer, Path(cfg.output_dir), summary)
+        (Path(cfg.output_dir) / OFFSET_FILE).write_text(json.dumps({"offset": offset}) + "\n")
+    return run_result(cfg, trainer, bridge, metrics, (len(train_items), len(validation_items)))
 
 
 def demonstration_offset(

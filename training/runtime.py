@@ -6,15 +6,17 @@ from __future__ import annotations
 import json
 import math
 import os
+import shutil
+import tempfile
 from pathlib import Path
 from typing import Any
 
 import torch
-from transformers import Trainer, TrainerCallback, TrainingArguments
+from transformers import EarlyStoppingCallback, Trainer, TrainerCallback, TrainingArguments
 from transformers.trainer_callback import PrinterCallback
 
 from training.config import CommonConfig
-from training.hooks import Hooks
+from training.hooks import Hooks, RunResult
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
@@ -87,11 +89,6 @@ class ProgressBridge(TrainerCallback):
             control.should_training_stop = True
 
 
-def quiet(trainer: Trainer) -> None:
-    """Progress goes through ``Hooks`` (a progress bar, the run's row), not printed dictionaries."""
-    trainer.remove_callback(PrinterCallback)
-
-
 def final_validation(trainer: Trainer, bridge: ProgressBridge) -> dict[str, float]:
     """The validation metrics at the last step: the ones logged there, or a validation run now."""
     step = trainer.state.global_step
@@ -99,6 +96,72 @@ def final_validation(trainer: Trainer, bridge: ProgressBridge) -> dict[str, floa
         if entry.get("step") == step and "eval_loss" in entry:
             return {k: v for k, v in entry.items() if k.startswith("eval_")}
     return {k: float(v) for k, v in trainer.evaluate().items() if isinstance(v, int | float)}
+
+
+def start(cfg: CommonConfig, hooks: Hooks | None) -> Hooks:
+    """What every run does first: refuse impossible settings, set threads and the seed."""
+    cfg.check()
+    set_threads(cfg.threads)
+    torch.manual_seed(cfg.seed)
+    return hooks or Hooks()
+
+
+def fit(
+    trainer_class: type[Trainer],
+    cfg: CommonConfig,
+    model: Any,
+    tokenizer: Any,
+    datasets: tuple[list[Any], list[Any]],
+    collator: Any,
+    hooks: Hooks,
+    **trainer_options: Any,
+) -> tuple[Trainer, ProgressBridge, dict[str, float]]:
+    """Train on the (train, validation) examples with progress through ``hooks``, early stopping when
+    asked, checkpoints in a scratch folder beside the output (removed afterwards); the trainer, the bridge
+    (history, cancelled) and the final metrics."""
+    train, validation = datasets
+    work_dir = Path(tempfile.mkdtemp(prefix="run-", dir=Path(cfg.output_dir).parent))
+    bridge = ProgressBridge(hooks)
+    callbacks: list[Any] = [bridge]
+    if validation and cfg.early_stopping_patience:
+        callbacks.append(EarlyStoppingCallback(cfg.early_stopping_patience))
+    try:
+        trainer = trainer_class(
+            model=model,
+            args=training_arguments(cfg, work_dir, bool(validation)),
+            train_dataset=train,
+            eval_dataset=validation or None,
+            data_collator=collator,
+            processing_class=tokenizer,
+            callbacks=callbacks,
+            **trainer_options,
+        )
+        # Progress goes through the hooks (a progress bar, the run's row), not printed dictionaries.
+        trainer.remove_callback(PrinterCallback)
+        metrics = {"train_loss": float(trainer.train().training_loss)}
+        if validation and not bridge.cancelled:
+            metrics |= final_validation(trainer, bridge)
+    finally:
+        shutil.rmtree(work_dir, ignore_errors=True)
+    return trainer, bridge, metrics
+
+
+def run_result(
+    cfg: CommonConfig,
+    trainer: Trainer,
+    bridge: ProgressBridge,
+    metrics: dict[str, Any],
+    sizes: tuple[int, int],
+) -> RunResult:
+    return RunResult(
+        output_dir=cfg.output_dir,
+        steps=trainer.state.global_step,
+        metrics=metrics,
+        history=bridge.history,
+        cancelled=bridge.cancelled,
+        train_examples=sizes[0],
+        validation_examples=sizes[1],
+    )
 
 
 def with_lora(model: Any, rank: int, task_type: str) -> Any:

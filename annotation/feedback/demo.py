@@ -75,9 +75,13 @@ def create_reference_comparisons() -> int:
     with source "imported", so a reward model can be trained from the demo setup. Idempotent."""
     created = 0
     questions = Question.objects.filter(dataset="truthfulqa", metadata__has_key="best_incorrect_answer")
+    # One query for what is already there: `make run` calls this at every start.
+    existing = set(
+        ImportedComparison.objects.filter(source=REFERENCE_SOURCE).values_list("row_key", flat=True)
+    )
     for question in questions.order_by("id").iterator(chunk_size=500):
         key = hashlib.sha256(f"{REFERENCE_SOURCE}:{question.key}".encode()).hexdigest()
-        if ImportedComparison.objects.filter(row_key=key).exists():
+        if key in existing:
             continue
         best = _answer(question, question.reference_answers[0], "Best Answer")
         worst = _answer(question, question.metadata["best_incorrect_answer"], "Best Incorrect Answer")
