@@ -7,12 +7,13 @@ import hashlib
 import os
 import tempfile
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import orjson
 from django.conf import settings
-from django.db import connection, transaction
+from django.db import connection, connections, transaction
 from django.db.models import IntegerField, JSONField, OuterRef, QuerySet, Subquery
 from django.db.models.fields.json import KT
 from django.db.models.functions import Cast, Greatest, Least
@@ -48,6 +49,12 @@ def export_dir() -> Path:
 
 def export_path(export: Export) -> Path:
     return export_dir() / export.file_name
+
+
+def file_sha256(path: Path) -> str:
+    """The file's sha256, read in blocks (constant memory)."""
+    with path.open("rb") as file:
+        return hashlib.file_digest(file, "sha256").hexdigest()
 
 
 def pseudonym(user_id: int) -> str:
@@ -289,9 +296,9 @@ def write_rows(
     happen in one repeatable-read snapshot."""
     if file_type == "parquet" and export_format not in SCHEMAS:
         raise ValueError(f"{export_format} is exported as JSONL only; Parquet is for {', '.join(SCHEMAS)}")
-    outermost = not connection.in_atomic_block  # inside another transaction, that one's snapshot holds
+    own_snapshot = _reads_in_own_snapshot()
     with transaction.atomic():
-        if outermost and connection.vendor == "postgresql":
+        if own_snapshot:
             # One consistent snapshot: labeling that goes on meanwhile cannot tear the file.
             connection.cursor().execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY")
         rows = ROWS[export_format](filters)
@@ -306,15 +313,32 @@ def write_rows(
     return count
 
 
-class _Hashing:
-    """A file wrapper that hashes what goes through it (constant memory, one pass)."""
+def _reads_in_own_snapshot() -> bool:
+    """Whether ``write_rows`` opens its own read-only snapshot (PostgreSQL, outside any transaction;
+    inside a caller's transaction, that one's snapshot holds)."""
+    return not connection.in_atomic_block and connection.vendor == "postgresql"
 
-    def __init__(self, raw: Any) -> None:
-        self.raw, self.hash = raw, hashlib.sha256()
 
-    def write(self, data: bytes) -> int:
-        self.hash.update(data)
-        return self.raw.write(data)
+@contextmanager
+def _progress_recorder(export_id: int) -> Iterator[Callable[[int], None]]:
+    """Records the rows written so far where the pages polling the job see them. In a read-only snapshot
+    an update fails (and would show only at the end anyway), so it goes through a second connection in
+    autocommit; never inside a caller's transaction, whose row lock that connection would wait on."""
+    if not _reads_in_own_snapshot():
+        yield lambda count: Export.objects.filter(pk=export_id).update(progress=count)
+        return
+    own = connections.create_connection(connection.alias)
+    table = own.ops.quote_name(Export._meta.db_table)  # our model's table; the values are parameters
+    sql = f"UPDATE {table} SET progress = %s WHERE id = %s"  # noqa: S608
+
+    def record(count: int) -> None:
+        with own.cursor() as cursor:
+            cursor.execute(sql, [count, export_id])
+
+    try:
+        yield record
+    finally:
+        own.close()
 
 
 def request_export(
@@ -345,16 +369,10 @@ def run_export_job(export_id: int) -> Export:
         return export  # already run (a redelivered message)
     handle, temp_name = tempfile.mkstemp(dir=export_dir(), prefix=f".export-{export.pk}-", suffix=".part")
     try:
-        with os.fdopen(handle, "wb") as raw:
-            out = _Hashing(raw)
-            count = write_rows(
-                export.export_format,
-                export.filters,
-                out,
-                lambda n: Export.objects.filter(pk=export.pk).update(progress=n),
-                export.file_type,
-            )
-        digest = out.hash.hexdigest()
+        # A real file: the Parquet writer needs the whole file API (tell, flush, closed), not a wrapper.
+        with os.fdopen(handle, "wb") as out, _progress_recorder(export.pk) as on_progress:
+            count = write_rows(export.export_format, export.filters, out, on_progress, export.file_type)
+        digest = file_sha256(Path(temp_name))  # of the very bytes the download will serve
         file_name = f"export-{export.pk}-{export.export_format}.{export.file_type}"
         os.replace(temp_name, export_dir() / file_name)
     except Exception as exc:  # the job row must say why; the worker log has the traceback
