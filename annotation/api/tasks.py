@@ -151,6 +151,8 @@ class TaskNext(APIView):
 
 
 class TaskDetail(APIView):
+    permission_classes = (IsLabeler,)
+
     @extend_schema(responses={200: OpenApiTypes.OBJECT})
     def get(self, request: Request, pk: int) -> Response:
         return Response(task_data(_own(request, pk)))
@@ -159,6 +161,8 @@ class TaskDetail(APIView):
 class TaskSubmit(APIView):
     """Submit ``{"response": {...}, "key": "<uuid>"}``: 200 ``{"complete": true, "flags": [...]}``, or 400
     with ``errors`` by field path; 409 when the task is closed."""
+
+    permission_classes = (IsLabeler,)
 
     @extend_schema(request=SubmitInput, responses={200: OpenApiTypes.OBJECT, 400: OpenApiTypes.OBJECT})
     def post(self, request: Request, pk: int) -> Response:
@@ -182,6 +186,8 @@ class TaskSubmit(APIView):
 class TaskDraft(APIView):
     """Keep work in progress ``{"draft": {...}}`` on the server (renews the lease)."""
 
+    permission_classes = (IsLabeler,)
+
     @extend_schema(request=DraftInput, responses={200: OpenApiTypes.OBJECT})
     def post(self, request: Request, pk: int) -> Response:
         task = _own(request, pk)
@@ -198,6 +204,8 @@ class TaskSkip(APIView):
     """Give the task back ``{"reason": "..."}``, as the task page's skip: its slot returns to the pool and it
     is never handed to you again. 200; 400 by field; 409 when the task is not in progress (submitted,
     expired, skipped)."""
+
+    permission_classes = (IsLabeler,)
 
     @extend_schema(request=SkipInput, responses={200: OpenApiTypes.OBJECT, 409: OpenApiTypes.OBJECT})
     def post(self, request: Request, pk: int) -> Response:
