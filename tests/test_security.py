@@ -41,3 +41,15 @@ def test_state_changes_need_the_csrf_token(alice):
     client.force_login(alice)
     assert client.post(reverse("console:check_workers")).status_code == 403
     assert client.post(reverse("questions:import"), {}).status_code == 403
+
+
+def test_the_api_schema_needs_a_signed_in_user(client_for, charlie):
+    from rest_framework.authtoken.models import Token
+
+    anonymous = client_for(None).get(reverse("api-schema"))
+    assert anonymous.status_code == 401
+    assert b"/api/tasks/next" not in anonymous.content
+    assert client_for(charlie).get(reverse("api-schema")).status_code == 200
+    token = Token.objects.create(user=charlie)
+    by_token = Client().get(reverse("api-schema"), HTTP_AUTHORIZATION=f"Token {token.key}")
+    assert by_token.status_code == 200 and b"/api/tasks/next" in by_token.content

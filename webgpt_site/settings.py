@@ -241,6 +241,9 @@ SPECTACULAR_SETTINGS = {
     "DESCRIPTION": "Questions, demonstrations, answers, feedback batches, labeling tasks and exports.",
     "VERSION": "1.0.0",
     "SERVE_INCLUDE_SCHEMA": False,
+    # The schema lists every endpoint and field: signed-in users only (the docs page loads it with the
+    # session, so it works once signed in).
+    "SERVE_PERMISSIONS": ["rest_framework.permissions.IsAuthenticated"],
     # Swagger UI's files come from our own static files (drf-spectacular-sidecar): the CSP allows 'self' only.
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
