@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from django.db.models import QuerySet
-from django.http import FileResponse, Http404
+from django.http import FileResponse
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema
 from rest_framework import generics, status
@@ -13,8 +13,8 @@ from rest_framework.views import APIView
 
 from annotation.api.permissions import IsResearcher
 from annotation.api.serializers import ExportCreateInput, ExportSerializer
-from annotation.exports.service import export_path, request_export
-from annotation.models import Export, ExportStatus
+from annotation.exports.service import open_finished_file, request_export
+from annotation.models import Export
 from webgpt_site.permissions import get_visible_or_404
 
 
@@ -47,7 +47,8 @@ class ExportDetail(generics.RetrieveAPIView):
 
 
 class ExportDownload(APIView):
-    """The finished file (JSONL), through the permission check; 404 until it is done."""
+    """The finished file (JSONL or Parquet), through the permission check; 404 until it is done, or when
+    its file has been deleted since."""
 
     def perform_content_negotiation(self, request: Request, force: bool = False) -> tuple:
         return super().perform_content_negotiation(request, force=True)  # any Accept gets the file
@@ -55,10 +56,4 @@ class ExportDownload(APIView):
     @extend_schema(responses={(200, "application/octet-stream"): OpenApiTypes.BINARY})
     def get(self, request: Request, pk: int) -> FileResponse:
         export = get_visible_or_404(Export.objects, request.user, pk=pk)
-        if export.status != ExportStatus.DONE:
-            raise Http404("This export is not finished.")
-        try:
-            handle = export_path(export).open("rb")
-        except FileNotFoundError:
-            raise Http404("This export's file is missing.") from None
-        return FileResponse(handle, as_attachment=True, filename=export.file_name)
+        return FileResponse(open_finished_file(export), as_attachment=True, filename=export.file_name)

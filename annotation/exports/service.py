@@ -9,7 +9,7 @@ import tempfile
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 import orjson
 from django.conf import settings
@@ -17,6 +17,7 @@ from django.db import connection, connections, transaction
 from django.db.models import IntegerField, JSONField, OuterRef, QuerySet, Subquery
 from django.db.models.fields.json import KT
 from django.db.models.functions import Cast, Greatest, Least
+from django.http import Http404
 from django.utils import timezone
 
 from annotation.demonstrations.training_data import bc_examples
@@ -49,6 +50,19 @@ def export_dir() -> Path:
 
 def export_path(export: Export) -> Path:
     return export_dir() / export.file_name
+
+
+def open_finished_file(export: Export) -> BinaryIO:
+    """The finished export's file, open for reading; Http404 saying why there is none (the page and the
+    API give the same answer)."""
+    if export.status != Status.DONE:
+        raise Http404("This export is not finished.")
+    try:
+        return export_path(export).open("rb")
+    except FileNotFoundError:  # deleted from the media folder since the job wrote it
+        raise Http404(
+            "This export's file is no longer on the server (it was deleted); request the export again."
+        ) from None
 
 
 def file_sha256(path: Path) -> str:

@@ -10,9 +10,9 @@ from django.views.decorators.http import require_GET, require_http_methods
 from django.views.decorators.vary import vary_on_headers
 
 from annotation.exports.parquet import SCHEMAS
-from annotation.exports.service import export_path, request_export
+from annotation.exports.service import open_finished_file, request_export
 from annotation.feedback.scales import TEMPLATES
-from annotation.models import Export, ExportFormat, ExportStatus, FeedbackBatch, Split
+from annotation.models import Export, ExportFormat, FeedbackBatch, Split
 from webgpt_site.permissions import Role, get_visible_or_404, role_required
 
 
@@ -96,9 +96,12 @@ def export_detail(request: HttpRequest, pk: int) -> HttpResponse:
 
 @require_GET
 @login_required
-def export_download(request: HttpRequest, pk: int) -> FileResponse:
+def export_download(request: HttpRequest, pk: int) -> HttpResponse:
     """Files are served through this permission check, never from a public media URL."""
     export = get_visible_or_404(Export.objects, request.user, pk=pk)
-    if export.status != ExportStatus.DONE:
-        raise Http404("This export is not finished.")
-    return FileResponse(export_path(export).open("rb"), as_attachment=True, filename=export.file_name)
+    try:
+        handle = open_finished_file(export)
+    except Http404 as missing:  # the export's page, saying why there is no file (the plain 404 page cannot)
+        context = {"export": export, "problem": str(missing)}
+        return render(request, "console/export_detail.html", context, status=404)
+    return FileResponse(handle, as_attachment=True, filename=export.file_name)
