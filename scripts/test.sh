@@ -6,6 +6,8 @@ scripts/ensure-services.sh
 
 export DEBUG=1
 export DATABASE_URL="${TEST_DATABASE_URL:-postgres://postgres@127.0.0.1:5432/webgpt}"
+# Runs may share this Redis database: each run's broker keys carry a prefix of its own (tests/conftest.py)
+# and tests empty only their run's keys, never the database.
 export CELERY_BROKER_URL="${TEST_CELERY_BROKER_URL:-redis://127.0.0.1:6379/15}"
 
 .venv/bin/ruff check .

@@ -3,17 +3,65 @@ charlie has an account but no role (the outsider)."""
 
 from __future__ import annotations
 
+import os
+import re
+import secrets
 import subprocess
 import sys
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
+from django.conf import settings as django_settings
 from django.contrib.auth.models import Group
 
 ROOT = Path(__file__).resolve().parent.parent
 QUESTION_DATA = ROOT / "data" / "questions"
 FRESHWIKI = ROOT / "data" / "corpus" / "freshwiki" / "json"
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Give this test run its own broker namespace: a Redis key prefix no other run uses.
+
+    Tests that start workers empty the broker first; with one namespace per run they empty only their
+    own keys, so two runs (two people, or CI next to a developer) sharing one Redis database neither wipe
+    nor consume each other's messages. Set here, before the Celery app first reads its configuration.
+    """
+    from webgpt_site.celery import app
+
+    if app.configured:
+        raise pytest.UsageError("the Celery app was configured before this run chose its broker namespace")
+    prefix = f"{django_settings.CELERY_BROKER_KEY_PREFIX}test-run-{secrets.token_hex(6)}:"
+    django_settings.CELERY_BROKER_KEY_PREFIX = prefix
+    if django_settings.CELERY_BROKER_URL != "filesystem://":
+        django_settings.CELERY_BROKER_TRANSPORT_OPTIONS = {"global_keyprefix": prefix}
+    # Subprocesses that inherit the environment (CLI commands, workers) join the same namespace.
+    os.environ["CELERY_BROKER_KEY_PREFIX"] = prefix
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    delete_broker_keys(django_settings.CELERY_BROKER_KEY_PREFIX)
+
+
+def delete_broker_keys(prefix: str) -> int:
+    """Delete the Redis keys under ``prefix`` (one namespace, never the whole database); how many went."""
+    if not prefix or django_settings.CELERY_BROKER_URL == "filesystem://":
+        return 0
+    import redis
+
+    client = redis.Redis.from_url(django_settings.CELERY_BROKER_URL)
+    pattern = re.sub(r"([*?\[\]\\])", r"\\\1", prefix) + "*"  # the prefix literally, then anything
+    keys = list(client.scan_iter(match=pattern, count=1000))
+    return client.delete(*keys) if keys else 0
+
+
+@pytest.fixture
+def broker_namespace() -> str:
+    """This run's broker namespace, emptied first: no message left by an earlier test reaches this one's
+    workers. Other runs' keys in the same Redis database are left alone."""
+    delete_broker_keys(django_settings.CELERY_BROKER_KEY_PREFIX)
+    return django_settings.CELERY_BROKER_KEY_PREFIX
 
 
 def database_url_for_tests() -> str:
@@ -105,8 +153,12 @@ def client_for(client):
 
 
 @contextmanager
-def running_worker(env: dict[str, str], queues: str = "default,exports,training"):
-    """A real Celery worker process (solo pool) on ``queues``, stopped when the block ends."""
+def running_worker(
+    env: dict[str, str], queues: str = "default,exports,training"
+) -> Iterator[subprocess.Popen]:
+    """A real Celery worker process (solo pool) on ``queues``, stopped when the block ends. It listens in
+    this run's broker namespace unless ``env`` names another."""
+    env = {"CELERY_BROKER_KEY_PREFIX": django_settings.CELERY_BROKER_KEY_PREFIX, **env}
     command = [sys.executable, "-m", "celery", "-A", "webgpt_site", "worker", "-Q", queues, "--pool", "solo",
                "--without-gossip", "--without-mingle", "--loglevel", "WARNING"]  # fmt: skip
     worker = subprocess.Popen(command, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)

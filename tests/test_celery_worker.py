@@ -1,4 +1,5 @@
-"""Tasks run on a real Celery worker process: against Redis, and on the embedded first-run broker."""
+"""Tasks run on a real Celery worker process: against Redis, and on the embedded first-run broker. Each test
+run has its own namespace in Redis, so two runs sharing one database do not take each other's messages."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ import redis
 from django.conf import settings
 from django.contrib.auth.models import AnonymousUser
 
-from tests.conftest import ROOT, database_url_for_tests, running_worker
+from tests.conftest import ROOT, database_url_for_tests, delete_broker_keys, running_worker
 from webgpt_site.models import WorkerPing
 from webgpt_site.workers import request_pings
 
@@ -40,9 +41,8 @@ def check_workers(env: dict[str, str], timeout: int) -> subprocess.CompletedProc
     return subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=timeout + 60)
 
 
-def test_a_task_enqueued_after_commit_runs_on_a_real_worker_via_redis():
+def test_a_task_enqueued_after_commit_runs_on_a_real_worker_via_redis(broker_namespace):
     assert settings.CELERY_BROKER_URL.startswith("redis://"), "make test runs the suite against Redis"
-    redis.Redis.from_url(settings.CELERY_BROKER_URL).flushdb()
     pings = request_pings(AnonymousUser())  # commits, then enqueues one ping per queue
     assert not WorkerPing.objects.filter(answered_at__isnull=False).exists()
     with running_worker(worker_env(CELERY_BROKER_URL=settings.CELERY_BROKER_URL)) as worker:
@@ -50,6 +50,34 @@ def test_a_task_enqueued_after_commit_runs_on_a_real_worker_via_redis():
     answered = WorkerPing.objects.filter(pk__in=[row.pk for row in pings])
     assert sorted(answered.values_list("queue", flat=True)) == ["default", "exports", "training"]
     assert all(row.worker_hostname for row in answered)
+
+
+def test_a_worker_in_another_namespace_does_not_take_this_runs_messages(broker_namespace):
+    """Two test runs on one Redis database: the other run's worker answers its own pings (so it consumed
+    its queues, FIFO, while ours waited there) and never ours; our own worker then answers ours."""
+    ours = request_pings(AnonymousUser())
+    other_run = worker_env(
+        CELERY_BROKER_URL=settings.CELERY_BROKER_URL, CELERY_BROKER_KEY_PREFIX=f"{broker_namespace}other-run:"
+    )
+    with running_worker(other_run):
+        result = check_workers(other_run, timeout=60)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert result.stdout.count("answered by") == 3
+    assert WorkerPing.objects.filter(pk__in=[row.pk for row in ours], answered_at__isnull=True).count() == 3
+    with running_worker(worker_env(CELERY_BROKER_URL=settings.CELERY_BROKER_URL)) as worker:
+        wait_for_answers([row.pk for row in ours], worker)
+
+
+def test_emptying_this_runs_namespace_leaves_other_runs_keys_alone(broker_namespace):
+    client = redis.Redis.from_url(settings.CELERY_BROKER_URL)
+    ours, theirs = f"{broker_namespace}default", f"another-{broker_namespace}default"
+    client.rpush(ours, "message")
+    client.rpush(theirs, "message")
+    try:
+        assert delete_broker_keys(broker_namespace) == 1
+        assert (client.exists(ours), client.lrange(theirs, 0, -1)) == (0, [b"message"])
+    finally:
+        client.delete(theirs)
 
 
 def test_without_a_broker_the_first_run_worker_uses_the_embedded_transport(tmp_path):

@@ -9,7 +9,6 @@ import time
 from pathlib import Path
 
 import pytest
-import redis
 from django.conf import settings as django_settings
 from django.core.management import CommandError, call_command
 
@@ -174,12 +173,13 @@ def test_the_commands_train_from_an_export_or_a_file(alice, tiny_bert_dir, tmp_p
 
 @pytest.mark.worker
 @pytest.mark.django_db(transaction=True)
-def test_export_then_train_on_a_real_worker(settings, tmp_path, django_user_model, alice, tiny_bert_dir):
+def test_export_then_train_on_a_real_worker(
+    settings, tmp_path, django_user_model, alice, tiny_bert_dir, broker_namespace
+):
     """Labels -> an rm-pairs export (the export job) -> a run on the training queue -> a registered model."""
     judged_pair(django_user_model)
     export = exports.run_export_job(exports.request_export(alice, ExportFormat.RM_PAIRS, {}).pk)
     assert export.status == ExportStatus.DONE and export.row_count == 2
-    redis.Redis.from_url(django_settings.CELERY_BROKER_URL).flushdb()
     run = jobs.request_run(
         alice, RunKind.RM, export, {"base_model": str(tiny_bert_dir), "max_steps": 4}, "fast"
     )

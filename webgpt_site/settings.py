@@ -207,6 +207,11 @@ if CELERY_BROKER_URL == "filesystem://":
         "store_processed": False,
         "polling_interval": 0.5,
     }
+# Every key the broker writes in Redis starts with this prefix, so several deployments (or test runs)
+# can share one Redis database without consuming each other's messages.
+CELERY_BROKER_KEY_PREFIX = env_str("CELERY_BROKER_KEY_PREFIX") or ""
+if CELERY_BROKER_KEY_PREFIX and CELERY_BROKER_URL != "filesystem://":
+    CELERY_BROKER_TRANSPORT_OPTIONS = {"global_keyprefix": CELERY_BROKER_KEY_PREFIX}
 CELERY_TASK_DEFAULT_QUEUE = "default"
 CELERY_TASK_IGNORE_RESULT = True  # jobs report through database rows, never through task results
 CELERY_TASK_ACKS_LATE = True

@@ -5,7 +5,6 @@ run page polling to Done with its chart, on real workers for the exports and tra
 from __future__ import annotations
 
 import pytest
-import redis
 from django.conf import settings as django_settings
 from playwright.sync_api import Page, expect
 
@@ -15,10 +14,11 @@ from training.models import ModelCheckpoint, RunStatus, TrainingRun
 pytestmark = [pytest.mark.e2e, pytest.mark.worker, pytest.mark.django_db(transaction=True)]
 
 
-def test_a_researcher_trains_a_reward_model_from_the_demo_data(page: Page, demo_data, settings, tmp_path):
+def test_a_researcher_trains_a_reward_model_from_the_demo_data(
+    page: Page, demo_data, settings, tmp_path, broker_namespace
+):
     settings.MEDIA_ROOT = tmp_path / "media"
     settings.MODEL_STORE_DIR = tmp_path / "models"
-    redis.Redis.from_url(django_settings.CELERY_BROKER_URL).flushdb()
     env = {
         "DEBUG": "1",
         "DATABASE_URL": database_url_for_tests(),
