@@ -372,3 +372,18 @@ def test_filters_pick_judgements_by_labeler_template_date_and_source(django_user
     out = tmp_path / "carol.jsonl"
     call_command("export_dataset", "--format", "webgpt-comparisons", "--labeler", "carol3", "-o", str(out))
     assert len(out.read_text().splitlines()) == 1
+
+
+@pytest.mark.django_db
+def test_a_finished_export_whose_file_is_gone_is_a_404_that_says_so_on_the_page_and_the_api(
+    settings, tmp_path, django_user_model, client_for, alice
+):
+    settings.MEDIA_ROOT = tmp_path
+    judged_pair(django_user_model)
+    export = exports.run_export_job(exports.request_export(alice, "webgpt-comparisons", {}).pk)
+    exports.export_path(export).unlink()  # someone cleaned the media folder
+    page = client_for(alice).get(reverse("console:export_download", args=[export.pk]))
+    assert page.status_code == 404
+    assert "no longer on the server" in page.content.decode()
+    api = client_for(alice).get(f"/api/exports/{export.pk}/download")
+    assert api.status_code == 404 and "no longer on the server" in api.json()["detail"]
