@@ -9,6 +9,7 @@ from datetime import timedelta
 import pytest
 from django.db import connection
 from django.db.models import Count
+from django.urls import reverse
 from django.utils import timezone
 
 from annotation.feedback import assignment as work
@@ -20,13 +21,25 @@ from tests.conftest import make_user
 RATING_OK = {"truthful": "yes", "informative": "yes"}
 
 
-def make_batch(n_items: int, overlap: int, template: str = "rating", preset: str = "truthfulqa"):
+def make_batch(
+    n_items: int,
+    overlap: int,
+    template: str = "rating",
+    preset: str = "truthfulqa",
+    answers_per_item: int = 1,
+):
     rows = b"\n".join(b'{"question": "Is claim %d true?"}' % i for i in range(n_items))
     report = import_questions(rows, filename="claims.jsonl")
     groups = []
     for question in report.questions.order_by("id"):
-        answer = Answer.objects.create(question=question, text="Yes, it is.", source_kind=SourceKind.MODEL)
-        groups.append([answer])
+        groups.append(
+            [
+                Answer.objects.create(
+                    question=question, text=f"Answer {n}: yes.", source_kind=SourceKind.MODEL
+                )
+                for n in range(answers_per_item)
+            ]
+        )
     config = BatchSettings(name="claims", template=template, preset=preset, overlap=overlap)
     return create_feedback_batch(None, config, groups)
 
@@ -124,10 +137,20 @@ def test_nobody_judges_an_item_containing_their_own_demonstration(django_user_mo
 
 
 @pytest.mark.django_db
-def test_answer_order_is_recorded_per_assignment(django_user_model):
-    make_batch(n_items=1, overlap=2)
-    bob, carol = labelers(django_user_model, 2)
-    first, second = work.next_assignment(bob), work.next_assignment(carol)
-    assert (
-        sorted(first.order) == sorted(second.order) == list(first.item.answers.values_list("id", flat=True))
-    )
+def test_answer_order_is_drawn_per_assignment_recorded_and_shown(django_user_model, client_for):
+    """Blinding: which answer is A is drawn for each assignment. Over 30 two-answer comparisons both orders
+    must occur (one order every time has probability 2 * 2**-30 with a fair draw), each assignment keeps
+    its draw, and the task page shows the answers in the recorded order."""
+    make_batch(n_items=30, overlap=1, template="minimal_comparison", preset="", answers_per_item=2)
+    (bob,) = labelers(django_user_model, 1)
+    in_id_order = []
+    while (task := work.next_assignment(bob)) is not None:
+        by_id = list(task.item.answers.order_by("id").values_list("id", flat=True))
+        recorded = Assignment.objects.get(pk=task.pk).order
+        assert sorted(recorded) == by_id and recorded == task.order
+        in_id_order.append(recorded == by_id)
+        page = client_for(bob).get(reverse("annotation:task", args=[task.pk])).content.decode()
+        slot_a, slot_b = (Answer.objects.get(pk=pk).text for pk in recorded)
+        assert page.index(slot_a) < page.index(slot_b)
+        work.skip(task.pk, bob, "Only drawing orders here")
+    assert len(in_id_order) == 30 and set(in_id_order) == {True, False}
