@@ -29,10 +29,32 @@ class TaskClosed(ValueError):
     """The assignment cannot take this change (expired and taken by someone else, past revision...)."""
 
 
+SLOT_GONE = (
+    "Your time on this task ran out and it went to someone else. You can still submit: your response is "
+    "then kept as a late submission, which researchers see but exports leave out."
+)
+STALE_TASK = (
+    "This task was submitted or skipped in another tab or window since this page was loaded: "
+    "here is its current state."
+)
+
+
+class TaskChanged(TaskClosed):
+    """The page was drawn from an older version of the task (another tab submitted or skipped since)."""
+
+
 @dataclass(frozen=True)
 class SubmitResult:
-    validation: Validation | None  # None when the same submission was already applied
+    validation: Validation | None  # None when nothing was validated: a repeated key or a stale page
     assignment: Assignment
+    repeated: bool = False  # the same key again: already applied
+    stale: bool = False  # sent from a page older than the task: refused, nothing stored
+
+    @property
+    def late(self) -> bool:
+        """Stored (or, when incomplete, would be stored) as a late submission: the slot went to someone
+        else."""
+        return self.assignment.status in (AssignmentStatus.LATE, AssignmentStatus.EXPIRED)
 
 
 def next_assignment(labeler: AnyUser, *, now: datetime | None = None) -> Assignment | None:
@@ -134,38 +156,70 @@ def _touch(assignment: Assignment, now: datetime) -> None:
     assignment.last_seen_at = now
 
 
-def keep_alive(assignment_id: int, labeler: AnyUser) -> Assignment:
-    """Renew the lease while the page is open. A lease that expired is taken back if its slot is still
-    free; if someone else took it, TaskClosed."""
-    now = timezone.now()
-    with transaction.atomic():
-        assignment = _locked(assignment_id, labeler)
-        if assignment.status == AssignmentStatus.LEASED and assignment.leased_until < now:
-            # Ran out but not reclaimed yet: nobody else can have the slot, so simply renew.
-            pass
-        elif assignment.status == AssignmentStatus.EXPIRED:
-            item = FeedbackItem.objects.select_for_update().get(pk=assignment.item_id)
-            if item.slots_taken >= item.batch.overlap:
-                raise TaskClosed("Your time on this task ran out and it went to someone else.")
-            item.slots_taken += 1
-            item.is_open = item.slots_taken < item.batch.overlap
-            item.save(update_fields=["slots_taken", "is_open"])
-            assignment.status = AssignmentStatus.LEASED
-        elif assignment.status != AssignmentStatus.LEASED:
-            return assignment
+def _retake(assignment: Assignment, now: datetime) -> bool:
+    """Take an expired assignment's slot back if the item still has one free, so the labeler's work counts;
+    False when someone else took it. The caller holds the assignment's lock (assignment, then item)."""
+    batch = assignment.item.batch
+    item = FeedbackItem.objects.select_for_update().get(pk=assignment.item_id)
+    if item.slots_taken >= batch.overlap:
+        return False
+    item.slots_taken += 1
+    item.is_open = item.slots_taken < batch.overlap
+    item.save(update_fields=["slots_taken", "is_open"])
+    assignment.status, assignment.leased_until = AssignmentStatus.LEASED, now + batch.lease
+    return True
+
+
+def _renew(assignment: Assignment, now: datetime) -> None:
+    """Renew a lease while its labeler works. One that ran out but was not reclaimed yet still holds its
+    slot (nobody else can have it); an expired one is taken back if its slot is free, and otherwise stays
+    expired. Submitted, late and skipped assignments are left as they are."""
+    if assignment.status == AssignmentStatus.EXPIRED and not _retake(assignment, now):
+        return
+    if assignment.status == AssignmentStatus.LEASED:
         assignment.leased_until = now + assignment.item.batch.lease
         _touch(assignment, now)
-        assignment.save(update_fields=["status", "leased_until", "active_seconds", "last_seen_at"])
+
+
+_LEASE_FIELDS = ["status", "leased_until", "active_seconds", "last_seen_at"]
+
+
+def keep_alive(assignment_id: int, labeler: AnyUser, *, now: datetime | None = None) -> Assignment:
+    """Renew the lease while the page is open. A lease that expired is taken back if its slot is still
+    free; if someone else took it, TaskClosed (the page may still submit: the response is kept as late)."""
+    now = now or timezone.now()
+    with transaction.atomic():
+        assignment = _locked(assignment_id, labeler)
+        _renew(assignment, now)
+        if assignment.status == AssignmentStatus.LEASED:
+            assignment.save(update_fields=_LEASE_FIELDS)
+    if assignment.status == AssignmentStatus.EXPIRED:
+        raise TaskClosed(SLOT_GONE)
     return assignment
 
 
-def save_draft(assignment_id: int, labeler: AnyUser, draft: dict) -> Assignment:
-    """Keep the work in progress on the server (and renew the lease)."""
-    assignment = keep_alive(assignment_id, labeler)
-    if assignment.status not in (AssignmentStatus.LEASED, AssignmentStatus.SUBMITTED):
-        raise TaskClosed("This task is closed.")
-    Assignment.objects.filter(pk=assignment.pk).update(draft=draft)
-    assignment.draft = draft
+def save_draft(
+    assignment_id: int,
+    labeler: AnyUser,
+    draft: dict,
+    *,
+    version: int | None = None,
+    now: datetime | None = None,
+) -> Assignment:
+    """Keep the work in progress on the server and renew the lease. The draft is kept even when the slot
+    went to someone else (a submit then stores it as late). Drafts never change ``version``, so a tab's
+    own autosave never makes it stale; a draft from a page older than ``version`` is refused
+    (TaskChanged), so a stale tab cannot overwrite what the task now holds."""
+    now = now or timezone.now()
+    with transaction.atomic():
+        assignment = _locked(assignment_id, labeler)
+        if version is not None and version != assignment.version:
+            raise TaskChanged(STALE_TASK)
+        if assignment.status == AssignmentStatus.SKIPPED:
+            raise TaskClosed("This task is closed.")
+        _renew(assignment, now)
+        assignment.draft = draft
+        assignment.save(update_fields=[*_LEASE_FIELDS, "draft"])
     return assignment
 
 
@@ -188,18 +242,30 @@ def submit(
     labeler: AnyUser,
     response: dict,
     key: uuid.UUID,
+    *,
+    version: int | None = None,
+    now: datetime | None = None,
 ) -> SubmitResult:
-    """Validate and store the response. The same key again is a no-op; a submitted task may be revised
-    within the batch's revision window (the previous response is kept as a revision)."""
-    now = timezone.now()
+    """Validate and store the response. The same key again is a no-op; a page older than the task's
+    ``version`` is refused (``stale``, nothing stored); a submitted task may be revised within the batch's
+    revision window (the previous response is kept as a revision).
+
+    After the lease ran out the work is never thrown away: the slot is taken back when it is free, and
+    when someone else has it the response is stored as LATE (kept for researchers, left out of exports).
+    An incomplete response is kept as the draft either way."""
+    now = now or timezone.now()
     with transaction.atomic():
         assignment = _locked(assignment_id, labeler)
         if assignment.submit_key == key:
-            return SubmitResult(None, assignment)
+            return SubmitResult(None, assignment, repeated=True)
+        if version is not None and version != assignment.version:
+            return SubmitResult(None, assignment, stale=True)
         batch = assignment.item.batch
-        if assignment.status == AssignmentStatus.SUBMITTED:
+        if assignment.status in (AssignmentStatus.SUBMITTED, AssignmentStatus.LATE):
             if now - assignment.submitted_at > timedelta(seconds=batch.revision_seconds):
                 raise TaskClosed("The time to revise this task has passed.")
+        elif assignment.status == AssignmentStatus.EXPIRED:
+            _retake(assignment, now)  # still EXPIRED when the slot went to someone else: stored as late
         elif assignment.status != AssignmentStatus.LEASED:
             raise TaskClosed("This task is closed.")
         result = validate_response(
@@ -213,33 +279,42 @@ def submit(
         assignment.draft = response
         _touch(assignment, now)
         if result.complete:
-            if assignment.status == AssignmentStatus.SUBMITTED:
-                AssignmentRevision.objects.create(
-                    assignment=assignment,
-                    response=assignment.response,
-                    flags=assignment.flags,
-                    submitted_at=assignment.submitted_at,
-                )
-            assignment.response, assignment.flags = result.cleaned, list(result.flags)
-            assignment.status, assignment.submitted_at, assignment.submit_key = (
-                AssignmentStatus.SUBMITTED,
-                now,
-                key,
-            )
-            log_action(labeler, "assignment.submit", assignment, flags=list(result.flags))
+            _store(assignment, result, labeler, key, now)
         assignment.save()
     return SubmitResult(result, assignment)
 
 
+def _store(
+    assignment: Assignment, result: Validation, labeler: AnyUser, key: uuid.UUID, now: datetime
+) -> None:
+    if assignment.status in (AssignmentStatus.SUBMITTED, AssignmentStatus.LATE):
+        AssignmentRevision.objects.create(
+            assignment=assignment,
+            response=assignment.response,
+            flags=assignment.flags,
+            submitted_at=assignment.submitted_at,
+        )
+    late = assignment.status in (AssignmentStatus.EXPIRED, AssignmentStatus.LATE)
+    assignment.response, assignment.flags = result.cleaned, list(result.flags)
+    assignment.status = AssignmentStatus.LATE if late else AssignmentStatus.SUBMITTED
+    assignment.submitted_at, assignment.submit_key = now, key
+    assignment.version += 1
+    log_action(labeler, "assignment.submit", assignment, flags=list(result.flags), late=late)
+
+
 def skip(assignment_id: int, labeler: AnyUser, reason: str) -> None:
-    """Give the task back with a reason; its slot returns to the pool for another labeler."""
+    """Give the task back with a reason; its slot returns to the pool for another labeler. A task whose
+    lease expired is skipped all the same (its slot is already back in the pool): the reason is kept."""
     if not reason.strip():
         raise TaskClosed("Say why you skip this task.")
     with transaction.atomic():
         assignment = _locked(assignment_id, labeler)
-        if assignment.status != AssignmentStatus.LEASED:
+        if assignment.status not in (AssignmentStatus.LEASED, AssignmentStatus.EXPIRED):
             raise TaskClosed("Only a task in progress can be skipped.")
+        holds_slot = assignment.status == AssignmentStatus.LEASED
         assignment.status, assignment.skip_reason = AssignmentStatus.SKIPPED, reason.strip()
-        assignment.save(update_fields=["status", "skip_reason"])
-        _release_slot(assignment.item_id)
+        assignment.version += 1
+        assignment.save(update_fields=["status", "skip_reason", "version"])
+        if holds_slot:
+            _release_slot(assignment.item_id)
         log_action(labeler, "assignment.skip", assignment, reason=reason.strip())

@@ -10,7 +10,7 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 
 from annotation.feedback.batches import SOURCES, BatchError, BatchSettings, create_batch_from_source
 from annotation.feedback.scales import RATING_PRESETS, TEMPLATES
-from annotation.feedback.stats import batch_progress, labeler_stats
+from annotation.feedback.stats import batch_progress, labeler_stats, late_submissions
 from annotation.models import FeedbackBatch
 from annotation.questions.formats import QuestionFileError
 from webgpt_site.permissions import Role, get_visible_or_404, role_required
@@ -103,7 +103,12 @@ def batch_create(request: HttpRequest) -> HttpResponse:
 @role_required(Role.RESEARCHER)
 def batch_detail(request: HttpRequest, pk: int) -> HttpResponse:
     batch = get_visible_or_404(FeedbackBatch.objects, request.user, pk=pk)
-    context = {"batch": batch, "progress": batch_progress(batch), "labelers": labeler_stats(batch)}
+    context = {
+        "batch": batch,
+        "progress": batch_progress(batch),
+        "labelers": labeler_stats(batch),
+        "late": late_submissions(batch)[:100],  # the oldest; the count above has them all
+    }
     return render(request, "console/feedback_detail.html", context)
 
 

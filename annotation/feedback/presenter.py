@@ -55,7 +55,11 @@ def _required_label(path: str, batch: Any) -> str:
     return labels.get(path, path)
 
 
-def task_context(assignment: Assignment, *, errors: dict[str, str] | None = None) -> dict[str, Any]:
+def task_context(
+    assignment: Assignment, *, errors: dict[str, str] | None = None, refused: dict | None = None
+) -> dict[str, Any]:
+    """What a task page shows; ``refused`` is a response the page sent that was not stored (a stale tab, a
+    closed task), shown back field by field so that nothing typed is lost."""
     batch = assignment.item.batch
     shapes = answer_shapes(assignment)
     answers = Answer.objects.in_bulk(assignment.order)
@@ -69,15 +73,7 @@ def task_context(assignment: Assignment, *, errors: dict[str, str] | None = None
         always_required=batch.always_required,
         preset=batch.preset or None,
     )
-    required = set(
-        required_fields(
-            batch.template,
-            answers=shapes,
-            required_all=assignment.required_all,
-            always_required=batch.always_required,
-            preset=batch.preset or None,
-        )
-    )
+    required = set(required_order)
     minimal = batch.template == "minimal_comparison"
     slots = []
     for shape, answer_id in zip(shapes, assignment.order, strict=True):
@@ -147,5 +143,55 @@ def task_context(assignment: Assignment, *, errors: dict[str, str] | None = None
         "comment": values.get("comment", ""),
         "required": [_required_label(path, batch) for path in required_order],
         "errors": errors or {},
+        "refused": sent_back(batch, refused, {slot["slot"]: slot["text"] for slot in slots})
+        if refused
+        else [],
         "submit_key": uuid.uuid4(),
+        "version": assignment.version,
     }
+
+
+def _value_words(path: str, value: Any, texts: dict[str, str]) -> str:
+    if path.endswith(".claims") and isinstance(value, list):
+        text = texts.get(path.split(".")[1], "")
+        return "; ".join(
+            f"“{text[claim['start'] : claim['end']]}” ({claim.get('support')}, {claim.get('relevance')})"
+            if isinstance(claim, dict)
+            and isinstance(claim.get("start"), int)
+            and isinstance(claim.get("end"), int)
+            else json.dumps(claim)
+            for claim in value
+        )
+    if isinstance(value, list):
+        return ", ".join(str(part) for part in value)
+    if value is True:
+        return "yes"
+    return dict(COMPARISON_SCALE + TRUST_LEVELS).get(str(value), str(value))
+
+
+def sent_back(batch: Any, response: dict, texts: dict[str, str]) -> list[tuple[str, str]]:
+    """A refused response as (field in words, what was given) rows, leaving out what was left empty;
+    ``texts`` are the answers' texts by slot, to quote the spans of claims."""
+    flags = dict(QUESTION_FLAGS)
+    rows: list[tuple[str, str]] = []
+
+    def walk(path: str, value: Any) -> None:
+        if isinstance(value, dict) and not path.endswith(".claims"):
+            for key, part in value.items():
+                walk(f"{path}.{key}" if path else str(key), part)
+        elif value not in (None, "", [], {}, False):
+            if path == "comment":
+                label = "Comment"
+            elif path.startswith("flags."):
+                label = flags.get(path[6:], path)
+            elif path.startswith("tags."):
+                label = f"tags of answer {path[5:]}"
+            else:
+                try:
+                    label = _required_label(path, batch)
+                except (IndexError, ValueError):  # a path no page field has: shown as it is
+                    label = path
+            rows.append((label, _value_words(path, value, texts)))
+
+    walk("", response)
+    return rows

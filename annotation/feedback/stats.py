@@ -6,7 +6,7 @@ import statistics
 from collections import defaultdict
 from typing import Any
 
-from django.db.models import Count, Q
+from django.db.models import Count, Q, QuerySet
 
 from annotation.feedback.agreement import comparison_agreement, gold_accuracy, ranking_agreement
 from annotation.feedback.scales import COMPARISON_TEMPLATES, preference_value
@@ -19,6 +19,7 @@ def batch_progress(batch: FeedbackBatch) -> dict[str, int]:
         submitted=Count("assignments", filter=Q(assignments__status=AssignmentStatus.SUBMITTED)),
         leased=Count("assignments", filter=Q(assignments__status=AssignmentStatus.LEASED)),
         skipped=Count("assignments", filter=Q(assignments__status=AssignmentStatus.SKIPPED)),
+        late=Count("assignments", filter=Q(assignments__status=AssignmentStatus.LATE)),
         flagged=Count(
             "assignments",
             filter=Q(assignments__status=AssignmentStatus.SUBMITTED) & ~Q(assignments__flags=[]),
@@ -26,6 +27,16 @@ def batch_progress(batch: FeedbackBatch) -> dict[str, int]:
     )
     counts["needed"] = counts["items"] * batch.overlap
     return counts
+
+
+def late_submissions(batch: FeedbackBatch) -> QuerySet[Assignment]:
+    """Responses that came after their lease ran out and its slot went to someone else: kept for review,
+    left out of exports (which take submitted assignments only)."""
+    return (
+        Assignment.objects.filter(item__batch=batch, status=AssignmentStatus.LATE)
+        .select_related("labeler", "item__question")
+        .order_by("submitted_at", "id")
+    )
 
 
 def _preference_for_first_answer(assignment: Assignment) -> float | None:

@@ -121,6 +121,9 @@ class AssignmentStatus(models.TextChoices):
     SUBMITTED = "submitted", "Submitted"
     SKIPPED = "skipped", "Skipped"
     EXPIRED = "expired", "Lease expired"
+    # Submitted after the lease ran out and its slot went to someone else: kept (never thrown away), shown
+    # to researchers, and left out of exports, which take SUBMITTED only.
+    LATE = "late", "Submitted late"
 
 
 class AssignmentQuerySet(models.QuerySet):
@@ -135,7 +138,8 @@ class AssignmentQuerySet(models.QuerySet):
 
 class Assignment(models.Model):
     """One labeler's work on one item: the order shown (blinding), the required-field draw, the draft,
-    the response and its revisions."""
+    the response and its revisions. ``version`` works like an episode's: a page sends the version it was
+    drawn from, and a submit from an older page (another tab submitted or skipped since) is refused."""
 
     item = models.ForeignKey(FeedbackItem, on_delete=models.CASCADE, related_name="assignments")
     labeler = models.ForeignKey(
@@ -156,6 +160,9 @@ class Assignment(models.Model):
     flags = models.JSONField(default=list, blank=True, help_text="Reasons for review, e.g. contradictions")
     skip_reason = models.TextField(blank=True)
     submit_key = models.UUIDField(null=True, blank=True, editable=False)
+    version = models.PositiveIntegerField(
+        default=0, help_text="Increases with every submission or skip, so a page older than that is refused"
+    )
 
     objects = AssignmentQuerySet.as_manager()
 
