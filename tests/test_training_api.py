@@ -41,22 +41,62 @@ def test_a_researcher_starts_watches_and_cancels_a_run(alice):
 def test_errors_come_back_by_field_and_create_nothing(alice):
     export = rm_export(alice, 2)
     cases = [
-        ({"kind": "bc", "export": export.pk}, "non_field_errors", "needs a bc-pairs export"),
-        ({"kind": "rm", "export": 999999}, "export", "no such export"),
+        ({"kind": "bc", "export": export.pk}, {"export": ["a bc run needs a bc-pairs export, not rm-pairs"]}),
+        ({"kind": "rm", "export": 999999}, {"export": ["no such export"]}),
         (
             {"kind": "rm", "export": export.pk, "settings": {"learning_rate": 7}},
-            "non_field_errors",
-            "learning",
+            {"settings": {"learning_rate": ["must be more than 0 and less than 1, not 7.0"]}},
         ),
-        ({"kind": "rm", "export": export.pk, "settings": {"nope": 1}}, "non_field_errors", "unknown setting"),
-        ({"kind": "rm", "export": export.pk, "base_checkpoint": 5}, "base_checkpoint", "no such model"),
-        ({"kind": "dance", "export": export.pk}, "kind", ""),
+        (
+            {"kind": "rm", "export": export.pk, "settings": {"max_steps": "10"}},
+            {"settings": {"max_steps": ["expected int, got '10'"]}},
+        ),
+        (
+            {"kind": "rm", "export": export.pk, "settings": {"nope": 1}},
+            {"settings": ["unknown setting(s): nope"]},
+        ),
+        ({"kind": "rm", "export": export.pk, "base_checkpoint": 5}, {"base_checkpoint": ["no such model"]}),
+        (
+            {"kind": "rm", "export": 10**30},
+            {"export": ["Ensure this value is less than or equal to 9223372036854775807."]},
+        ),
+        ({"kind": "dance", "export": export.pk}, {"kind": ['"dance" is not a valid choice.']}),
     ]
-    for body, field, text in cases:
+    for body, errors in cases:
         response = api(alice).post("/api/training-runs", body, format="json")
         assert response.status_code == 400, body
-        assert text in str(response.json()[field]), response.json()
+        assert response.json() == errors
     assert not TrainingRun.objects.exists()
+
+
+def test_settings_out_of_range_or_naming_a_path_are_refused_and_nothing_is_stored(alice, tiny_bert_dir):
+    """The review's probes (threads=10**9, max_length=10**12, base_model=/etc were queued), and paths a
+    request might slip into the run's config."""
+    export = rm_export(alice, 2)
+    probes = {
+        "threads": 10**9,
+        "max_length": 10**12,
+        "base_model": "/etc",
+        "batch_size": 10**6,
+        "learning_rate": 1e300,
+    }
+    for name, value in probes.items():
+        body = {"kind": "rm", "export": export.pk, "preset": "fast", "settings": {name: value}}
+        response = api(alice).post("/api/training-runs", body, format="json")
+        assert response.status_code == 400 and list(response.json()["settings"]) == [name], response.json()
+    model = ModelCheckpoint.objects.create(kind="rm", name="tiny", base_model="b", path=str(tiny_bert_dir))
+    for settings_ in (
+        {"base_model": str(tiny_bert_dir)},
+        {"data": "/etc/passwd"},
+        {"output_dir": "/srv/models/x"},
+    ):
+        body = {"kind": "rm", "export": export.pk, "preset": "fast", "settings": settings_}
+        assert api(alice).post("/api/training-runs", body, format="json").status_code == 400, settings_
+    assert not TrainingRun.objects.exists()
+    # A registered model is named by its id; its folder comes from the registry.
+    body = {"kind": "rm", "export": export.pk, "preset": "fast", "base_checkpoint": model.pk}
+    run = api(alice).post("/api/training-runs", body, format="json").json()
+    assert run["base_checkpoint"] == model.pk and run["config"]["base_model"] == str(tiny_bert_dir)
 
 
 def test_others_get_404_on_details_and_403_on_lists(alice, bob, charlie, dana):

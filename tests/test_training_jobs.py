@@ -9,12 +9,14 @@ import time
 from pathlib import Path
 
 import pytest
+import torch
 from django.conf import settings as django_settings
 from django.core.management import CommandError, call_command
 
 from annotation.exports import service as exports
 from annotation.models import Export, ExportFormat, ExportStatus, Question
 from tests.conftest import database_url_for_tests, running_worker
+from tests.test_api import api
 from tests.test_exports import judged_pair
 from tests.test_training import bc_rows, citing_pairs
 from training import jobs
@@ -63,7 +65,13 @@ pytestmark = pytest.mark.usefixtures("media", "model_store")
 def test_a_reward_model_run_reports_progress_and_registers_its_model(alice, tiny_bert_dir):
     export = rm_export(alice)
     run = jobs.request_run(
-        alice, RunKind.RM, export, FAST | {"base_model": str(tiny_bert_dir)}, "fast", queue=False
+        alice,
+        RunKind.RM,
+        export,
+        FAST | {"base_model": str(tiny_bert_dir)},
+        "fast",
+        queue=False,
+        local_paths=True,
     )
     assert run.status == Status.QUEUED and run.config["max_steps"] == 12
     run = jobs.run_training_job(run.pk)
@@ -86,7 +94,9 @@ def test_a_reward_model_run_reports_progress_and_registers_its_model(alice, tiny
     assert evaluation.status == Status.DONE, evaluation.error
     low, high = evaluation.metrics["accuracy_ci95"]
     assert low <= evaluation.metrics["accuracy"] <= high and evaluation.metrics["decided_pairs"] == 30
-    assert evaluation.metrics["calibration"] and not hasattr(evaluation, "checkpoint_set")
+    assert evaluation.metrics["calibration"] and evaluation.metrics["pairs"] == 30
+    # An evaluation scores a model; it registers none of its own.
+    assert list(ModelCheckpoint.objects.values_list("run", flat=True)) == [run.pk]
 
     # Deleting the model removes its folder from the store.
     jobs.delete_checkpoint(alice, checkpoint)
@@ -116,7 +126,9 @@ def test_runs_that_cannot_work_are_refused_before_queueing(alice, tiny_bert_dir)
 @pytest.mark.django_db
 def test_training_refuses_data_with_evaluation_questions(alice, tiny_bert_dir):
     export = rm_export(alice, 6, split="eval")
-    run = jobs.request_run(alice, RunKind.RM, export, FAST | {"base_model": str(tiny_bert_dir)}, queue=False)
+    run = jobs.request_run(
+        alice, RunKind.RM, export, FAST | {"base_model": str(tiny_bert_dir)}, queue=False, local_paths=True
+    )
     run = jobs.run_training_job(run.pk)
     assert run.status == Status.FAILED and "6 question(s) of this export are in the eval split" in run.error
     assert not ModelCheckpoint.objects.exists()
@@ -128,7 +140,7 @@ def test_cancel_stops_a_running_job_and_a_queued_one_at_once(alice, tiny_llama_d
     rows = [row | {"question_id": ids[row["question_id"]]} for row in bc_rows(10)]
     export = finished_export(alice, ExportFormat.BC_PAIRS, rows)
     settings_ = {"base_model": str(tiny_llama_dir), "max_steps": 40, "max_length": 64}
-    run = jobs.request_run(alice, RunKind.BC, export, settings_, queue=False)
+    run = jobs.request_run(alice, RunKind.BC, export, settings_, queue=False, local_paths=True)
     jobs.cancel_run(alice, TrainingRun.objects.get(pk=run.pk))
     assert TrainingRun.objects.get(pk=run.pk).status == Status.CANCELLED  # queued: cancelled at once
     TrainingRun.objects.filter(pk=run.pk).update(status=Status.QUEUED)  # as if it had started already
@@ -141,7 +153,9 @@ def test_cancel_stops_a_running_job_and_a_queued_one_at_once(alice, tiny_llama_d
 @pytest.mark.django_db
 def test_a_crash_leaves_the_run_failed_with_the_reason(alice, tiny_bert_dir):
     export = rm_export(alice, 4)
-    run = jobs.request_run(alice, RunKind.RM, export, FAST | {"base_model": str(tiny_bert_dir)}, queue=False)
+    run = jobs.request_run(
+        alice, RunKind.RM, export, FAST | {"base_model": str(tiny_bert_dir)}, queue=False, local_paths=True
+    )
     exports.export_path(export).unlink()
     with pytest.raises(FileNotFoundError):
         jobs.run_training_job(run.pk)
@@ -171,6 +185,27 @@ def test_the_commands_train_from_an_export_or_a_file(alice, tiny_bert_dir, tmp_p
         call_command("train_bc", data=exports.export_path(export))
 
 
+def worker_env(settings, tmp_path: Path) -> dict[str, str]:
+    """A training worker's environment: this test's database, model store and broker."""
+    return {
+        "DEBUG": "1",
+        "DATABASE_URL": database_url_for_tests(),
+        "VAR_DIR": str(tmp_path),
+        "MODEL_STORE_DIR": str(settings.MODEL_STORE_DIR),
+        "CELERY_BROKER_URL": django_settings.CELERY_BROKER_URL,
+        "OMP_WAIT_POLICY": "PASSIVE",
+        "PATH": "/usr/bin:/bin",
+    }
+
+
+def wait_until_finished(run_id: int, seconds: float = 180) -> TrainingRun:
+    """The run's row once the worker has finished it (or as it is when the time is up)."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline and not TrainingRun.objects.get(pk=run_id).is_finished:
+        time.sleep(0.3)
+    return TrainingRun.objects.get(pk=run_id)
+
+
 @pytest.mark.worker
 @pytest.mark.django_db(transaction=True)
 def test_export_then_train_on_a_real_worker(
@@ -181,25 +216,65 @@ def test_export_then_train_on_a_real_worker(
     export = exports.run_export_job(exports.request_export(alice, ExportFormat.RM_PAIRS, {}).pk)
     assert export.status == ExportStatus.DONE and export.row_count == 2
     run = jobs.request_run(
-        alice, RunKind.RM, export, {"base_model": str(tiny_bert_dir), "max_steps": 4}, "fast"
+        alice,
+        RunKind.RM,
+        export,
+        {"base_model": str(tiny_bert_dir), "max_steps": 4},
+        "fast",
+        local_paths=True,
     )
-    env = {
-        "DEBUG": "1",
-        "DATABASE_URL": database_url_for_tests(),
-        "VAR_DIR": str(tmp_path),
-        "MODEL_STORE_DIR": str(settings.MODEL_STORE_DIR),
-        "CELERY_BROKER_URL": django_settings.CELERY_BROKER_URL,
-        "OMP_WAIT_POLICY": "PASSIVE",
-        "PATH": "/usr/bin:/bin",
-    }
-    with running_worker(env, queues="training"):
-        deadline = time.monotonic() + 120
-        while time.monotonic() < deadline and not TrainingRun.objects.get(pk=run.pk).is_finished:
-            time.sleep(0.3)
-    run.refresh_from_db()
+    with running_worker(worker_env(settings, tmp_path), queues="training"):
+        run = wait_until_finished(run.pk)
     assert run.status == Status.DONE, run.error
     assert run.timeline and run.step == 4
     assert ModelCheckpoint.objects.get().run == run
+
+
+@pytest.mark.worker
+@pytest.mark.django_db(transaction=True)
+def test_a_bc_run_asked_for_over_the_api_reaches_done_on_a_real_worker(
+    settings, tmp_path, alice, tiny_llama_dir, broker_namespace
+):
+    """A researcher's path to a policy: a bc-pairs export, a BC run continuing a registered model asked for
+    over the API, the training worker, Done, and a registered model that loads and generates."""
+    ids = [q.pk for q in questions(10, "bc")]
+    rows = [row | {"question_id": ids[row["question_id"]]} for row in bc_rows(10)]
+    export = finished_export(alice, ExportFormat.BC_PAIRS, rows)
+    start = ModelCheckpoint.objects.create(
+        kind=RunKind.BC, name="tiny-llama", base_model="random", path=str(tiny_llama_dir)
+    )
+    body = {
+        "kind": "bc",
+        "export": export.pk,
+        "base_checkpoint": start.pk,
+        "settings": {"max_steps": 4, "max_length": 64, "eval_every": 2, "validation_fraction": 0.2},
+    }
+    response = api(alice).post("/api/training-runs", body, format="json")
+    assert response.status_code == 202, response.content
+    with running_worker(worker_env(settings, tmp_path), queues="training"):
+        run = wait_until_finished(response.json()["id"])
+    assert run.status == Status.DONE, run.error
+    assert run.step == run.total_steps == 4
+    assert [entry["step"] for entry in run.timeline if "loss" in entry] == [1, 2, 3, 4]
+    assert run.metrics["train_loss"] > 0 and 0 < run.metrics["eval_loss"] < 20
+    assert run.metrics["validation_examples"] > 0
+    assert run.metrics["train_examples"] + run.metrics["validation_examples"] == len(rows)
+    trained = ModelCheckpoint.objects.get(run=run)
+    assert (trained.kind, trained.name, trained.base_model) == (RunKind.BC, f"bc-run-{run.pk}", "tiny-llama")
+    assert trained.metrics["eval_loss"] == run.metrics["eval_loss"]
+    assert Path(trained.path).is_relative_to(settings.MODEL_STORE_DIR)
+
+    from training.bc import load_policy
+
+    model, tokenizer = load_policy(Path(trained.path))
+    before, _ = load_policy(tiny_llama_dir)
+    assert model.config.num_hidden_layers == 2
+    assert not torch.equal(
+        model.model.layers[0].mlp.up_proj.weight, before.model.layers[0].mlp.up_proj.weight
+    )
+    prompt = tokenizer("Question: where is the river?\nNext action:", return_tensors="pt")
+    out = model.generate(**prompt, min_new_tokens=3, max_new_tokens=3, do_sample=False)
+    assert out.shape[1] == prompt["input_ids"].shape[1] + 3
 
 
 @pytest.mark.django_db

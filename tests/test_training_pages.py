@@ -187,8 +187,9 @@ def test_the_form_rejects_an_export_of_the_wrong_format_and_creates_nothing(clie
     export = rm_pairs(alice)
     response = client_for(alice).post(reverse("training:new"), {"kind": "bc", "export": export.pk})
     assert response.status_code == 400
+    assert response.context["form"].errors == {"export": ["A bc run needs a bc-pairs export, not rm-pairs."]}
     html = response.content.decode()
-    assert 'role="alert"' in html and "needs a bc-pairs export, not rm-pairs" in html
+    assert 'role="alert"' in html and "A bc run needs a bc-pairs export, not rm-pairs." in html
     assert not TrainingRun.objects.exists()
 
 
@@ -197,7 +198,9 @@ def test_impossible_settings_are_shown_on_their_field(client_for, alice):
     data = {"kind": "rm", "export": export.pk, "preset": "fast", "max_length": 8}
     response = client_for(alice).post(reverse("training:new"), data)
     assert response.status_code == 400
-    assert response.context["form"].errors["max_length"] == ["Must be at least 32 tokens."]
+    assert response.context["form"].errors == {
+        "max_length": ["Must be at least 32 and at most 32768, not 8."]
+    }
     assert not TrainingRun.objects.exists()
 
 
@@ -208,10 +211,19 @@ def test_an_evaluation_needs_a_reward_model_and_a_bc_model_needs_the_paper_prese
     bc_model = checkpoint_of(finished_rm_run(alice, kind=RunKind.BC), str(tmp_path / "bc"), kind=RunKind.BC)
     client = client_for(alice)
     evaluation = client.post(reverse("training:new"), {"kind": "rm_eval", "export": export.pk})
-    assert "needs a reward model to evaluate" in evaluation.content.decode()
+    assert evaluation.context["form"].errors == {
+        "base_checkpoint": ["An evaluation needs a reward model to evaluate."]
+    }
     fast = {"kind": "rm", "export": export.pk, "preset": "fast", "base_checkpoint": bc_model.pk}
-    assert "use the paper preset" in client.post(reverse("training:new"), fast).content.decode()
+    refused = client.post(reverse("training:new"), fast)
+    assert refused.context["form"].errors == {
+        "preset": ["A BC model is a SmolLM2 policy: use the paper preset, whose settings fit it."]
+    }
     assert TrainingRun.objects.filter(status=RunStatus.QUEUED).count() == 0
+    started = client.post(reverse("training:new"), fast | {"preset": "paper"})
+    run = TrainingRun.objects.get(status=RunStatus.QUEUED)
+    assert started.url == reverse("training:run", args=[run.pk])
+    assert (run.preset, run.base_checkpoint, run.config["base_model"]) == ("paper", bc_model, bc_model.path)
 
 
 def test_a_valid_form_queues_a_run_with_the_settings_given(

@@ -1,7 +1,10 @@
 """Training runs and the model registry over the API (researchers): start a run from an export, watch
-it, cancel it; list, read and delete registered models. Same checks as the pages (training.jobs)."""
+it, cancel it; list, read and delete registered models. A run request goes through the same checks as the
+new-run page and the commands (training.inputs, via jobs.request_run); refusals come back by field."""
 
 from __future__ import annotations
+
+from typing import Any
 
 from django.db.models import QuerySet
 from drf_spectacular.utils import extend_schema
@@ -14,6 +17,7 @@ from annotation.api.permissions import IsResearcher
 from annotation.models import Export
 from training import jobs
 from training.config import RM_PRESETS
+from training.inputs import PRESET_MODELS, SETTABLE, RunError
 from training.models import ModelCheckpoint, RunKind, TrainingRun
 from webgpt_site.permissions import get_visible_or_404
 
@@ -39,15 +43,29 @@ class TrainingRunSerializer(serializers.ModelSerializer):
         read_only_fields = fields
 
 
+MAX_ID = 2**63 - 1  # beyond any primary key: larger ids are refused as input, not sent to the database
+
+
 class TrainingRunInput(serializers.Serializer):
     kind = serializers.ChoiceField(choices=RunKind.choices)
     export = serializers.IntegerField(
-        help_text="A finished export: bc-pairs for bc, rm-pairs/rm-groups for rm"
+        min_value=1,
+        max_value=MAX_ID,
+        help_text="A finished export: bc-pairs for bc, rm-pairs/rm-groups for rm",
     )
     preset = serializers.ChoiceField(choices=list(RM_PRESETS), required=False, allow_blank=True)
-    base_checkpoint = serializers.IntegerField(required=False, allow_null=True)
+    base_checkpoint = serializers.IntegerField(
+        required=False,
+        allow_null=True,
+        min_value=1,
+        max_value=MAX_ID,
+        help_text="A registered model to start from (or to evaluate), by id",
+    )
     settings = serializers.DictField(
-        required=False, default=dict, help_text="Trainer settings (max_steps, learning_rate, ...)"
+        required=False,
+        default=dict,
+        help_text="Trainer settings (max_steps, learning_rate, ...), each within its range; base_model is "
+        f"a preset ({', '.join(PRESET_MODELS)}), never a path",
     )
 
 
@@ -67,19 +85,28 @@ class TrainingRunList(generics.ListAPIView):
         data = form.validated_data
         export = Export.objects.visible_to(request.user).filter(pk=data["export"]).first()
         if export is None:
-            raise serializers.ValidationError({"export": "no such export"})
+            raise serializers.ValidationError({"export": ["no such export"]})
         base = None
         if data.get("base_checkpoint"):
             base = ModelCheckpoint.objects.visible_to(request.user).filter(pk=data["base_checkpoint"]).first()
             if base is None:
-                raise serializers.ValidationError({"base_checkpoint": "no such model"})
+                raise serializers.ValidationError({"base_checkpoint": ["no such model"]})
         try:
             run = jobs.request_run(
                 request.user, data["kind"], export, data["settings"], data.get("preset") or "", base
             )
-        except jobs.RunError as exc:
-            raise serializers.ValidationError({"non_field_errors": [str(exc)]}) from None
+        except RunError as exc:
+            raise serializers.ValidationError(_by_field(exc)) from None
         return Response(TrainingRunSerializer(run).data, status=status.HTTP_202_ACCEPTED)
+
+
+def _by_field(exc: RunError) -> dict[str, Any]:
+    """A refusal under the input it is about; a setting's under ``settings`` by its name."""
+    if exc.field in TrainingRunInput().fields:
+        return {exc.field: [exc.reason]}
+    if exc.field in SETTABLE:
+        return {"settings": {exc.field: [exc.reason]}}
+    return {"non_field_errors": [str(exc)]}
 
 
 class TrainingRunDetail(generics.RetrieveAPIView):
@@ -124,6 +151,6 @@ class CheckpointDetail(generics.RetrieveDestroyAPIView):
     def destroy(self, request: Request, *args: object, **kwargs: object) -> Response:
         try:
             jobs.delete_checkpoint(request.user, self.get_object())
-        except jobs.RunError as exc:
+        except RunError as exc:
             return Response({"detail": str(exc)}, status=status.HTTP_409_CONFLICT)
         return Response(status=status.HTTP_204_NO_CONTENT)

@@ -54,26 +54,56 @@ class CommonConfig:
         )
 
     def check(self) -> None:
-        """Raise ValueError naming the first impossible setting."""
+        """Raise ValueError naming the first impossible setting and the range it must be in."""
         if not self.data:
             raise ValueError("data: an export file is required")
         if not self.output_dir:
             raise ValueError("output_dir: required")
-        for name in ("max_length", "batch_size", "gradient_accumulation", "eval_every"):
-            if getattr(self, name) < 1:
-                raise ValueError(f"{name}: must be at least 1")
-        if self.max_length < 32:
-            raise ValueError("max_length: must be at least 32 tokens")
-        if not 0 < self.learning_rate < 1:
-            raise ValueError("learning_rate: must be between 0 and 1")
+        for name, bound in BOUNDS.items():
+            bound.check(name, getattr(self, name))
         if self.epochs <= 0 and self.max_steps <= 0:
             raise ValueError("epochs or max_steps: one must be positive")
-        if not 0 <= self.validation_fraction < 1:
-            raise ValueError("validation_fraction: must be in [0, 1)")
-        if not 0 <= self.warmup_ratio < 1:
-            raise ValueError("warmup_ratio: must be in [0, 1)")
-        if self.lora_rank < 0 or self.threads < 0 or self.early_stopping_patience < 0:
-            raise ValueError("lora_rank, threads and early_stopping_patience cannot be negative")
+
+
+@dataclass(frozen=True)
+class Bound:
+    """The range of one numeric setting: ``low`` to ``high``, each end included unless marked open."""
+
+    low: float
+    high: float
+    low_open: bool = False
+    high_open: bool = False
+
+    def check(self, name: str, value: float) -> None:
+        too_low = value <= self.low if self.low_open else value < self.low
+        too_high = value >= self.high if self.high_open else value > self.high
+        if too_low or too_high:
+            raise ValueError(f"{name}: must be {self.text()}, not {value!r}"[:200])
+
+    def text(self) -> str:
+        low = f"more than {self.low}" if self.low_open else f"at least {self.low}"
+        high = f"less than {self.high}" if self.high_open else f"at most {self.high}"
+        return f"{low} and {high}"
+
+
+# Every number a run takes has a range: wide enough for a real run on a GPU node, narrow enough that a
+# typo or a hostile request cannot queue a billion threads, a trillion-token sequence or a step count
+# that overflows the run's row. Forms show the same ranges.
+BOUNDS: dict[str, Bound] = {
+    "max_length": Bound(32, 32_768),  # tokens; below 32 a prompt and its completion cannot both fit
+    "batch_size": Bound(1, 4_096),
+    "gradient_accumulation": Bound(1, 1_024),
+    "learning_rate": Bound(0, 1, low_open=True, high_open=True),
+    "epochs": Bound(0, 100),
+    "max_steps": Bound(-1, 10_000_000),  # -1 or 0: the epochs decide; the step counter is a 32-bit column
+    "warmup_ratio": Bound(0, 1, high_open=True),  # transformers reads a value of 1 or more as steps
+    "validation_fraction": Bound(0, 1, high_open=True),
+    "eval_every": Bound(1, 10_000_000),
+    "early_stopping_patience": Bound(0, 1_000),
+    "lora_rank": Bound(0, 4_096),  # 0 trains every weight
+    "threads": Bound(0, 1_024),  # 0: torch's default
+    "seed": Bound(0, 2**32 - 1),  # numpy's seed range (transformers seeds numpy too)
+}
 
 
 def _check_type(name: str, value: Any, default: Any) -> None:

@@ -8,8 +8,8 @@ from typing import Any
 from django import forms
 
 from annotation.models import Export, ExportStatus
-from training.config import RM_PRESETS, BCConfig, RMConfig, default_rm_preset
-from training.jobs import FORMATS
+from training.config import BOUNDS, RM_PRESETS, BCConfig, RMConfig, default_rm_preset
+from training.inputs import FORMATS, RunError
 from training.models import ModelCheckpoint, RunKind, TrainingRun
 from webgpt_site.permissions import AnyUser
 
@@ -85,22 +85,12 @@ class RunForm(forms.Form):
         self.fields["base_checkpoint"].label_from_instance = checkpoint_label
         self.fields["preset"].initial = default_rm_preset()
         for name in SETTINGS:
+            # The range is checked by the service (the same words as the API and the commands); the
+            # browser is told it too, to say so before a round trip.
+            bound = BOUNDS[name]
+            self.fields[name].widget.attrs.update(min=bound.low, max=bound.high)
             extra = self.fields[name].help_text
-            self.fields[name].help_text = f"{extra} {default_text(name)}".strip()
-
-    def clean(self) -> dict[str, Any]:
-        """What the service cannot know: which registered model fits which kind of run."""
-        data = super().clean()
-        kind, base, preset = data.get("kind"), data.get("base_checkpoint"), data.get("preset")
-        if base is None:
-            return data
-        if kind == RunKind.BC and base.kind != RunKind.BC:
-            self.add_error("base_checkpoint", "Behaviour cloning continues from a BC model only.")
-        if kind == RunKind.RM and base.kind == RunKind.BC and preset != "paper":
-            self.add_error(
-                "preset", "A BC model is a SmolLM2 policy: use the paper preset, whose settings fit it."
-            )
-        return data
+            self.fields[name].help_text = f"{extra} Must be {bound.text()}. {default_text(name)}".strip()
 
     def run_settings(self) -> dict[str, Any]:
         """The settings that were filled in (blank ones keep the defaults)."""
@@ -108,12 +98,12 @@ class RunForm(forms.Form):
             return {}  # an evaluation scores with the settings the model was trained with
         return {name: self.cleaned_data[name] for name in SETTINGS if self.cleaned_data[name] is not None}
 
-    def add_run_error(self, message: str) -> None:
-        """A RunError on the field it names ("max_length: must be ...") or on the whole form."""
-        name, _, reason = message.partition(": ")
-        if name in SETTINGS and reason:
-            self.add_error(name, reason[0].upper() + reason[1:] + ".")
+    def add_run_error(self, exc: RunError) -> None:
+        """The service's refusal (training.inputs) on the field it names, or on the whole form."""
+        if exc.field in self.fields:
+            self.add_error(exc.field, exc.reason[0].upper() + exc.reason[1:] + ".")
         else:
+            message = str(exc)
             self.add_error(None, message[0].upper() + message[1:] + ". Nothing was started.")
 
 

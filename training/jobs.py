@@ -7,6 +7,7 @@ import json
 import shutil
 import time
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -16,38 +17,20 @@ from django.db.models import QuerySet
 from django.utils import timezone
 
 from annotation.exports.service import export_path
-from annotation.models import Answer, Export, ExportFormat, ExportStatus, Question
-from training.config import RM_PRESETS, BCConfig, CommonConfig, RMConfig, default_rm_preset
+from annotation.models import Answer, Export, Question
+from training.config import RMConfig
 from training.data import question_ids, read_rows
 from training.hooks import Hooks
+from training.inputs import RunError, check_run, config_for
 from training.models import ModelCheckpoint, RunKind, TrainingRun
 from training.models import RunStatus as Status
 from webgpt_site.models import log_action
 
-FORMATS = {
-    RunKind.BC: (ExportFormat.BC_PAIRS,),
-    RunKind.RM: (ExportFormat.RM_PAIRS, ExportFormat.RM_GROUPS),
-    RunKind.RM_EVAL: (ExportFormat.RM_PAIRS, ExportFormat.RM_GROUPS),
-}
 SAVE_EVERY_S = 1.0  # progress writes and cancel checks at most this often (a step can take 0.1 s)
-
-
-class RunError(ValueError):
-    """A run that cannot start, with the reason for the person who asked."""
 
 
 def store_dir() -> Path:
     return Path(settings.MODEL_STORE_DIR)
-
-
-def config_for(kind: str, preset: str, overrides: dict[str, Any]) -> CommonConfig:
-    """The trainer's config: the dataclass defaults, then the preset, then the caller's settings."""
-    if kind == RunKind.BC:
-        return BCConfig.from_dict(overrides)
-    preset = preset or default_rm_preset()
-    if preset not in RM_PRESETS:
-        raise RunError(f"preset: expected one of {', '.join(RM_PRESETS)}")
-    return RMConfig.from_dict(RM_PRESETS[preset] | overrides)
 
 
 def request_run(
@@ -58,31 +41,21 @@ def request_run(
     preset: str = "",
     base_checkpoint: ModelCheckpoint | None = None,
     queue: bool = True,
+    local_paths: bool = False,
 ) -> TrainingRun:
-    """Check everything that can be checked before a worker spends time on it, then create the row (and
-    queue it once committed). Raises RunError with the reason."""
-    if export.status != ExportStatus.DONE:
-        raise RunError(f"export {export.pk} is not finished")
-    if export.export_format not in FORMATS.get(kind, ()):
-        wanted = " or ".join(FORMATS.get(kind, ("?",)))
-        raise RunError(f"a {kind} run needs a {wanted} export, not {export.export_format}")
-    if kind == RunKind.RM_EVAL and (base_checkpoint is None or base_checkpoint.kind != RunKind.RM):
-        raise RunError("an evaluation needs a reward model to evaluate")
-    overrides = dict(settings_ or {})
-    if base_checkpoint is not None:
-        overrides["base_model"] = base_checkpoint.path
-    try:
-        config = config_for(kind, preset, overrides)
-        _with_paths(config, "export", "out").check()  # paths come from the job; the rest is checked now
-    except (TypeError, ValueError) as exc:
-        raise RunError(str(exc)) from None
+    """Check everything that can be checked before a worker spends time on it (training.inputs: the same
+    checks for the page, the API and the commands), then create the row (and queue it once committed).
+    Raises RunError with the reason. ``local_paths``: an operator's command may name a model folder."""
+    preset, config = check_run(
+        kind, export, preset, settings_ or {}, base_checkpoint, local_paths=local_paths
+    )
     with transaction.atomic():
         run = TrainingRun.objects.create(
             kind=kind,
             owner=user if getattr(user, "is_authenticated", False) else None,
             export=export,
             base_checkpoint=base_checkpoint,
-            preset=preset if kind != RunKind.BC else "",
+            preset=preset,
             config=config.to_dict(),
         )
         log_action(user, "training.request", run, kind=kind, export=export.pk, config=run.config)
@@ -93,10 +66,6 @@ def request_run(
                 lambda: run_training.apply_async(kwargs={"run_id": run.pk}, queue="training")
             )
     return run
-
-
-def _with_paths(config: CommonConfig, data: str, output_dir: str) -> CommonConfig:
-    return type(config).from_dict(config.to_dict() | {"data": data, "output_dir": output_dir})
 
 
 def cancel_run(user: Any, run: TrainingRun) -> None:
@@ -199,7 +168,7 @@ def _execute(run: TrainingRun, output: Path, progress: _Progress) -> TrainingRun
     if run.kind == RunKind.RM_EVAL:
         return _evaluate(run, rows)
     check_splits(rows)
-    config = _with_paths(config_for(run.kind, run.preset, run.config), str(data), str(output))
+    config = replace(config_for(run.kind, run.preset, run.config), data=str(data), output_dir=str(output))
     config.threads = config.threads or settings.TRAINING_THREADS
     shutil.rmtree(output, ignore_errors=True)
     output.parent.mkdir(parents=True, exist_ok=True)

@@ -16,7 +16,8 @@ from django.views.decorators.vary import vary_on_headers
 
 from annotation.models import Export
 from training.forms import CompareForm, RunForm
-from training.jobs import FORMATS, RunError, cancel_run, checkpoint_users, delete_checkpoint, request_run
+from training.inputs import FORMATS, RunError
+from training.jobs import cancel_run, checkpoint_users, delete_checkpoint, request_run
 from training.models import ModelCheckpoint, RunKind, TrainingRun
 from training.plot import line_chart, timeline_series
 from webgpt_site.permissions import Role, get_visible_or_404, role_required
@@ -89,11 +90,11 @@ def run_new(request: HttpRequest) -> HttpResponse:
                 data["kind"],
                 data["export"],
                 form.run_settings(),
-                preset=data["preset"] if data["kind"] == RunKind.RM else "",
+                preset=data["preset"],
                 base_checkpoint=data["base_checkpoint"],
             )
         except RunError as exc:
-            form.add_run_error(str(exc))
+            form.add_run_error(exc)
         else:
             messages.success(request, f"Run {run.pk} queued: a worker on the training queue will start it.")
             return redirect("training:run", pk=run.pk)

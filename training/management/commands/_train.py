@@ -8,6 +8,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -15,7 +16,8 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from annotation.models import Export
 from training.hooks import Hooks
-from training.jobs import RunError, config_for, request_run, run_training_job, store_dir
+from training.inputs import RunError, check_run
+from training.jobs import request_run, run_training_job, store_dir
 from training.models import ModelCheckpoint
 from training.models import RunStatus as Status
 
@@ -67,18 +69,20 @@ class TrainCommand(BaseCommand):
     def handle(self, *args: Any, **options: Any) -> None:
         preset = options.get("preset") or ""
         settings_ = self.overrides(options)
+        base = None
+        if options["base_checkpoint"]:
+            base = ModelCheckpoint.objects.filter(pk=options["base_checkpoint"]).first()
+            if base is None:
+                raise CommandError(f"checkpoint {options['base_checkpoint']} does not exist")
         try:
             if options["data"]:
-                return self.train_file(options, preset, settings_)
+                return self.train_file(options, preset, settings_, base)
             export = Export.objects.filter(pk=options["export"]).first()
             if export is None:
                 raise CommandError(f"export {options['export']} does not exist")
-            base = None
-            if options["base_checkpoint"]:
-                base = ModelCheckpoint.objects.filter(pk=options["base_checkpoint"]).first()
-                if base is None:
-                    raise CommandError(f"checkpoint {options['base_checkpoint']} does not exist")
-            run = request_run(None, self.kind, export, settings_, preset, base, queue=False)
+            # The operator at the command line may name a model folder as --base-model; pages and the
+            # API may not (training.inputs).
+            run = request_run(None, self.kind, export, settings_, preset, base, queue=False, local_paths=True)
         except RunError as exc:
             raise CommandError(str(exc)) from None
         run = run_training_job(run.pk, echo=self.echo)
@@ -89,14 +93,16 @@ class TrainCommand(BaseCommand):
         self.stdout.write(f"run {run.pk} done: {checkpoint.name} in {checkpoint.path}")
         self.stdout.write(f"metrics: {run.metrics}")
 
-    def train_file(self, options: dict[str, Any], preset: str, settings_: dict[str, Any]) -> None:
+    def train_file(
+        self, options: dict[str, Any], preset: str, settings_: dict[str, Any], base: ModelCheckpoint | None
+    ) -> None:
         from training.bc import train_bc
         from training.reward import train_reward_model
 
         if not options["output"]:
             raise CommandError("--output is required with --data")
-        config = config_for(self.kind, preset, settings_)
-        config.data, config.output_dir = str(options["data"]), str(options["output"])
+        _, config = check_run(self.kind, None, preset, settings_, base, local_paths=True)
+        config = replace(config, data=str(options["data"]), output_dir=str(options["output"]))
         trainer = train_bc if self.kind == "bc" else train_reward_model
         try:
             result = trainer(config, Hooks(on_progress=self.echo), store_dir())
