@@ -189,13 +189,14 @@ def test_nonsense_finishes_without_an_answer_and_takes_a_note(bank, dana):
 
 def test_active_time_counts_only_gaps_without_long_idleness(bank, dana):
     episode = service.next_episode(dana)
-    now = timezone.now()
-    Episode.objects.filter(pk=episode.pk).update(last_seen_at=now - timedelta(seconds=20), active_seconds=0)
-    service.heartbeat(episode.pk, dana)
-    assert 19 < Episode.objects.get().active_seconds < 25
-    Episode.objects.filter(pk=episode.pk).update(last_seen_at=timezone.now() - timedelta(minutes=10))
-    service.heartbeat(episode.pk, dana)
-    assert Episode.objects.get().active_seconds < 25  # the ten minutes away do not count
+    start = timezone.now()
+    Episode.objects.filter(pk=episode.pk).update(last_seen_at=start, active_seconds=0)
+    service.heartbeat(episode.pk, dana, now=start + timedelta(seconds=20))
+    assert Episode.objects.get().active_seconds == 20
+    service.heartbeat(episode.pk, dana, now=start + timedelta(seconds=20, minutes=10))
+    assert Episode.objects.get().active_seconds == 20  # the ten minutes away do not count
+    service.heartbeat(episode.pk, dana, now=start + timedelta(seconds=50, minutes=10))
+    assert Episode.objects.get().active_seconds == 50  # back at work: the 30 s gap counts again
 
 
 def test_other_peoples_episodes_cannot_be_changed(bank, dana, erin):

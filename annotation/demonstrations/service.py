@@ -170,12 +170,12 @@ def _touch(episode: Episode, now: datetime) -> None:
     episode.last_seen_at = now
 
 
-def heartbeat(episode_id: int, user: AnyUser) -> None:
+def heartbeat(episode_id: int, user: AnyUser, *, now: datetime | None = None) -> None:
     """The page is visible and in use (sent by the page every few seconds while that is so)."""
     with transaction.atomic():
         episode = Episode.objects.select_for_update().get(pk=episode_id, user=user)
         if episode.is_open:
-            _touch(episode, timezone.now())
+            _touch(episode, now or timezone.now())
             episode.save(update_fields=["active_seconds", "last_seen_at"])
 
 
@@ -191,13 +191,15 @@ def save_draft(episode_id: int, user: AnyUser, text: str) -> Episode:
 
 
 def submit_answer(episode_id: int, user: AnyUser, text: str) -> list[str]:
-    """Finish the episode with its answer, or say why not. Submitting the same answer again is harmless."""
+    """Finish the episode with its answer, or say why not. Submitting the same answer again is harmless;
+    another answer once the episode left the answer step (from a second tab) is refused with the reason,
+    never dropped silently."""
     with transaction.atomic():
         episode = Episode.objects.select_for_update().get(pk=episode_id, user=user)
         if episode.status == EpisodeStatus.FINISHED and episode.answer == text:
             return []
         if episode.status != EpisodeStatus.ANSWERING:
-            return ["This episode is not at the answer step."]
+            return [_not_answering(episode)]
         errors = answer_errors(text, len(episode.state["quotes"]))
         episode.answer_draft = text
         if not errors:
@@ -209,6 +211,19 @@ def submit_answer(episode_id: int, user: AnyUser, text: str) -> list[str]:
         _touch(episode, timezone.now())
         episode.save()
     return errors
+
+
+def _not_answering(episode: Episode) -> str:
+    """Why an answer is refused when the episode is no longer at the answer step."""
+    if episode.status == EpisodeStatus.FINISHED and episode.answer:
+        what = "was already answered (in another tab or window?) with a different answer"
+    elif episode.status == EpisodeStatus.FINISHED:
+        what = "was finished without an answer"
+    elif episode.status == EpisodeStatus.SKIPPED:
+        what = "was skipped"
+    else:
+        what = "went back to browsing (in another tab or window?)"
+    return f"This question {what}: the answer you sent was not saved."
 
 
 def return_to_browsing(episode_id: int, user: AnyUser) -> str:
