@@ -90,6 +90,15 @@ def demo_data(settings):
 
 
 @pytest.fixture(autouse=True)
+def fresh_cache():
+    """Every test starts with empty API throttle counters (they live in the cache), so no test is
+    throttled by requests an earlier one made."""
+    from django.core.cache import cache
+
+    cache.clear()
+
+
+@pytest.fixture(autouse=True)
 def corpus_indexes_in_tmp(settings, tmp_path, monkeypatch):
     """Every test gets its own index folder: tests never touch var/corpora, nor each other's indexes."""
     from browser import services

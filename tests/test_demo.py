@@ -3,6 +3,7 @@
 import pytest
 from django.contrib.auth import authenticate, get_user_model
 from django.core.management import CommandError, call_command
+from django.test import RequestFactory
 
 from annotation.models import Question, QuestionImport
 from webgpt_site.permissions import Role, user_roles
@@ -29,11 +30,12 @@ def test_load_demo_creates_the_demo_users_and_questions_once(settings):
         "researcher": {Role.RESEARCHER},
         "admin": {Role.RESEARCHER},  # staff may use the console
     }
+    sign_in = RequestFactory().post("/accounts/login/")  # the login lockout counts per request
     for username, roles in expected_roles.items():
-        user = authenticate(username=username, password=username)
+        user = authenticate(sign_in, username=username, password=username)
         assert user is not None, username
         assert user_roles(user) == roles
-    assert authenticate(username="admin", password="admin").is_superuser
+    assert authenticate(sign_in, username="admin", password="admin").is_superuser
 
     call_command("load_demo")
     assert (

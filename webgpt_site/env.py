@@ -86,3 +86,18 @@ def env_ratios(name: str, default: dict[str, float], *, keys: tuple[str, ...]) -
     if abs(sum(ratios.values()) - 1.0) > 1e-6:
         raise ImproperlyConfigured(f"{name}: ratios must sum to 1, got {sum(ratios.values()):g}")
     return ratios
+
+
+_RATE_PERIODS = {"second": "s", "minute": "m", "hour": "h", "day": "d"}
+
+
+def env_rate(name: str, default: str) -> str:
+    """A request rate like ``120/minute`` (per second, minute, hour or day), as DRF's throttles read it."""
+    raw = (os.environ.get(name) or default).strip()
+    count, sep, period = raw.partition("/")
+    if not (sep and count.isascii() and count.isdigit() and int(count) > 0 and period in _RATE_PERIODS):
+        raise ImproperlyConfigured(
+            f"{name}: expected a rate like 120/minute (a positive count per second, minute, hour or day), "
+            f"got {raw!r}"
+        )
+    return f"{int(count)}/{_RATE_PERIODS[period]}"

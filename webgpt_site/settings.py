@@ -9,13 +9,14 @@ transport-security setting, so ``manage.py check --deploy`` reports nothing.
 from __future__ import annotations
 
 import secrets
+from datetime import timedelta
 from pathlib import Path
 
 import dj_database_url
 from csp.constants import NONE, SELF
 from django.core.exceptions import ImproperlyConfigured
 
-from webgpt_site.env import env_bool, env_int, env_list, env_ratios, env_str
+from webgpt_site.env import env_bool, env_int, env_list, env_rate, env_ratios, env_str
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 # Everything the running app writes locally (SQLite file, dev secret, embedded broker, exports).
@@ -66,6 +67,7 @@ INSTALLED_APPS = [
     "rest_framework.authtoken",
     "drf_spectacular",
     "drf_spectacular_sidecar",
+    "axes",
     "webgpt_site",
     "browser",
     "annotation",
@@ -82,6 +84,8 @@ MIDDLEWARE = [
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "csp.middleware.CSPMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
+    # Last, as django-axes requires: it turns a refused sign-in into the lockout page.
+    "axes.middleware.AxesMiddleware",
 ]
 
 if not DEBUG:
@@ -137,6 +141,11 @@ AUTH_PASSWORD_VALIDATORS = [
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "home"
 LOGOUT_REDIRECT_URL = "login"
+# django-axes first: it refuses a sign-in while the username or the address is locked out.
+AUTHENTICATION_BACKENDS = [
+    "axes.backends.AxesStandaloneBackend",
+    "django.contrib.auth.backends.ModelBackend",
+]
 
 LANGUAGE_CODE = "en-us"
 TIME_ZONE = env_str("TIME_ZONE", "UTC")
@@ -187,6 +196,33 @@ if not DEBUG:
     if env_bool("BEHIND_TLS_PROXY", False):
         # Only when a trusted proxy terminates TLS and always sets this header.
         SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+
+# Proxies in front of the app that append to X-Forwarded-For (0: clients connect directly). Decides
+# which address the login lockout and the API throttles count: a wrong number lets clients pick theirs.
+TRUSTED_PROXIES = env_int("TRUSTED_PROXIES", 0, minimum=0)
+
+# Brute-force protection on every sign-in form (/accounts/login/, /admin/login/): after
+# LOGIN_FAILURE_LIMIT failures for one username, or from one address, sign-ins are refused for
+# LOGIN_LOCKOUT_MINUTES (each refused try starts the wait again). Unlock early with
+# `manage.py axes_reset_username NAME`, `axes_reset_ip ADDRESS` or `axes_reset` (everything).
+AXES_FAILURE_LIMIT = env_int("LOGIN_FAILURE_LIMIT", 5, minimum=1)
+AXES_COOLOFF_TIME = timedelta(minutes=env_int("LOGIN_LOCKOUT_MINUTES", 15, minimum=1))
+AXES_LOCKOUT_PARAMETERS = ["username", "ip_address"]  # each on its own: per user, and per address
+AXES_RESET_ON_SUCCESS = True
+AXES_LOCKOUT_CALLABLE = "webgpt_site.views.locked_out"
+AXES_CLIENT_IP_CALLABLE = "webgpt_site.throttles.client_address"
+AXES_VERBOSE = False
+
+# Throttle counters (and anything else cached) in Redis when CACHE_URL is set, so every web process
+# shares them; otherwise in each process's memory.
+CACHE_URL = env_str("CACHE_URL")
+if CACHE_URL and CACHE_URL.partition("://")[0] not in {"redis", "rediss"}:
+    raise ImproperlyConfigured("CACHE_URL: expected redis://HOST:PORT/DB (or unset for a per-process cache)")
+CACHES = {
+    "default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": CACHE_URL}
+    if CACHE_URL
+    else {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}
+}
 
 # --- Celery ---------------------------------------------------------------------------------------
 # With CELERY_BROKER_URL (Redis) real workers consume the queues. Without it (first run), the broker
@@ -240,6 +276,14 @@ REST_FRAMEWORK = {
     "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.PageNumberPagination",
     "PAGE_SIZE": 50,
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    # Per signed-in user on every endpoint, per address for anonymous calls; over the rate: 429 with
+    # Retry-After. Generous by default (a labeler's autosave and heartbeats stay far below).
+    "DEFAULT_THROTTLE_CLASSES": ["webgpt_site.throttles.AnonThrottle", "webgpt_site.throttles.UserThrottle"],
+    "DEFAULT_THROTTLE_RATES": {
+        "anon": env_rate("API_THROTTLE_ANON", "60/minute"),
+        "user": env_rate("API_THROTTLE_USER", "1200/minute"),
+    },
+    "NUM_PROXIES": TRUSTED_PROXIES,  # without it DRF would trust any X-Forwarded-For a client sends
 }
 SPECTACULAR_SETTINGS = {
     "TITLE": "WebGPT feedback platform API",

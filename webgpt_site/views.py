@@ -1,5 +1,6 @@
 """Pages every signed-in person sees: the home page that routes each role to its work."""
 
+from django.conf import settings
 from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
@@ -14,3 +15,10 @@ def home(request: HttpRequest) -> HttpResponse:
     if target:
         return redirect(target)
     return render(request, "home.html")
+
+
+def locked_out(request: HttpRequest, response: HttpResponse | None, credentials: dict | None) -> HttpResponse:
+    """django-axes' answer to a sign-in while the username or the address is locked out (429)."""
+    minutes = int(settings.AXES_COOLOFF_TIME.total_seconds() // 60)
+    context = {"failure_limit": settings.AXES_FAILURE_LIMIT, "minutes": minutes}
+    return render(request, "registration/locked_out.html", context, status=429)
