@@ -11,6 +11,7 @@ from annotation.feedback.agreement import (
     preference_rate,
     ranking_agreement,
     ranking_pair_agreement,
+    wilson_interval,
 )
 
 
@@ -82,3 +83,13 @@ def test_preference_rate_wilson_interval():
     assert preference_rate([1.0, 0.5, 0.0, -1.0])[0] == pytest.approx(2.5 / 4)
     with pytest.raises(ValueError):
         preference_rate([])
+
+
+def test_the_wilson_interval_at_small_counts_fractions_and_the_edges():
+    assert wilson_interval(9, 10) == pytest.approx((0.5958, 0.9821), abs=1e-4)  # hand-computed
+    assert wilson_interval(50, 100) == pytest.approx((0.40383, 0.59617), abs=1e-4)
+    assert wilson_interval(2.5, 4) == pytest.approx((0.2194, 0.9081), abs=1e-4)  # ties as half wins
+    assert wilson_interval(0, 5) == (0.0, pytest.approx(0.4345, abs=1e-4))  # exactly 0, not a hair above
+    assert wilson_interval(5, 5) == (pytest.approx(0.5655, abs=1e-4), 1.0)
+    assert wilson_interval(0, 0) == (0.0, 1.0)  # nothing counted: nothing known
+    assert wilson_interval(9, 10, z=1.0)[0] > wilson_interval(9, 10)[0]  # a narrower interval at 68%

@@ -7,23 +7,11 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
-Z95 = 1.959963984540054
+from annotation.feedback.agreement import wilson_interval
 
 
 def sigmoid(x: float) -> float:
     return 1 / (1 + math.exp(-x)) if x >= 0 else math.exp(x) / (1 + math.exp(x))
-
-
-def wilson_interval(successes: int, total: int, z: float = Z95) -> tuple[float, float]:
-    """The Wilson score interval: sound at small counts and near 0 or 1, unlike the normal one."""
-    if total == 0:
-        return (0.0, 1.0)
-    p = successes / total
-    centre = (p + z * z / (2 * total)) / (1 + z * z / total)
-    half = z * math.sqrt(p * (1 - p) / total + z * z / (4 * total * total)) / (1 + z * z / total)
-    # At 0 or all successes the bound is exactly 0 or 1 (the float sum can land a hair inside).
-    low = 0.0 if successes == 0 else max(0.0, centre - half)
-    return (low, 1.0 if successes == total else min(1.0, centre + half))
 
 
 def preference_metrics(

@@ -18,7 +18,7 @@ from itertools import combinations
 from typing import Any
 
 _EPSILON = 1e-9
-_Z95 = 1.959963984540054  # the two-sided 95% quantile of the standard normal
+Z95 = 1.959963984540054  # the two-sided 95% quantile of the standard normal
 
 Ranking = Mapping[str, float]
 
@@ -78,21 +78,38 @@ def preference_rate(results: Sequence[float]) -> tuple[float, float, float]:
     """(rate, low, high): how often the subject is preferred, with a 95% Wilson score interval.
 
     Each result is a preference in [-1, 1] from the subject's point of view (e.g. ``preference_value`` of
-    the policy's side): > 0 a win (1), 0 a tie (0.5), < 0 a loss (0). With n results and p = the mean:
-
-        low, high = (p + z²/2n ± z * sqrt(p(1-p)/n + z²/4n²)) / (1 + z²/n),   z = 1.96
-
-    Ties enter as half wins; since p(1-p) is the largest variance a [0, 1] score with mean p can have, the
-    interval is then slightly conservative. ``ValueError`` when there are no results.
+    the policy's side): > 0 a win (1), 0 a tie (0.5), < 0 a loss (0). Ties enter as half wins; since
+    p(1-p) is the largest variance a [0, 1] score with mean p can have, the interval is then slightly
+    conservative. ``ValueError`` when there are no results.
     """
     n = len(results)
     if n == 0:
         raise ValueError("no results to rate")
-    p = sum(1.0 if _sign(r) > 0 else 0.5 if _sign(r) == 0 else 0.0 for r in results) / n
-    z2 = _Z95 * _Z95
-    centre = (p + z2 / (2 * n)) / (1 + z2 / n)
-    half = _Z95 * math.sqrt(p * (1 - p) / n + z2 / (4 * n * n)) / (1 + z2 / n)
-    return p, max(0.0, centre - half), min(1.0, centre + half)
+    wins = sum(1.0 if _sign(r) > 0 else 0.5 if _sign(r) == 0 else 0.0 for r in results)
+    return (wins / n, *wilson_interval(wins, n))
+
+
+# The one Wilson interval of the project, used here and by training.evaluation (reward-model accuracy).
+# It lives in annotation.feedback because that package is plain Python (no Django, no torch) and training
+# already sits above annotation (it trains on annotation's exports), so training importing it points
+# down the dependency arrows; browser/engine, the other shared floor, is the browsing environment.
+def wilson_interval(successes: float, total: int, z: float = Z95) -> tuple[float, float]:
+    """The 95% (by default) Wilson score interval of ``successes`` out of ``total``: sound at small counts
+    and near 0 or 1, unlike the normal one. ``successes`` may be fractional (a tie as half a win). With
+    n = total and p = successes / n:
+
+        low, high = (p + z²/2n ± z * sqrt(p(1-p)/n + z²/4n²)) / (1 + z²/n)
+
+    (0, 1) when there is nothing to count."""
+    if total == 0:
+        return (0.0, 1.0)
+    p = successes / total
+    z2 = z * z
+    centre = (p + z2 / (2 * total)) / (1 + z2 / total)
+    half = z * math.sqrt(p * (1 - p) / total + z2 / (4 * total * total)) / (1 + z2 / total)
+    # At no or all successes the bound is exactly 0 or 1 (the float sum can land a hair inside).
+    low = 0.0 if successes == 0 else max(0.0, centre - half)
+    return (low, 1.0 if successes == total else min(1.0, centre + half))
 
 
 def _per_labeler(
