@@ -20,9 +20,8 @@ from annotation.feedback import assignment as work
 from annotation.feedback.assignment import answer_shapes
 from annotation.feedback.presenter import task_context
 from annotation.feedback.scales import COMPARISON_SCALE, QUESTION_FLAGS
-from annotation.feedback.validation import required_fields
+from annotation.feedback.validation import MAX_SKIP_REASON, input_errors, required_fields, skip_reason_error
 from annotation.models import Assignment
-from annotation.questions.formats import has_nul
 
 QUOTE_KEYS = ("title", "url", "domain", "extract")
 
@@ -83,33 +82,17 @@ def task_data(task: Assignment) -> dict[str, Any]:
     }
 
 
-SECTIONS = ("ratings", "flags", "answers", "ranks", "likert", "tags")
-
-
-def shape_errors(value: dict) -> dict[str, str]:
-    """Sections of a response that must be objects (the task page reads drafts back through them)."""
-    errors = {
-        key: "Must be an object." for key in SECTIONS if value.get(key) and not isinstance(value[key], dict)
-    }
-    answers = value.get("answers")
-    if isinstance(answers, dict):
-        for slot, part in answers.items():
-            if isinstance(part, dict) and part.get("trust") and not isinstance(part["trust"], dict):
-                errors[f"answers.{slot}.trust"] = "Must be an object."
-    tags = value.get("tags")
-    if isinstance(tags, dict):
-        for slot, chosen in tags.items():
-            if chosen and not isinstance(chosen, list | str):
-                errors[f"tags.{slot}"] = "Must be a list."
-    return errors
-
-
 def _json_object(value: Any) -> dict:
-    if has_nul(value):
-        raise serializers.ValidationError("Text may not contain NUL characters.")
-    errors = shape_errors(value)
+    errors = input_errors(value)  # the task page runs the same check on its forms
     if errors:
         raise serializers.ValidationError(errors)
+    return value
+
+
+def _skip_reason(value: str) -> str:
+    problem = skip_reason_error(value)  # the task page's rule for reasons
+    if problem:
+        raise serializers.ValidationError(problem)
     return value
 
 
@@ -123,7 +106,11 @@ class DraftInput(serializers.Serializer):
 
 
 class SkipInput(serializers.Serializer):
-    reason = serializers.CharField(max_length=1000, help_text="Why you give the task back (as on its page)")
+    reason = serializers.CharField(
+        trim_whitespace=False,
+        validators=[_skip_reason],
+        help_text=f"Why you give the task back (as on its page; at most {MAX_SKIP_REASON} characters)",
+    )
 
 
 def _own(request: Request, pk: int) -> Assignment:

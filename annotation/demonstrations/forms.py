@@ -51,13 +51,37 @@ class ActionForm(forms.Form):
         return text if kind == "command" else prefix[kind] + " ".join(text.split())
 
 
+def _messages(what: str, limit: int) -> dict[str, str]:
+    """Errors that say what is wrong: Django's generic "Null characters are not allowed." and the bare
+    length message left demonstrators guessing (a NUL used to be reported as "too long")."""
+    return {
+        "null_characters_not_allowed": f"{what} may not contain NUL characters (U+0000): remove them.",
+        "max_length": f"{what} is too long: at most {limit} characters.",
+        "required": f"Write {what.lower()}.",
+    }
+
+
+def form_problems(form: forms.Form) -> list[str]:
+    """Every error of a bound form, as plain sentences for a message or a 400 body."""
+    return [str(message) for messages in form.errors.values() for message in messages]
+
+
 class AnswerForm(forms.Form):
-    answer = forms.CharField(required=False, max_length=20_000, strip=False, widget=forms.Textarea)
+    answer = forms.CharField(
+        required=False,
+        max_length=20_000,
+        strip=False,
+        widget=forms.Textarea,
+        error_messages=_messages("The answer", 20_000),
+    )
 
 
 class NoteForm(forms.Form):
-    note = forms.CharField(required=False, max_length=5000)
+    note = forms.CharField(required=False, max_length=5000, error_messages=_messages("The note", 5000))
 
 
 class SkipForm(forms.Form):
-    reason = forms.CharField(max_length=1000)
+    reason = forms.CharField(
+        max_length=1000,
+        error_messages=_messages("The reason", 1000) | {"required": "Say why you skip this question."},
+    )

@@ -11,7 +11,7 @@ from django.views.decorators.http import require_GET, require_POST
 from django.views.decorators.vary import vary_on_headers
 
 from annotation.demonstrations import service
-from annotation.demonstrations.forms import ActionForm, AnswerForm, NoteForm, SkipForm
+from annotation.demonstrations.forms import ActionForm, AnswerForm, NoteForm, SkipForm, form_problems
 from annotation.demonstrations.presenter import panel_context
 from annotation.models import Episode, EpisodeStatus
 from webgpt_site.permissions import Role, get_visible_or_404, role_required
@@ -142,7 +142,7 @@ def draft(request: HttpRequest, pk: int) -> HttpResponse:
     episode = _own_episode(request, pk)
     form = AnswerForm(request.POST)
     if not form.is_valid():
-        return HttpResponse("The draft is too long.", status=400)
+        return HttpResponse(" ".join(form_problems(form)), status=400)
     try:
         service.save_draft(episode.pk, request.user, form.cleaned_data["answer"])
     except service.EpisodeClosed as exc:
@@ -155,7 +155,7 @@ def draft(request: HttpRequest, pk: int) -> HttpResponse:
 def answer(request: HttpRequest, pk: int) -> HttpResponse:
     episode = _own_episode(request, pk)
     form = AnswerForm(request.POST)
-    errors = ["The answer is too long."] if not form.is_valid() else []
+    errors = form_problems(form) if not form.is_valid() else []
     if not errors:
         errors = service.submit_answer(episode.pk, request.user, form.cleaned_data["answer"])
     if not errors:
@@ -191,7 +191,7 @@ def note(request: HttpRequest, pk: int) -> HttpResponse:
         except service.EpisodeClosed as exc:
             messages.error(request, str(exc))
     else:
-        messages.error(request, "The note is too long.")
+        messages.error(request, " ".join(form_problems(form)))
     return redirect("annotation:episode", pk=pk)
 
 
@@ -202,7 +202,7 @@ def skip(request: HttpRequest, pk: int) -> HttpResponse:
     form = SkipForm(request.POST)
     try:
         if not form.is_valid():
-            raise service.EpisodeClosed("Say why you skip this question.")
+            raise service.EpisodeClosed(" ".join(form_problems(form)))
         service.skip_episode(episode.pk, request.user, form.cleaned_data["reason"])
     except service.EpisodeClosed as exc:
         messages.error(request, str(exc))

@@ -2,18 +2,19 @@
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from django.http import QueryDict
 
 from annotation.feedback.scales import QUESTION_FLAGS, codes, dimensions_for, rating_fields
+from webgpt_site.inputs import JSONInputError, loads
 
 
 def response_from_post(
     template: str, preset: str, post: QueryDict, slots: list[str], quote_counts: list[int]
 ) -> dict:
-    """The response as the validator expects it; malformed pieces are passed on for it to explain."""
+    """The response as the validator expects it; malformed pieces are passed on for it to explain (the
+    views run ``validation.input_errors`` on the result, as the API does on its bodies)."""
     response: dict[str, Any] = {"comment": post.get("comment", "")}
     if template in ("webgpt_comparison", "minimal_comparison"):
         response["ratings"] = {
@@ -47,6 +48,6 @@ def _json_list(raw: str) -> Any:
     if not raw.strip():
         return []
     try:
-        return json.loads(raw)
-    except ValueError:
+        return loads(raw)
+    except JSONInputError:  # also too deep: never a RecursionError
         return raw  # the validator reports it

@@ -18,11 +18,15 @@ indexes in 0..quote_count-1 (overlapping claims are fine). Ranks are whole numbe
 allowed, K = 4..9, stored as dense ranks (1, 1, 3 -> 1, 1, 2). GopherCite's justification needs at least
 7 words whenever it is given. Contradictions between the overall rating and the other dimensions are
 reported in ``flags`` for review, never refused (``contradiction_flags`` states the rules).
+
+What arrives from the task page and the API first passes ``input_errors`` (and a skip reason
+``skip_reason_error``): both callers run these same checks, so the page and the API refuse the same input.
 """
 
 from __future__ import annotations
 
 import hashlib
+import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -42,6 +46,7 @@ from annotation.feedback.scales import (
     rating_fields,
 )
 from annotation.feedback.validation_comparison import (
+    MAX_TEXT,
     OVERALL_CONTRADICTS,
     OVERALL_EQUAL_BUT_AGREE,
     AnswerShape,
@@ -54,6 +59,7 @@ from annotation.feedback.validation_comparison import (
     text,
     validate_comparison,
 )
+from webgpt_site.inputs import json_depth, nul_path, text_path
 
 __all__ = [
     "OVERALL_CONTRADICTS",
@@ -62,11 +68,17 @@ __all__ = [
     "Validation",
     "contradiction_flags",
     "draw_required_all",
+    "input_errors",
     "required_fields",
+    "skip_reason_error",
     "validate_response",
 ]
 
 UNREADABLE = "This response could not be read. Reload the page and try again."
+MAX_RESPONSE_CHARS = 200_000  # a whole response or draft, as JSON
+MAX_RESPONSE_DEPTH = 8  # response > answers > A > claims > claim > quotes > index is 6
+MAX_SKIP_REASON = 1000
+SECTIONS = ("ratings", "flags", "answers", "ranks", "likert", "tags")
 
 
 @dataclass(frozen=True)
@@ -91,6 +103,59 @@ def validate_response(
         return _validate(template, response, answers, required_all, always_required, preset or None)
     except Exception:  # a safety net only: the checks themselves do not raise
         return Validation({"response": UNREADABLE}, (), {}, False)
+
+
+def input_errors(value: Any) -> dict[str, str]:
+    """Why a response or a draft cannot be taken at all (empty when it can), by field path: the one check
+    that the task page and the API run on what they receive, before a draft is kept as sent and before the
+    template's rules (``validate_response``). Refuses anything that is not an object, too deep or too large,
+    any text with U+0000 (PostgreSQL cannot store it) or over ``MAX_TEXT`` characters, and sections the task
+    page could not read a draft back from. Never raises."""
+    if not isinstance(value, Mapping):
+        return {"response": "The response must be a set of named fields."}
+    if json_depth(value) > MAX_RESPONSE_DEPTH:
+        return {"response": f"The response is nested more than {MAX_RESPONSE_DEPTH} levels deep."}
+    path = nul_path(value)
+    if path is not None:
+        return {".".join(path) or "response": "Text may not contain NUL characters (U+0000)."}
+    path = text_path(value, lambda text: len(text) > MAX_TEXT)
+    if path is not None:
+        return {".".join(path): f"This text is too long (at most {MAX_TEXT} characters)."}
+    size = len(json.dumps(value, default=str))
+    if size > MAX_RESPONSE_CHARS:
+        return {"response": f"The response is too large ({size} characters; at most {MAX_RESPONSE_CHARS})."}
+    return _shape_errors(value)
+
+
+def _shape_errors(value: Mapping) -> dict[str, str]:
+    """Sections that must be objects or lists: the task page reads drafts back through them."""
+    errors = {
+        key: "Must be an object." for key in SECTIONS if value.get(key) and not isinstance(value[key], dict)
+    }
+    answers = value.get("answers")
+    for slot, part in answers.items() if isinstance(answers, dict) else ():
+        if not isinstance(part, dict):
+            continue
+        if part.get("trust") and not isinstance(part["trust"], dict):
+            errors[f"answers.{slot}.trust"] = "Must be an object."
+        if part.get("claims") and not isinstance(part["claims"], list):
+            errors[f"answers.{slot}.claims"] = "The claims must be a list of marked spans."
+    tags = value.get("tags")
+    for slot, chosen in tags.items() if isinstance(tags, dict) else ():
+        if chosen and not isinstance(chosen, list | str):
+            errors[f"tags.{slot}"] = "Must be a list."
+    return errors
+
+
+def skip_reason_error(reason: Any) -> str | None:
+    """Why a skip reason cannot be taken (None when it can): the task page and the API both ask."""
+    if not isinstance(reason, str) or not reason.strip():
+        return "Say why you skip this task."
+    if "\x00" in reason:
+        return "The reason may not contain NUL characters (U+0000)."
+    if len(reason) > MAX_SKIP_REASON:
+        return f"The reason is too long ({len(reason)} characters; at most {MAX_SKIP_REASON})."
+    return None
 
 
 def required_fields(

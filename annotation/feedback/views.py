@@ -14,6 +14,7 @@ from django.views.decorators.http import require_GET, require_POST
 from annotation.feedback import assignment as work
 from annotation.feedback.forms import response_from_post
 from annotation.feedback.presenter import task_context
+from annotation.feedback.validation import input_errors, skip_reason_error
 from annotation.models import Assignment, AssignmentStatus
 from webgpt_site.permissions import Role, get_visible_or_404, role_required
 
@@ -98,8 +99,12 @@ def _response(request: HttpRequest, task: Assignment) -> dict:
 @role_required(Role.LABELER)
 def draft(request: HttpRequest, pk: int) -> HttpResponse:
     task = _own(request, pk)
+    response = _response(request, task)
+    problems = input_errors(response)  # the API's check on drafts: nothing unstorable is kept
+    if problems:
+        return HttpResponse(" ".join(problems.values()), status=400)
     try:
-        work.save_draft(task.pk, request.user, _response(request, task))
+        work.save_draft(task.pk, request.user, response)
     except work.TaskClosed as exc:
         return HttpResponse(str(exc), status=409)
     return HttpResponse(f"Draft saved at {timezone.localtime():%H:%M:%S}.")
@@ -114,8 +119,12 @@ def submit(request: HttpRequest, pk: int) -> HttpResponse:
     except ValueError:
         messages.error(request, "That form was incomplete; reload the page.")
         return redirect("annotation:task", pk=task.pk)
+    response = _response(request, task)
+    problems = input_errors(response)  # the API's check on bodies, before anything is stored or shown back
+    if problems:
+        return _render_task(request, task, errors=problems, status=400)
     try:
-        result = work.submit(task.pk, request.user, _response(request, task), key)
+        result = work.submit(task.pk, request.user, response, key)
     except work.TaskClosed as exc:
         messages.error(request, str(exc))
         return redirect("annotation:next_task")
@@ -130,8 +139,13 @@ def submit(request: HttpRequest, pk: int) -> HttpResponse:
 @role_required(Role.LABELER)
 def skip(request: HttpRequest, pk: int) -> HttpResponse:
     task = _own(request, pk)
+    reason = request.POST.get("reason", "")
+    problem = skip_reason_error(reason)  # the API's rule for reasons
+    if problem:
+        messages.error(request, problem)
+        return redirect("annotation:task", pk=task.pk)
     try:
-        work.skip(task.pk, request.user, request.POST.get("reason", ""))
+        work.skip(task.pk, request.user, reason)
     except work.TaskClosed as exc:
         messages.error(request, str(exc))
         return redirect("annotation:task", pk=task.pk)

@@ -1,0 +1,185 @@
+"""Bad input is a clear 4xx that writes nothing, never a 500: quote URLs, NUL and sizes in task forms (one
+validator for the pages and the API), deep JSON, question-import lengths and numbers, query parameters and
+ids, and the size of uploads (checked before reading)."""
+
+from __future__ import annotations
+
+import json
+import re
+import uuid
+
+import pytest
+from django.urls import reverse
+from rest_framework.test import APIClient
+
+from annotation.feedback import assignment as work
+from annotation.feedback.answers_import import import_answers
+from annotation.feedback.batches import BatchSettings, create_feedback_batch, group_answers
+from annotation.models import Assignment, AssignmentStatus, Question
+from annotation.questions.service import import_questions
+from webgpt_site.inputs import JSONInputError, has_nul, json_depth, loads
+
+pytestmark = pytest.mark.django_db
+DEEP = "[" * 5000 + "]" * 5000
+
+
+def api(user=None) -> APIClient:
+    client = APIClient()
+    if user is not None:
+        client.force_authenticate(user)
+    return client
+
+
+def answer_row(text: str, url: str = "https://en.wikipedia.org/wiki/Rayleigh_scattering") -> dict:
+    return {
+        "question": "Why is the sky blue?",
+        "answer": text,
+        "quotes": [{"title": "Rayleigh scattering", "url": url, "extract": "scattering of light"}],
+    }
+
+
+def lines(*rows: dict) -> bytes:
+    return "\n".join(json.dumps(row) for row in rows).encode()
+
+
+@pytest.fixture
+def task(bob) -> Assignment:
+    """Bob's leased WebGPT comparison of two answers with one quote each."""
+    import_questions(b'{"question": "Why is the sky blue?"}', filename="q.jsonl")
+    answers = import_answers(lines(answer_row("Rayleigh scattering [1]."), answer_row("Dust [1].")))
+    settings = BatchSettings("sky", "webgpt_comparison", required_probability=0.0)
+    create_feedback_batch(None, settings, group_answers(answers, "webgpt_comparison"))
+    return work.next_assignment(bob)
+
+
+def page_fields(client, task) -> dict[str, str]:
+    """The hidden fields of the task page's form (the submit key, and the version where the page has one)."""
+    html = client.get(reverse("annotation:task", args=[task.pk])).content.decode()
+    return dict(re.findall(r'name="(submit_key|version)" value="([^"]*)"', html))
+
+
+def post_task(client, task, name: str, data: dict):
+    """A task form posted as the page would, following a refusal back to the task page that shows it."""
+    return client.post(
+        reverse(f"annotation:{name}", args=[task.pk]), {**page_fields(client, task), **data}, follow=True
+    )
+
+
+# Item 12: deep JSON, odd numbers and NUL at the parser
+
+
+def test_json_limits_say_what_is_wrong_and_never_recurse():
+    for text, reason in [
+        (DEEP, "nested more than"),
+        ("[" * 40 + "]" * 40, "nested more than 32"),
+        ('{"x": 1e999}', "too large"),
+        ('{"x": NaN}', "not a number"),
+        ('{"x": -Infinity}', "not a number"),
+        ('{"x": ' + "9" * 5000 + "}", "more than 4300 digits"),
+        ("{nope", "invalid JSON"),
+    ]:
+        with pytest.raises(JSONInputError, match=reason):
+            loads(text)
+    assert loads('{"a": [1, 2.5, "b"]}') == {"a": [1, 2.5, "b"]}
+    deep: list = []
+    for _ in range(100_000):  # far deeper than any recursion limit: the walks are iterative
+        deep = [deep]
+    assert json_depth(deep) == 100_001 and not has_nul(deep)
+    assert has_nul([[[{"k": ["a\x00"]}]]]) and has_nul({"a\x00": 1})
+
+
+def test_deep_or_odd_json_to_the_api_is_a_400(task, alice, bob):
+    client = api(bob)
+    for user, url in (
+        (bob, f"/api/tasks/{task.pk}/draft"),
+        (bob, f"/api/tasks/{task.pk}/submit"),
+        (bob, f"/api/tasks/{task.pk}/skip"),
+        (alice, "/api/batches"),
+        (alice, "/api/exports"),
+    ):
+        for body in (DEEP, '{"draft": {"x": 1e999}}', '{"draft": {"x": NaN}}'):
+            response = api(user).post(url, body, content_type="application/json")
+            assert response.status_code == 400, (url, body[:30], response.content[:200])
+            assert "JSON parse error" in response.json()["detail"]
+    nul = client.post(f"/api/tasks/{task.pk}/draft", {"draft": {"comment": "a\x00b"}}, format="json")
+    assert (
+        nul.status_code == 400 and "NUL" in nul.json()["detail"] and "draft.comment" in nul.json()["detail"]
+    )
+    task.refresh_from_db()
+    assert task.draft in ({}, None)
+
+
+def test_deep_claims_on_the_task_page_are_refused(task, bob, client):
+    client.force_login(bob)
+    data = {"rating-overall": "a_better", "claims-A": DEEP}
+    assert post_task(client, task, "task_draft", data).status_code == 400
+    page = post_task(client, task, "task_submit", data)
+    assert "The claims must be a list of marked spans." in page.content.decode()
+    task.refresh_from_db()
+    assert task.status == AssignmentStatus.LEASED and task.draft in ({}, None)
+
+
+# Item 11: NUL and sizes in the task forms: the page runs the API's validator
+
+
+@pytest.mark.parametrize(
+    ("comment", "reason"),
+    [("fine\x00", "may not contain NUL characters"), ("x" * 4_000_000, "This text is too long")],
+    ids=["nul", "4MB"],
+)
+def test_the_page_and_the_api_refuse_the_same_comment_and_store_nothing(task, bob, client, comment, reason):
+    client.force_login(bob)
+    data = {"rating-overall": "a_better", "comment": comment}
+    draft = post_task(client, task, "task_draft", data)
+    assert draft.status_code == 400 and reason in draft.content.decode()
+    page = post_task(client, task, "task_submit", data)
+    assert reason in page.content.decode()
+    body = {"response.comment": comment, "key": str(uuid.uuid4())}  # a form body: JSON refuses NUL earlier
+    refused = api(bob).post(f"/api/tasks/{task.pk}/submit", body, format="multipart")
+    assert refused.status_code == 400 and reason in json.dumps(refused.json()), refused.json()
+    task.refresh_from_db()
+    assert task.status == AssignmentStatus.LEASED and task.draft in ({}, None) and task.response in ({}, None)
+
+
+@pytest.mark.parametrize(
+    ("reason", "message"),
+    [
+        ("tired\x00", "may not contain NUL characters"),
+        ("x" * 1001, "at most 1000"),
+        ("x" * 4_000_000, "at most 1000"),
+        ("   ", "Say why you skip this task."),
+    ],
+    ids=["nul", "1001", "4MB", "blank"],
+)
+def test_the_page_and_the_api_refuse_the_same_skip_reasons(task, bob, client, reason, message):
+    client.force_login(bob)
+    page = client.post(reverse("annotation:task_skip", args=[task.pk]), {"reason": reason}, follow=True)
+    assert message in page.content.decode()
+    refused = api(bob).post(f"/api/tasks/{task.pk}/skip", {"reason": reason}, format="multipart")
+    assert refused.status_code == 400 and message in refused.json()["reason"][0]
+    task.refresh_from_db()
+    assert task.status == AssignmentStatus.LEASED and not task.skip_reason
+    assert api(bob).post(f"/api/tasks/{task.pk}/skip", {"reason": "y" * 1000}).status_code == 200
+
+
+def test_a_nul_in_a_demonstration_says_what_is_wrong(freshwiki, dana, client):
+    from annotation.demonstrations import service
+    from annotation.models import Episode, EpisodeStatus
+
+    import_questions(b'{"question": "Who won the 2022 AFL Grand Final?"}', filename="q.jsonl")
+    Question.objects.update(split="bc")
+    episode = service.next_episode(dana)
+    for command in ("Search AFL Grand Final", "Clicked on link 0", "Quote: won by Geelong", "End: Answer"):
+        episode = service.record_action(episode.pk, dana, command, uuid.uuid4(), episode.version).episode
+    assert episode.status == EpisodeStatus.ANSWERING
+    client.force_login(dana)
+    url = reverse("annotation:episode", args=[episode.pk])
+    draft = client.post(url + "draft/", {"answer": "Geelong\x00"})
+    assert draft.status_code == 400 and "may not contain NUL" in draft.content.decode()
+    page = client.post(url + "answer/", {"answer": "Geelong won [1].\x00"}, follow=True).content.decode()
+    assert "The answer may not contain NUL characters" in page and "too long" not in page
+    for action, field in (("note", "note"), ("skip", "reason")):
+        page = client.post(url + f"{action}/", {field: "why\x00"}, follow=True).content.decode()
+        assert "may not contain NUL characters" in page, action
+    episode = Episode.objects.get(pk=episode.pk)
+    assert episode.status == EpisodeStatus.ANSWERING and episode.answer == "" and "\x00" not in episode.note
