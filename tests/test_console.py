@@ -1,10 +1,12 @@
-"""The researcher console: bank summary, importing through the browser, question list filters."""
+"""The researcher console: bank summary, importing through the browser, question list filters, pausing and
+starting a feedback batch."""
 
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.urls import reverse
 
-from annotation.models import Question, QuestionImport
+from annotation.feedback.batches import BatchSettings, create_feedback_batch
+from annotation.models import Answer, Assignment, FeedbackBatch, Question, QuestionImport, SourceKind
 from annotation.questions.service import import_questions
 from tests.conftest import QUESTION_DATA
 from webgpt_site.models import AuditEntry, WorkerPing
@@ -82,3 +84,46 @@ def test_checking_workers_sends_one_ping_per_queue_after_commit(
     assert sorted(WorkerPing.objects.values_list("queue", flat=True)) == ["default", "exports", "training"]
     assert len(callbacks) == 3  # enqueued only once the rows are committed
     assert "waiting" in response.content.decode()
+
+
+def sky_batch(researcher) -> FeedbackBatch:
+    """An active rating batch of one item."""
+    question = import_questions(b'{"question": "Is the sky blue?"}', filename="q.jsonl").questions.get()
+    answer = Answer.objects.create(question=question, text="Yes.", source_kind=SourceKind.MODEL)
+    config = BatchSettings(name="sky", template="rating", preset="truthfulqa")
+    return create_feedback_batch(researcher, config, [[answer]])
+
+
+def test_pausing_a_batch_stops_handing_out_its_work_and_starting_it_resumes(client_for, alice, bob):
+    batch = sky_batch(alice)
+    toggle, page = (
+        reverse(f"console:{name}", args=[batch.pk]) for name in ("feedback_toggle", "feedback_batch")
+    )
+
+    paused = client_for(alice).post(toggle, follow=True)
+    assert paused.redirect_chain == [(page, 302)]
+    assert [str(m) for m in paused.context["messages"]] == ["Batch paused."]
+    html = paused.content.decode()
+    assert "<dt>State</dt><dd>paused</dd>" in html and "Start batch</button>" in html
+    assert FeedbackBatch.objects.get().is_active is False
+    assert client_for(bob).post(reverse("annotation:task_start")).url == reverse("annotation:next_task")
+    assert not Assignment.objects.exists()  # nothing is handed out from a paused batch
+
+    started = client_for(alice).post(toggle, follow=True)
+    assert [str(m) for m in started.context["messages"]] == ["Batch started."]
+    html = started.content.decode()
+    assert "<dt>State</dt><dd>active</dd>" in html and "Pause batch</button>" in html
+    response = client_for(bob).post(reverse("annotation:task_start"))
+    task = Assignment.objects.get(labeler=bob)
+    assert task.item.batch == batch and response.url == reverse("annotation:task", args=[task.pk])
+
+
+def test_only_researchers_toggle_a_batch_and_only_by_post(client_for, alice, bob, charlie):
+    batch = sky_batch(alice)
+    toggle = reverse("console:feedback_toggle", args=[batch.pk])
+    assert client_for(alice).get(toggle).status_code == 405
+    assert client_for(bob).post(toggle).status_code == 403
+    assert client_for(charlie).post(toggle).status_code == 403
+    assert client_for(None).post(toggle).url.startswith(reverse("login"))
+    assert client_for(alice).post(reverse("console:feedback_toggle", args=[batch.pk + 1])).status_code == 404
+    assert FeedbackBatch.objects.get().is_active is True
