@@ -18,9 +18,15 @@ from annotation.exports import service as exports
 from annotation.feedback import assignment as work
 from annotation.feedback.answers_import import import_answers
 from annotation.feedback.batches import BatchSettings, create_feedback_batch
-from annotation.models import Export, ExportStatus
+from annotation.models import Export, ExportStatus, FeedbackBatch
 from annotation.questions.service import import_questions
 from tests.conftest import database_url_for_tests, make_user, running_worker
+
+
+@pytest.fixture(autouse=True)
+def exports_in_tmp(settings, tmp_path):
+    """Export files (the command writes them where the worker does) go to the test's own folder."""
+    settings.MEDIA_ROOT = tmp_path / "media"
 
 
 def judged_pair(django_user_model) -> tuple[list[int], list[str]]:
@@ -133,12 +139,22 @@ def test_demonstrations_and_bc_pairs(freshwiki, dana):
 
 
 @pytest.mark.django_db
-def test_export_dataset_command_writes_the_same_rows(tmp_path, django_user_model, capsys):
+def test_export_dataset_command_runs_the_job_and_writes_the_same_rows(tmp_path, django_user_model, capsys):
     judged_pair(django_user_model)
     out = tmp_path / "comparisons.jsonl"
     call_command("export_dataset", "--format", "webgpt-comparisons", "-o", str(out))
-    assert "2 rows" in capsys.readouterr().out
+    export = Export.objects.get()  # the same job row as the page's, listed in the console
+    assert (export.status, export.row_count, export.owner) == (ExportStatus.DONE, 2, None)
+    assert hashlib.sha256(out.read_bytes()).hexdigest() == export.sha256
+    assert exports.export_path(export).read_bytes() == out.read_bytes()
+    assert f"2 rows (webgpt-comparisons, jsonl); export {export.pk}, sha256 {export.sha256}" in (
+        capsys.readouterr().out
+    )
     assert [json.loads(line) for line in out.read_text().splitlines()] == export_rows("webgpt-comparisons")
+    call_command("export_dataset", "--format", "rm-pairs", "--file-type", "parquet")  # no copy: in place
+    parquet = Export.objects.get(export_format="rm-pairs")
+    assert parquet.file_name.endswith(".parquet") and parquet.row_count == 2
+    assert str(exports.export_path(parquet)) in capsys.readouterr().out
 
 
 @pytest.mark.django_db
@@ -387,3 +403,97 @@ def test_a_finished_export_whose_file_is_gone_is_a_404_that_says_so_on_the_page_
     assert "no longer on the server" in page.content.decode()
     api = client_for(alice).get(f"/api/exports/{export.pk}/download")
     assert api.status_code == 404 and "no longer on the server" in api.json()["detail"]
+
+
+def refusals(client, command_args: list[str], page: dict, api: dict) -> tuple[str, dict, str]:
+    """The same request through the console page, the API and the command: each one's error text."""
+    response = client.post(reverse("console:exports"), page)
+    assert response.status_code == 400
+    answer = client.post("/api/exports", api, content_type="application/json")
+    assert answer.status_code == 400
+    with pytest.raises(CommandError) as refused:
+        call_command("export_dataset", *command_args)
+    return response.content.decode(), answer.json(), str(refused.value)
+
+
+@pytest.mark.django_db
+def test_page_api_and_command_refuse_the_same_bad_export_request_with_the_same_message(
+    client_for, alice, tmp_path
+):
+    from django.utils.html import escape
+
+    client = client_for(alice)
+    page, api, command = refusals(
+        client,
+        ["--format", "demonstrations", "-o", str(tmp_path / "d.parquet")],
+        {"export_format": "demonstrations", "file_type": "parquet"},
+        {"format": "demonstrations", "file_type": "parquet"},
+    )
+    message = "demonstrations is written as JSONL only. Parquet is for the webgpt-comparisons and rm-pairs"
+    assert message in page and message in api["file_type"][0] and message in command
+    page, api, command = refusals(
+        client,
+        ["--format", "comparisons-full", "--since", "2024-05-02", "--until", "2024-05-01"],
+        {"export_format": "comparisons-full", "since": "2024-05-02", "until": "2024-05-01"},
+        {"format": "comparisons-full", "since": "2024-05-02", "until": "2024-05-01"},
+    )
+    message = "'until' (2024-05-01) is before 'since' (2024-05-02): nothing matches."
+    assert escape(message) in page and api == {"until": [message]} and message in command
+    batch_message = "There is no feedback batch 999999."
+    body = {"format": "rm-pairs", "batch": 999999}
+    assert client.post("/api/exports", body, content_type="application/json").json() == {
+        "batch": [batch_message]
+    }
+    with pytest.raises(CommandError, match=batch_message):
+        call_command("export_dataset", "--format", "rm-pairs", "--batch", "999999")
+    assert not Export.objects.exists() and not (tmp_path / "d.parquet").exists()
+
+
+@pytest.mark.django_db
+def test_page_api_and_command_store_the_same_filters(client_for, alice, django_user_model):
+    judged_pair(django_user_model)
+    batch = FeedbackBatch.objects.get()
+    client = client_for(alice)
+    client.post(
+        reverse("console:exports"),
+        {
+            "export_format": "comparisons-full",
+            "batch": batch.pk,
+            "split": "rm",
+            "labeler": "carol3",
+            "since": "2000-01-01",
+            "exclude_gold": "on",
+            "source": "platform",
+        },
+    )
+    body = {
+        "format": "comparisons-full",
+        "batch": batch.pk,
+        "split": "rm",
+        "labeler": "carol3",
+        "since": "2000-01-01",
+        "include_gold": False,
+        "source": "platform",
+    }
+    assert client.post("/api/exports", body, content_type="application/json").status_code == 202
+    call_command(
+        "export_dataset", "--format", "comparisons-full", "--batch", str(batch.pk), "--split", "rm",
+        "--labeler", "carol3", "--since", "2000-01-01", "--exclude-gold", "--source", "platform",
+    )  # fmt: skip
+    page, api, command = (export.filters for export in Export.objects.order_by("id"))
+    assert (
+        page
+        == api
+        == command
+        == {
+            "batch": batch.pk,
+            "split": "rm",
+            "include_flagged": True,
+            "include_gold": False,
+            "template": None,
+            "labeler": "carol3",
+            "since": "2000-01-01",
+            "until": None,
+            "source": "platform",
+        }
+    )

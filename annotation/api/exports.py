@@ -19,8 +19,10 @@ from webgpt_site.permissions import get_visible_or_404
 
 
 class ExportList(generics.ListAPIView):
-    """Exports, newest first; POST ``{"format": ..., "batch", "split", "include_flagged", "include_gold"}``
-    queues one and answers 202 with its job row."""
+    """Exports, newest first. POST ``{"format", "file_type", and optional filters: "batch", "split",
+    "template", "labeler", "since", "until", "source", "include_flagged", "include_gold"}`` queues one on
+    the exports worker and answers 202 with its job row; a request no export can satisfy is a 400 naming
+    the field (the same check as the console page)."""
 
     permission_classes = (IsResearcher,)
     serializer_class = ExportSerializer
@@ -33,7 +35,7 @@ class ExportList(generics.ListAPIView):
         form = ExportCreateInput(data=request.data)
         form.is_valid(raise_exception=True)
         data = form.validated_data
-        export = request_export(request.user, data["format"], form.filters(), data["file_type"])
+        export = request_export(request.user, data["format"], data["filters"], data["file_type"])
         return Response(ExportSerializer(export).data, status=status.HTTP_202_ACCEPTED)
 
 

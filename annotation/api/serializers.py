@@ -9,7 +9,9 @@ from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from annotation.exports.parquet import SCHEMAS as PARQUET_FORMATS
+from annotation.exports.rules import FILE_TYPES as EXPORT_FILE_TYPES
+from annotation.exports.rules import PARQUET_HELP, ExportRequestError, check_batch, clean_export_request
+from annotation.exports.rules import SOURCES as EXPORT_SOURCES
 from annotation.feedback.batches import SOURCES as BATCH_SOURCES
 from annotation.feedback.batches import BatchSettings
 from annotation.feedback.scales import RATING_PRESETS, TEMPLATES
@@ -213,35 +215,53 @@ class ExportSerializer(serializers.ModelSerializer):
 
 
 class ExportCreateInput(serializers.Serializer):
+    """An export request: the format, the file type, and filters that narrow which judgements or
+    demonstrations it holds (all optional). Checked by ``rules.clean_export_request``, the same check as
+    the console page's and the ``export_dataset`` command's."""
+
     format = serializers.ChoiceField(choices=ExportFormat.choices)
-    file_type = serializers.ChoiceField(choices=[("jsonl", "JSONL"), ("parquet", "Parquet")], default="jsonl")
-    batch = serializers.PrimaryKeyRelatedField(
-        queryset=FeedbackBatch.objects.all(), required=False, allow_null=True
+    file_type = serializers.ChoiceField(choices=EXPORT_FILE_TYPES, default="jsonl", help_text=PARQUET_HELP)
+    batch = serializers.IntegerField(
+        required=False, allow_null=True, min_value=1, help_text="Only this feedback batch's judgements"
     )
-    split = serializers.ChoiceField(choices=Split.choices, required=False, allow_null=True, allow_blank=True)
-    include_flagged = serializers.BooleanField(default=True)
-    include_gold = serializers.BooleanField(default=True)
+    split = serializers.ChoiceField(
+        choices=Split.choices,
+        required=False,
+        allow_null=True,
+        allow_blank=True,
+        help_text="Questions of this split only",
+    )
+    include_flagged = serializers.BooleanField(default=True, help_text="Judgements flagged for review")
+    include_gold = serializers.BooleanField(default=True, help_text="Gold items")
     template = serializers.ChoiceField(choices=Template.choices, required=False, allow_null=True)
-    labeler = serializers.CharField(required=False, allow_null=True, max_length=150)
-    since = serializers.DateField(required=False, allow_null=True)
-    until = serializers.DateField(required=False, allow_null=True)
-    source = serializers.ChoiceField(choices=["both", "platform", "imported"], default="both")
+    labeler = serializers.CharField(
+        required=False,
+        allow_null=True,
+        max_length=150,
+        help_text="Only this labeler's judgements (user name)",
+    )
+    since = serializers.DateField(
+        required=False, allow_null=True, help_text="Submitted or finished on or after (YYYY-MM-DD)"
+    )
+    until = serializers.DateField(
+        required=False, allow_null=True, help_text="Submitted or finished on or before (YYYY-MM-DD)"
+    )
+    source = serializers.ChoiceField(
+        choices=EXPORT_SOURCES, default="both", help_text="Comparisons judged here, imported ones, or both"
+    )
+
+    def validate_batch(self, batch: int | None) -> int | None:
+        try:  # here too, so a bad batch is reported with the other fields' errors
+            check_batch(batch)
+        except ExportRequestError as exc:
+            raise serializers.ValidationError(exc.message) from None
+        return batch
 
     def validate(self, data: dict[str, Any]) -> dict[str, Any]:
-        if data.get("file_type") == "parquet" and data.get("format") not in PARQUET_FORMATS:
-            raise serializers.ValidationError({"file_type": "Parquet: webgpt-comparisons and rm-pairs only."})
+        filters = {key: value for key, value in data.items() if key not in ("format", "file_type")}
+        try:
+            data["filters"] = clean_export_request(data["format"], data["file_type"], **filters)
+        except ExportRequestError as exc:
+            field = "format" if exc.field == "export_format" else exc.field
+            raise serializers.ValidationError({field: exc.message}) from None
         return data
-
-    def filters(self) -> dict[str, Any]:
-        data = self.validated_data
-        return {
-            "batch": data["batch"].pk if data.get("batch") else None,
-            "split": data.get("split") or None,
-            "include_flagged": data["include_flagged"],
-            "include_gold": data["include_gold"],
-            "template": data.get("template"),
-            "labeler": data.get("labeler"),
-            "since": data["since"].isoformat() if data.get("since") else None,
-            "until": data["until"].isoformat() if data.get("until") else None,
-            "source": data["source"],
-        }

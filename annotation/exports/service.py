@@ -14,31 +14,16 @@ from typing import Any, BinaryIO
 import orjson
 from django.conf import settings
 from django.db import connection, connections, transaction
-from django.db.models import IntegerField, JSONField, OuterRef, QuerySet, Subquery
-from django.db.models.fields.json import KT
-from django.db.models.functions import Cast, Greatest, Least
 from django.http import Http404
 from django.utils import timezone
 
-from annotation.demonstrations.training_data import bc_examples
-from annotation.exports.formats import answer_prompt, rm_pair, score_for_first, webgpt_pair, webgpt_row
 from annotation.exports.parquet import SCHEMAS, write_parquet
-from annotation.feedback.scales import COMPARISON_TEMPLATES
-from annotation.models import (
-    Answer,
-    Assignment,
-    AssignmentStatus,
-    Episode,
-    EpisodeStatus,
-    Export,
-    ExportFormat,
-    ImportedComparison,
-)
+from annotation.exports.rows import ROWS
+from annotation.exports.rules import check_file_type
+from annotation.models import Export
 from annotation.models import ExportStatus as Status
-from browser.engine.trajectory import merge_scrolls
 from webgpt_site.models import log_action
 
-CHUNK = 2000
 PROGRESS_EVERY = 5000
 
 
@@ -71,234 +56,6 @@ def file_sha256(path: Path) -> str:
         return hashlib.file_digest(file, "sha256").hexdigest()
 
 
-def pseudonym(user_id: int) -> str:
-    """A stable labeler id that does not reveal the account (keyed with the deployment's secret)."""
-    return hashlib.sha256(f"{settings.SECRET_KEY}:labeler:{user_id}".encode()).hexdigest()[:12]
-
-
-def submitted_judgements(filters: dict[str, Any]) -> QuerySet[Assignment]:
-    """Submitted assignments matching the export filters: batch, question split, template, labeler (user
-    name), submitted since/until (ISO dates, inclusive), and whether flagged and gold items are included."""
-    tasks = Assignment.objects.filter(status=AssignmentStatus.SUBMITTED)
-    if filters.get("batch"):
-        tasks = tasks.filter(item__batch_id=filters["batch"])
-    if filters.get("split"):
-        tasks = tasks.filter(item__question__split=filters["split"])
-    if filters.get("template"):
-        tasks = tasks.filter(item__batch__template=filters["template"])
-    if filters.get("labeler"):
-        tasks = tasks.filter(labeler__username=filters["labeler"])
-    if filters.get("since"):
-        tasks = tasks.filter(submitted_at__date__gte=filters["since"])
-    if filters.get("until"):
-        tasks = tasks.filter(submitted_at__date__lte=filters["until"])
-    if not filters.get("include_flagged", True):
-        tasks = tasks.filter(flags=[])
-    if not filters.get("include_gold", True):
-        tasks = tasks.filter(item__is_gold=False)
-    return tasks
-
-
-def _submitted_comparisons(filters: dict[str, Any]) -> Iterator[dict[str, Any]]:
-    """Submitted pairwise judgements as plain values with both answers joined in the same query, lower id
-    first (answer 0 of the WebGPT schema). One streamed query (a server-side cursor on PostgreSQL) and no
-    model objects: this is the hot loop of every comparison export."""
-    tasks = submitted_judgements(filters).filter(item__batch__template__in=COMPARISON_TEMPLATES)
-    ids = [Cast(KT(f"order__{i}"), IntegerField()) for i in (0, 1)]
-    tasks = tasks.annotate(first_id=Least(*ids), second_id=Greatest(*ids))
-    for key in ("first", "second"):
-        # Correlated lookups by primary key (index probes), so the rows come joined in one streamed query.
-        answer = Answer.objects.filter(pk=OuterRef(f"{key}_id"))
-        tasks = tasks.annotate(
-            **{
-                f"{key}_text": Subquery(answer.values("text")),
-                f"{key}_quotes": Subquery(answer.values("quotes"), output_field=JSONField()),
-            }
-        )
-    values = tasks.order_by("id").values(
-        "pk",
-        "order",
-        "response__ratings__overall",
-        "item__question_id",
-        "item__question__dataset",
-        "item__question__text",
-        "item__question__external_id",
-        "first_id",
-        "first_text",
-        "first_quotes",
-        "second_id",
-        "second_text",
-        "second_quotes",
-    )
-    return values.iterator(chunk_size=CHUNK)
-
-
-def _question(item_question: Any) -> dict[str, Any]:
-    return {
-        "dataset": item_question.dataset,
-        "full_text": item_question.text,
-        "id": item_question.external_id or str(item_question.pk),
-    }
-
-
-def _comparison_rows(filters: dict[str, Any], pairs: bool = False, rm: bool = False) -> Iterator[Any]:
-    """Platform judgements (source "platform") then imported ones ("imported"), unless filtered."""
-    wanted = filters.get("source") or "both"
-    if wanted in ("both", "platform"):
-        yield from _platform_comparison_rows(filters, pairs, rm)
-    if wanted in ("both", "imported"):
-        yield from _imported_comparison_rows(filters, pairs, rm)
-
-
-def _imported_comparison_rows(filters: dict[str, Any], pairs: bool, rm: bool) -> Iterator[Any]:
-    rows = ImportedComparison.objects.select_related("question", "answer_0", "answer_1").order_by("id")
-    if filters.get("split"):
-        rows = rows.filter(question__split=filters["split"])
-    for comparison in rows.iterator(chunk_size=CHUNK):
-        first = {"text": comparison.answer_0.text, "quotes": comparison.answer_0.quotes}
-        second = {"text": comparison.answer_1.text, "quotes": comparison.answer_1.quotes}
-        if rm:
-            score = comparison.score_0
-            ids = {
-                "imported": comparison.pk,
-                "answer_chosen": (comparison.answer_0_id if score >= 0 else comparison.answer_1_id),
-                "answer_rejected": (comparison.answer_1_id if score >= 0 else comparison.answer_0_id),
-                "question_id": comparison.question_id,
-            }
-            yield rm_pair(comparison.question.text, first, second, score, ids)
-        elif pairs:
-            yield webgpt_pair(_question(comparison.question), first, second, comparison.score_0)
-        else:
-            yield {
-                **webgpt_row(_question(comparison.question), first, second, comparison.score_0),
-                "source": "imported",
-            }
-
-
-def _platform_comparison_rows(filters: dict[str, Any], pairs: bool, rm: bool) -> Iterator[Any]:
-    for task in _submitted_comparisons(filters):
-        overall = task["response__ratings__overall"]
-        if overall is None or len(task["order"]) != 2:
-            continue  # flagged questions ("nonsense") carry no preference
-        first = {"text": task["first_text"], "quotes": task["first_quotes"]}
-        second = {"text": task["second_text"], "quotes": task["second_quotes"]}
-        score = score_for_first(task["order"], overall)
-        if rm:
-            ids_row = {
-                "assignment": task["pk"],
-                "answer_chosen": task["first_id"] if score >= 0 else task["second_id"],
-                "answer_rejected": task["second_id"] if score >= 0 else task["first_id"],
-                "question_id": task["item__question_id"],
-            }
-            yield rm_pair(task["item__question__text"], first, second, score, ids_row)
-            continue
-        question = {
-            "dataset": task["item__question__dataset"],
-            "full_text": task["item__question__text"],
-            "id": task["item__question__external_id"] or str(task["item__question_id"]),
-        }
-        if pairs:
-            yield webgpt_pair(question, first, second, score)
-        else:
-            yield {**webgpt_row(question, first, second, score), "source": "platform"}
-
-
-def _group_rows(filters: dict[str, Any]) -> Iterator[dict[str, Any]]:
-    """K-way groups (InstructGPT): every ranked answer with its rank, to train on all K-choose-2 pairs."""
-    tasks = submitted_judgements(filters).filter(item__batch__template="ranking")
-    for task in tasks.select_related("item__question").order_by("id").iterator(chunk_size=CHUNK):
-        ranks = (task.response or {}).get("ranks") or {}
-        answers = Answer.objects.in_bulk(task.order)
-        members = [
-            (ranks[str(position)], answers[pk])
-            for position, pk in enumerate(task.order, start=1)
-            if str(position) in ranks
-        ]
-        if len(members) < 2:
-            continue
-        members.sort(key=lambda pair: (pair[0], pair[1].pk))
-        yield {
-            "assignment": task.pk,
-            "question_id": task.item.question_id,
-            "prompts": [answer_prompt(task.item.question.text, a.quotes) for _, a in members],
-            "answers": [a.text for _, a in members],
-            "ranks": [rank for rank, _ in members],
-            "answer_ids": [a.pk for _, a in members],
-        }
-
-
-def _full_rows(filters: dict[str, Any]) -> Iterator[dict[str, Any]]:
-    tasks = submitted_judgements(filters).select_related("item__batch", "item__question")
-    for task in tasks.order_by("id").iterator(chunk_size=CHUNK):
-        yield {
-            "assignment": task.pk,
-            "batch": task.item.batch.name,
-            "template": task.item.batch.template,
-            "preset": task.item.batch.preset,
-            "question": _question(task.item.question),
-            "answer_ids_in_order_shown": task.order,
-            "labeler": pseudonym(task.labeler_id),
-            "required_all": task.required_all,
-            "response": task.response,
-            "flags": task.flags,
-            "gold": task.item.is_gold,
-            "active_seconds": round(task.active_seconds, 1),
-            "started_at": task.started_at.isoformat(),
-            "submitted_at": task.submitted_at.isoformat() if task.submitted_at else None,
-            "source": "platform",
-        }
-
-
-def _episodes(filters: dict[str, Any]) -> Iterator[Episode]:
-    episodes = Episode.objects.filter(status=EpisodeStatus.FINISHED).select_related("question")
-    if filters.get("split"):
-        episodes = episodes.filter(question__split=filters["split"])
-    if filters.get("since"):
-        episodes = episodes.filter(finished_at__date__gte=filters["since"])
-    if filters.get("until"):
-        episodes = episodes.filter(finished_at__date__lte=filters["until"])
-    return episodes.order_by("id").iterator(chunk_size=200)
-
-
-def _demonstration_rows(filters: dict[str, Any]) -> Iterator[dict[str, Any]]:
-    for episode in _episodes(filters):
-        actions = list(
-            episode.actions.order_by("index").values("command", "valid", "message", "observation_before")
-        )
-        yield {
-            "episode": episode.pk,
-            "question": _question(episode.question),
-            "demonstrator": pseudonym(episode.user_id),
-            "end_reason": episode.end_reason,
-            "commands": [a["command"] for a in actions],
-            "commands_merged": merge_scrolls([a["command"] for a in actions if a["valid"]]),
-            "actions": actions,
-            "quotes": episode.state["quotes"],
-            "answer": episode.answer,
-            "note": episode.note,
-            "active_seconds": round(episode.active_seconds, 1),
-            "started_at": episode.started_at.isoformat(),
-            "finished_at": episode.finished_at.isoformat() if episode.finished_at else None,
-        }
-
-
-def _bc_rows(filters: dict[str, Any]) -> Iterator[dict[str, Any]]:
-    for episode in _episodes(filters):
-        for step, example in enumerate(bc_examples(episode)):
-            yield {"episode": episode.pk, "question_id": episode.question_id, "step": step, **example}
-
-
-ROWS: dict[str, Callable[[dict[str, Any]], Iterator[Any]]] = {
-    ExportFormat.WEBGPT_COMPARISONS: lambda f: _comparison_rows(f, pairs=False),
-    ExportFormat.WEBGPT_PAIRS: lambda f: _comparison_rows(f, pairs=True),
-    ExportFormat.RM_PAIRS: lambda f: _comparison_rows(f, rm=True),
-    ExportFormat.RM_GROUPS: _group_rows,
-    ExportFormat.COMPARISONS_FULL: _full_rows,
-    ExportFormat.DEMONSTRATIONS: _demonstration_rows,
-    ExportFormat.BC_PAIRS: _bc_rows,
-}
-
-
 def write_rows(
     export_format: str,
     filters: dict[str, Any],
@@ -306,10 +63,9 @@ def write_rows(
     on_progress: Callable[[int], None] = lambda n: None,
     file_type: str = "jsonl",
 ) -> int:
-    """Write the rows to the binary file ``out`` (JSONL, or Parquet for the comparison formats); all reads
-    happen in one repeatable-read snapshot."""
-    if file_type == "parquet" and export_format not in SCHEMAS:
-        raise ValueError(f"{export_format} is exported as JSONL only; Parquet is for {', '.join(SCHEMAS)}")
+    """Write the rows to the binary file ``out`` (JSONL, or Parquet for the formats that have a schema);
+    all reads happen in one repeatable-read snapshot. The job calls this; so may a benchmark."""
+    check_file_type(export_format, file_type)
     own_snapshot = _reads_in_own_snapshot()
     with transaction.atomic():
         if own_snapshot:
@@ -355,24 +111,38 @@ def _progress_recorder(export_id: int) -> Iterator[Callable[[int], None]]:
         own.close()
 
 
+def _create_export(user: Any, export_format: str, filters: dict[str, Any], file_type: str) -> Export:
+    """The job row, audited. ``filters`` come from ``rules.export_filters``; the file type is checked
+    here too, so no caller can queue a job that is bound to fail."""
+    check_file_type(export_format, file_type)
+    export = Export.objects.create(
+        owner=user if getattr(user, "is_authenticated", False) else None,
+        export_format=export_format,
+        filters=filters,
+        file_type=file_type,
+    )
+    log_action(user, "export.request", export, format=export_format, file_type=file_type, filters=filters)
+    return export
+
+
 def request_export(
     user: Any, export_format: str, filters: dict[str, Any], file_type: str = "jsonl"
 ) -> Export:
-    """Create the job row and queue it on the ``exports`` queue once committed."""
+    """Create the job row and queue it on the ``exports`` queue once committed (the page and the API)."""
     from annotation.tasks import run_export
 
     with transaction.atomic():
-        export = Export.objects.create(
-            owner=user if getattr(user, "is_authenticated", False) else None,
-            export_format=export_format,
-            filters=filters,
-            file_type=file_type,
-        )
-        log_action(user, "export.request", export, format=export_format, filters=filters)
+        export = _create_export(user, export_format, filters, file_type)
         transaction.on_commit(
             lambda: run_export.apply_async(kwargs={"export_id": export.pk}, queue="exports")
         )
     return export
+
+
+def export_now(user: Any, export_format: str, filters: dict[str, Any], file_type: str = "jsonl") -> Export:
+    """Create the job row and run the job in this process (the command line): the same temporary file,
+    hash and row as on a worker. Exceptions propagate after the row records the failure."""
+    return run_export_job(_create_export(user, export_format, filters, file_type).pk)
 
 
 def run_export_job(export_id: int) -> Export:

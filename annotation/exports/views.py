@@ -9,7 +9,13 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_http_methods
 from django.views.decorators.vary import vary_on_headers
 
-from annotation.exports.parquet import SCHEMAS
+from annotation.exports.rules import (
+    FILE_TYPES,
+    PARQUET_HELP,
+    SOURCES,
+    ExportRequestError,
+    clean_export_request,
+)
 from annotation.exports.service import open_finished_file, request_export
 from annotation.feedback.scales import TEMPLATES
 from annotation.models import Export, ExportFormat, FeedbackBatch, Split
@@ -17,13 +23,11 @@ from webgpt_site.permissions import Role, get_visible_or_404, role_required
 
 
 class ExportForm(forms.Form):
+    """The page's fields; what a request may ask for is checked by ``rules.clean_export_request``, the
+    same check as the API's and the command's."""
+
     export_format = forms.ChoiceField(choices=ExportFormat.choices, label="Format")
-    file_type = forms.ChoiceField(
-        choices=[("jsonl", "JSONL"), ("parquet", "Parquet")],
-        initial="jsonl",
-        required=False,
-        help_text="Parquet for webgpt-comparisons and rm-pairs",
-    )
+    file_type = forms.ChoiceField(choices=FILE_TYPES, initial="jsonl", required=False, help_text=PARQUET_HELP)
     batch = forms.ModelChoiceField(
         queryset=FeedbackBatch.objects.all(), required=False, help_text="Comparisons only"
     )
@@ -34,36 +38,32 @@ class ExportForm(forms.Form):
     labeler = forms.CharField(required=False, max_length=150, help_text="User name")
     since = forms.DateField(required=False, help_text="YYYY-MM-DD, inclusive")
     until = forms.DateField(required=False, help_text="YYYY-MM-DD, inclusive")
-    source = forms.ChoiceField(
-        choices=[
-            ("both", "Platform and imported"),
-            ("platform", "Platform only"),
-            ("imported", "Imported only"),
-        ],
-        required=False,
-    )
+    source = forms.ChoiceField(choices=SOURCES, required=False)
     exclude_flagged = forms.BooleanField(required=False, label="Leave out judgements flagged for review")
     exclude_gold = forms.BooleanField(required=False, label="Leave out gold items")
 
     def clean(self) -> dict:
         data = super().clean()
-        if data.get("file_type") == "parquet" and data.get("export_format") not in SCHEMAS:
-            self.add_error("file_type", "Parquet is for the webgpt-comparisons and rm-pairs formats.")
+        if self.errors:
+            return data
+        data["file_type"] = data["file_type"] or "jsonl"
+        try:
+            data["filters"] = clean_export_request(
+                data["export_format"],
+                data["file_type"],
+                batch=data["batch"].pk if data["batch"] else None,
+                split=data["split"],
+                template=data["template"],
+                labeler=data["labeler"],
+                since=data["since"],
+                until=data["until"],
+                source=data["source"],
+                include_flagged=not data["exclude_flagged"],
+                include_gold=not data["exclude_gold"],
+            )
+        except ExportRequestError as exc:
+            self.add_error(exc.field, exc.message)
         return data
-
-    def filters(self) -> dict:
-        data = self.cleaned_data
-        return {
-            "batch": data["batch"].pk if data["batch"] else None,
-            "split": data["split"] or None,
-            "include_flagged": not data["exclude_flagged"],
-            "include_gold": not data["exclude_gold"],
-            "template": data["template"] or None,
-            "labeler": data["labeler"] or None,
-            "since": data["since"].isoformat() if data["since"] else None,
-            "until": data["until"].isoformat() if data["until"] else None,
-            "source": data["source"] or "both",
-        }
 
 
 @require_http_methods(["GET", "POST"])
@@ -72,9 +72,7 @@ def export_list(request: HttpRequest) -> HttpResponse:
     form = ExportForm(request.POST or None)
     if request.method == "POST" and form.is_valid():
         data = form.cleaned_data
-        export = request_export(
-            request.user, data["export_format"], form.filters(), data["file_type"] or "jsonl"
-        )
+        export = request_export(request.user, data["export_format"], data["filters"], data["file_type"])
         return redirect("console:export", pk=export.pk)
     exports = Export.objects.select_related("owner")[:50]
     return render(

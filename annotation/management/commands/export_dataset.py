@@ -1,22 +1,32 @@
-"""``manage.py export_dataset --format F [--batch ID] [--split S] -o FILE``: the export job, run here."""
+"""``manage.py export_dataset --format F [filters] [--file-type T] [-o FILE]``: the export job, run here."""
 
 from __future__ import annotations
 
+import shutil
 from datetime import date
 from pathlib import Path
 from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from annotation.exports.service import write_rows
+from annotation.exports.rules import FILE_TYPES, SOURCES, ExportRequestError, clean_export_request
+from annotation.exports.service import export_now, export_path
 from annotation.models import ExportFormat, Split
 
 
 class Command(BaseCommand):
-    help = "Write a dataset export (JSONL) synchronously, from one consistent snapshot of the database."
+    help = (
+        "Run a dataset export in this process, as the exports worker would (one consistent snapshot, a job "
+        "row listed in the console, the file under MEDIA_ROOT/exports with its sha256); -o copies it out."
+    )
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--format", required=True, choices=ExportFormat.values, dest="export_format")
+        parser.add_argument(
+            "--file-type",
+            choices=[code for code, _ in FILE_TYPES],
+            help="default: parquet if the output's name ends in .parquet, else jsonl",
+        )
         parser.add_argument("--batch", type=int, help="only this feedback batch")
         parser.add_argument("--split", choices=Split.values, help="only questions of this split")
         parser.add_argument("--template", help="only judgements of this template")
@@ -25,28 +35,41 @@ class Command(BaseCommand):
             "--since", type=date.fromisoformat, help="submitted or finished on or after (YYYY-MM-DD)"
         )
         parser.add_argument("--until", type=date.fromisoformat, help="submitted or finished on or before")
-        parser.add_argument("--source", choices=["both", "platform", "imported"], default="both")
+        parser.add_argument("--source", choices=[code for code, _ in SOURCES], default="both")
         parser.add_argument("--exclude-flagged", action="store_true", help="comparisons flagged for review")
         parser.add_argument("--exclude-gold", action="store_true")
-        parser.add_argument("-o", "--output", type=Path, required=True, help="*.parquet: Parquet, else JSONL")
+        parser.add_argument("-o", "--output", type=Path, help="also copy the finished file here")
 
     def handle(self, *args: Any, **options: Any) -> None:
-        filters = {
-            "batch": options["batch"],
-            "split": options["split"],
-            "include_flagged": not options["exclude_flagged"],
-            "include_gold": not options["exclude_gold"],
-            "template": options["template"],
-            "labeler": options["labeler"],
-            "since": options["since"].isoformat() if options["since"] else None,
-            "until": options["until"].isoformat() if options["until"] else None,
-            "source": options["source"],
-        }
-        file_type = "parquet" if options["output"].suffix == ".parquet" else "jsonl"
+        output: Path | None = options["output"]
+        file_type = options["file_type"] or (
+            "parquet" if output is not None and output.suffix == ".parquet" else "jsonl"
+        )
         try:
-            with options["output"].open("wb") as out:
-                count = write_rows(options["export_format"], filters, out, file_type=file_type)
-        except ValueError as exc:
-            options["output"].unlink(missing_ok=True)
-            raise CommandError(str(exc)) from None
-        self.stdout.write(f"{options['output']}: {count} rows ({options['export_format']})")
+            filters = clean_export_request(
+                options["export_format"],
+                file_type,
+                batch=options["batch"],
+                split=options["split"],
+                template=options["template"],
+                labeler=options["labeler"],
+                since=options["since"],
+                until=options["until"],
+                source=options["source"],
+                include_flagged=not options["exclude_flagged"],
+                include_gold=not options["exclude_gold"],
+            )
+        except ExportRequestError as exc:
+            raise CommandError(f"{exc.field}: {exc.message} Nothing was exported.") from None
+        export = export_now(None, options["export_format"], filters, file_type)
+        path = export_path(export)
+        if output is not None:
+            try:
+                shutil.copyfile(path, output)
+            except OSError as exc:
+                raise CommandError(f"{output}: {exc.strerror}; the export is still at {path}") from None
+            path = output
+        self.stdout.write(
+            f"{path}: {export.row_count} rows ({export.export_format}, {export.file_type}); "
+            f"export {export.pk}, sha256 {export.sha256}"
+        )

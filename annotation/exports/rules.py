@@ -1,0 +1,92 @@
+"""What an export request may ask for: the one check of a request and the one builder of its filters, used
+alike by the console page, the API and the ``export_dataset`` command (each only maps its own field names
+and shows the error its own way)."""
+
+from __future__ import annotations
+
+from datetime import date
+from typing import Any
+
+from annotation.exports.parquet import SCHEMAS
+from annotation.models import ExportFormat, FeedbackBatch, Split, Template
+
+FILE_TYPES = (("jsonl", "JSONL"), ("parquet", "Parquet"))
+PARQUET_FORMATS = tuple(SCHEMAS)
+SOURCES = (
+    ("both", "Platform and imported"),
+    ("platform", "Platform only"),
+    ("imported", "Imported only"),
+)
+PARQUET_HELP = f"Parquet is for the {' and '.join(PARQUET_FORMATS)} formats; the others are JSONL only."
+
+
+class ExportRequestError(ValueError):
+    """The export cannot be made as asked; ``field`` names the input at fault (``export_format``,
+    ``file_type``, or a filter's name). Nothing was queued or written."""
+
+    def __init__(self, field: str, message: str) -> None:
+        super().__init__(message)
+        self.field, self.message = field, message
+
+
+def file_types(export_format: str) -> tuple[str, ...]:
+    """The file types this format is written in (JSONL always; Parquet where it has a schema)."""
+    return ("jsonl", "parquet") if export_format in SCHEMAS else ("jsonl",)
+
+
+def check_file_type(export_format: str, file_type: str) -> None:
+    """The format exists and is written in this file type; ExportRequestError otherwise."""
+    if export_format not in ExportFormat.values:
+        raise ExportRequestError("export_format", f"There is no export format {export_format!r}.")
+    if file_type not in dict(FILE_TYPES):
+        raise ExportRequestError("file_type", f"The file type is JSONL or Parquet, not {file_type!r}.")
+    if file_type not in file_types(export_format):
+        raise ExportRequestError("file_type", f"{export_format} is written as JSONL only. {PARQUET_HELP}")
+
+
+def check_batch(batch: int | None) -> None:
+    if batch is not None and not FeedbackBatch.objects.filter(pk=batch).exists():
+        raise ExportRequestError("batch", f"There is no feedback batch {batch}.")
+
+
+def export_filters(
+    *,
+    batch: int | None = None,
+    split: str | None = None,
+    template: str | None = None,
+    labeler: str | None = None,
+    since: date | None = None,
+    until: date | None = None,
+    source: str | None = "both",
+    include_flagged: bool = True,
+    include_gold: bool = True,
+) -> dict[str, Any]:
+    """The filters as the job reads them (JSON on the export row: ids, ISO dates, None for "any");
+    ExportRequestError for a value that no export can use."""
+    check_batch(batch)
+    if split and split not in Split.values:
+        raise ExportRequestError("split", f"There is no question split {split!r}.")
+    if template and template not in Template.values:
+        raise ExportRequestError("template", f"There is no template {template!r}.")
+    source = source or "both"
+    if source not in dict(SOURCES):
+        raise ExportRequestError("source", "The source is both, platform or imported.")
+    if since and until and since > until:
+        raise ExportRequestError("until", f"'until' ({until}) is before 'since' ({since}): nothing matches.")
+    return {
+        "batch": batch,
+        "split": split or None,
+        "include_flagged": include_flagged,
+        "include_gold": include_gold,
+        "template": template or None,
+        "labeler": labeler or None,
+        "since": since.isoformat() if since else None,
+        "until": until.isoformat() if until else None,
+        "source": source,
+    }
+
+
+def clean_export_request(export_format: str, file_type: str, **filters: Any) -> dict[str, Any]:
+    """Check a whole request; its filters (see ``export_filters``), or ExportRequestError."""
+    check_file_type(export_format, file_type)
+    return export_filters(**filters)
