@@ -15,7 +15,8 @@ from rest_framework.test import APIClient
 from annotation.feedback import assignment as work
 from annotation.feedback.answers_import import import_answers
 from annotation.feedback.batches import BatchSettings, create_feedback_batch, group_answers
-from annotation.models import Assignment, AssignmentStatus, Question
+from annotation.models import Answer, Assignment, AssignmentStatus, Question
+from annotation.questions.formats import QuestionFileError
 from annotation.questions.service import import_questions
 from webgpt_site.inputs import JSONInputError, has_nul, json_depth, loads
 
@@ -183,3 +184,38 @@ def test_a_nul_in_a_demonstration_says_what_is_wrong(freshwiki, dana, client):
         assert "may not contain NUL characters" in page, action
     episode = Episode.objects.get(pk=episode.pk)
     assert episode.status == EpisodeStatus.ANSWERING and episode.answer == "" and "\x00" not in episode.note
+
+
+# Item 10: quote URLs are http(s) or text
+
+
+def test_an_answers_file_with_a_quote_url_that_is_not_http_is_refused_with_its_line():
+    import_questions(b'{"question": "Why is the sky blue?"}', filename="q.jsonl")
+    for url in (
+        "javascript:alert(1)",
+        "data:text/html,<b>x</b>",
+        "/relative",
+        "ftp://example.org/x",
+        "http://",
+    ):
+        with pytest.raises(QuestionFileError, match="line 2: quote 0: 'url' must be an http"):
+            import_answers(lines(answer_row("Fine [1]."), answer_row("Bad [1].", url=url)))
+    for question_id in (10**30, 0, -1, True, "12"):
+        row = {"question_id": question_id, "answer": "x"}
+        with pytest.raises(QuestionFileError, match="line 1: 'question_id' must be"):
+            import_answers(lines(row))
+    assert not Answer.objects.exists()
+    (plain, web) = import_answers(
+        lines(answer_row("No link [1].", url=""), answer_row("Link [1].", url="HTTPS://a.org"))
+    )
+    assert plain.quotes[0]["url"] == "" and web.quotes[0]["domain"] == "a.org"
+
+
+def test_a_stored_quote_url_that_is_not_http_is_shown_as_text(task, bob, client):
+    answer = Answer.objects.get(pk=task.order[0])
+    answer.quotes = [{"title": "", "url": "javascript:alert(1)", "domain": "", "extract": "x"}]
+    answer.save()
+    client.force_login(bob)
+    html = client.get(reverse("annotation:task", args=[task.pk])).content.decode()
+    assert "javascript:alert(1)" in html and 'href="javascript' not in html
+    assert 'href="https://en.wikipedia.org/wiki/Rayleigh_scattering"' in html  # the other answer's link

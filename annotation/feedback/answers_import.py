@@ -10,6 +10,7 @@ from annotation.models import Answer, Episode, EpisodeStatus, Question, SourceKi
 from annotation.questions.formats import QuestionFileError, decode, json_object
 from annotation.questions.splits import question_key
 from browser.engine.text import domain_of
+from webgpt_site.inputs import is_web_url, parse_id
 from webgpt_site.models import log_action
 from webgpt_site.permissions import AnyUser
 
@@ -19,6 +20,7 @@ def import_answers(data: bytes, *, user: AnyUser | None = None) -> list[Answer]:
 
     All rows or none; a bad row raises QuestionFileError with its line. ``source.kind`` may be
     "model" (default) or "reference"; the rest of ``source`` (model name, sampling settings) is kept.
+    A quote's ``url`` is empty or an http(s) address: pages link to it.
     """
     text = decode(data)
     parsed = [(number, line) for number, line in enumerate(text.split("\n"), start=1) if line.strip()]
@@ -55,9 +57,11 @@ def import_answers(data: bytes, *, user: AnyUser | None = None) -> list[Answer]:
 
 def _row(line: str, number: int) -> dict[str, Any]:
     row = json_object(line, number)
-    if not isinstance(row.get("question_id"), int) and not (
-        isinstance(row.get("question"), str) and row["question"].strip()
+    if "question_id" in row and (
+        not isinstance(row["question_id"], int) or parse_id(row["question_id"]) is None
     ):
+        raise QuestionFileError(number, "'question_id' must be a question's id (a positive integer)")
+    if "question_id" not in row and not (isinstance(row.get("question"), str) and row["question"].strip()):
         raise QuestionFileError(number, "give 'question_id' (an integer) or 'question' (its text)")
     if not isinstance(row.get("answer"), str) or not row["answer"].strip():
         raise QuestionFileError(number, "'answer' must be a non-empty string")
@@ -73,6 +77,8 @@ def _row(line: str, number: int) -> dict[str, Any]:
                 number, f"quote {index} must be an object with text title, url and extract"
             )
         url = quote.get("url", "")
+        if url and not is_web_url(url):
+            raise QuestionFileError(number, f"quote {index}: 'url' must be an http:// or https:// address")
         cleaned_quotes.append(
             {
                 "title": quote.get("title", ""),
@@ -87,7 +93,7 @@ def _row(line: str, number: int) -> dict[str, Any]:
     if source.get("kind", SourceKind.MODEL) not in (SourceKind.MODEL, SourceKind.REFERENCE):
         raise QuestionFileError(number, "'source.kind' must be 'model' or 'reference'")
     cleaned = {"answer": row["answer"].strip(), "quotes": cleaned_quotes, "source": dict(source)}
-    if isinstance(row.get("question_id"), int):
+    if "question_id" in row:
         cleaned["question_id"] = row["question_id"]
     else:
         cleaned["question"] = row["question"]
