@@ -12,7 +12,7 @@ import torch
 from tests.test_training import bc_rows, citing_pairs
 from training.bc import load_policy, train_bc
 from training.config import MINILM, SMOLLM2, BCConfig, RMConfig
-from training.reward import train_reward_model
+from training.reward import load_reward_model, score, train_reward_model
 from training.store import resolve_base_model
 
 
@@ -67,3 +67,8 @@ def test_minilm_reward_model_step_offline(tmp_path, no_network):
     )
     result = train_reward_model(cfg, store=tmp_path / "store")
     assert result.steps == 1 and (tmp_path / "rm" / "reward.json").is_file()
+    # What was saved is the real MiniLM (6 layers of 384) with the scalar head, and it scores.
+    model, tokenizer = load_reward_model(tmp_path / "rm")
+    assert (model.config.num_hidden_layers, model.config.hidden_size, model.config.num_labels) == (6, 384, 1)
+    rewards = score(model, tokenizer, ["Question: why?\n\nAnswer:"] * 2, [" Because [1].", " Because."], 64)
+    assert len(rewards) == 2 and rewards[0] != rewards[1]

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 import torch
-from transformers import AutoModelForCausalLM, AutoModelForSequenceClassification, AutoTokenizer
+from transformers import AutoModelForCausalLM, AutoTokenizer
 
 from annotation.feedback.agreement import wilson_interval
 from training.bc import IGNORE, encode_example, train_bc
@@ -18,7 +18,14 @@ from training.config import BCConfig, RMConfig
 from training.data import comparisons, cut_middle, held_out_split, ranked_pairs
 from training.evaluation import preference_metrics
 from training.hooks import Hooks
-from training.reward import ComparisonCollator, preference_loss, reward_offset, train_reward_model
+from training.reward import (
+    ComparisonCollator,
+    load_reward_model,
+    preference_loss,
+    reward_offset,
+    score,
+    train_reward_model,
+)
 
 WORDS = [
     "river",
@@ -145,7 +152,13 @@ def test_a_reward_model_learns_that_citing_answers_are_better(tmp_path, tiny_ber
     # The offset makes the demonstrations (here the citing answers 0, 2, 4, 6) score 0 on average.
     assert reward_offset(Path(result.output_dir)) == pytest.approx(result.metrics["reward_offset"])
     assert result.metrics["reward_offset"] != 0
-    AutoModelForSequenceClassification.from_pretrained(result.output_dir)
+    # The saved model, loaded as sampling and evaluation load it, prefers citing answers it never saw.
+    model, tokenizer = load_reward_model(Path(result.output_dir))
+    unseen = citing_pairs(20, seed=7)
+    prompts = [row["prompt_chosen"] for row in unseen]
+    chosen = score(model, tokenizer, prompts, [row["chosen"] for row in unseen], 64)
+    rejected = score(model, tokenizer, prompts, [row["rejected"] for row in unseen], 64)
+    assert sum(c > r for c, r in zip(chosen, rejected, strict=True)) >= 18
 
 
 def test_ties_are_soft_targets_and_rankings_make_every_pair():
@@ -230,12 +243,20 @@ def test_lora_adapters_are_merged_into_a_plain_model(tmp_path, tiny_llama_dir):
     train_bc(cfg)
     files = {p.name for p in (tmp_path / "lora").iterdir()}
     assert "model.safetensors" in files and "adapter_config.json" not in files
-    AutoModelForCausalLM.from_pretrained(tmp_path / "lora")
+    merged = AutoModelForCausalLM.from_pretrained(tmp_path / "lora").state_dict()
+    base = AutoModelForCausalLM.from_pretrained(tiny_llama_dir).state_dict()
+    assert merged.keys() == base.keys()  # the base model's own weights, no adapter left over
+    # The trained adapters were folded into the linear layers they adapt.
+    changed = {name for name in base if not torch.equal(merged[name], base[name])}
+    assert "model.layers.0.self_attn.q_proj.weight" in changed and "model.embed_tokens.weight" not in changed
 
 
 def test_impossible_settings_are_named():
-    with pytest.raises(ValueError, match="learning_rate"):
+    with pytest.raises(ValueError, match=r"^learning_rate: must be more than 0 and less than 1, not 5$"):
         BCConfig(data="x", output_dir="y", learning_rate=5).check()
+    with pytest.raises(ValueError, match=r"^epochs or max_steps: one must be positive$"):
+        BCConfig(data="x", output_dir="y", epochs=0, max_steps=-1).check()
+    BCConfig(data="x", output_dir="y", epochs=0, max_steps=1).check()  # max_steps alone is enough
     with pytest.raises(ValueError, match="unknown setting"):
         BCConfig.from_dict({"learning_rat": 1e-4})
 

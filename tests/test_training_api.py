@@ -8,10 +8,11 @@ import sys
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, given
+from hypothesis import HealthCheck, event, given
 from hypothesis import settings as hsettings
 from hypothesis import strategies as st
 
+from annotation.models import Export
 from tests.test_api import api
 from tests.test_training_jobs import rm_export
 from training import jobs
@@ -136,17 +137,44 @@ JSON = st.recursive(
     ),
     max_leaves=8,
 )
-BODIES = JSON | st.fixed_dictionaries(
-    {"kind": st.sampled_from(["bc", "rm", "rm_eval", "x"]), "export": st.integers(), "settings": JSON},
-    optional={"preset": JSON, "base_checkpoint": JSON},
+REAL_EXPORT = -1  # stands for the id of an rm-pairs export that exists
+NUMBERS = ("max_steps", "max_length", "batch_size", "threads", "seed", "learning_rate", "epochs")
+BODIES = (
+    JSON
+    | st.fixed_dictionaries(
+        {"kind": st.sampled_from(["bc", "rm", "rm_eval", "x"]), "export": st.integers(), "settings": JSON},
+        optional={"preset": JSON, "base_checkpoint": JSON},
+    )
+    # Near misses: a real export, a reward-model run, numbers on either side of their ranges.
+    | st.fixed_dictionaries(
+        {
+            "kind": st.just("rm"),
+            "export": st.just(REAL_EXPORT),
+            "preset": st.just("fast"),
+            "settings": st.dictionaries(
+                st.sampled_from(NUMBERS), st.integers(-2, 10**6) | st.floats(-1, 1e4), max_size=2
+            ),
+        }
+    )
 )
 
 
-@hsettings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@hsettings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(body=BODIES)
-def test_no_body_gets_a_5xx(alice, body):
+def test_no_body_gets_a_5xx_and_a_refused_one_writes_nothing(alice, body):
+    export = Export.objects.filter(owner=alice).first() or rm_export(alice, 2)
+    if isinstance(body, dict) and body.get("export") == REAL_EXPORT:
+        body["export"] = export.pk
+    before = TrainingRun.objects.count()
     response = api(alice).post("/api/training-runs", body, format="json")
-    assert response.status_code < 500, (body, response.content)
+    event(f"status {response.status_code}")
+    if response.status_code == 202:
+        run = TrainingRun.objects.get(pk=response.json()["id"])
+        assert (run.kind, run.export) == (body["kind"], export)
+        assert TrainingRun.objects.count() == before + 1
+    else:
+        assert response.status_code == 400, (body, response.content)
+        assert TrainingRun.objects.count() == before
 
 
 @pytest.mark.django_db(databases=[])

@@ -289,7 +289,8 @@ def test_a_model_outside_the_store_keeps_its_folder(client_for, alice, tmp_path)
     outside = tmp_path / "elsewhere"
     outside.mkdir()
     checkpoint = checkpoint_of(finished_rm_run(alice), str(outside))
-    client_for(alice).post(reverse("training:delete_model", args=[checkpoint.pk]))
+    response = client_for(alice).post(reverse("training:delete_model", args=[checkpoint.pk]))
+    assert response.url == reverse("training:models")
     assert not ModelCheckpoint.objects.exists() and outside.exists()
 
 
