@@ -38,8 +38,12 @@ def task_for(client, user) -> Assignment:
     return Assignment.objects.filter(labeler=user).latest("id")
 
 
-def submit_key(html: str) -> str:
-    return re.search(r'name="submit_key" value="([^"]+)"', html).group(1)
+def form_fields(html: str) -> dict[str, str]:
+    """The task form's hidden fields: the submission's key and the task version the page was drawn from."""
+    return {
+        name: re.search(rf'name="{name}" value="([^"]+)"', html).group(1)
+        for name in ("submit_key", "version")
+    }
 
 
 def test_a_webgpt_comparison_is_blind_and_accepts_a_full_submission(client_for, bob, demo_batches):
@@ -63,7 +67,7 @@ def test_a_webgpt_comparison_is_blind_and_accepts_a_full_submission(client_for, 
         assert answer.source["field"] not in html
     assert "truthfulqa" not in html.lower() and "demo" not in html.lower()
     data = {
-        "submit_key": submit_key(html),
+        **form_fields(html),
         "rating-overall": "a_better",
         "rating-coherence": "b_better",
         "trust-A-0": "trustworthy",
@@ -88,14 +92,14 @@ def test_missing_required_fields_are_refused_and_the_draft_is_kept(client_for, b
     html = client.get(reverse("annotation:task", args=[task.pk])).content.decode()
     response = client.post(
         reverse("annotation:task_submit", args=[task.pk]),
-        {"submit_key": submit_key(html), "rating-accuracy": "equal"},
+        {**form_fields(html), "rating-accuracy": "equal"},
     )
-    assert response.status_code == 400
-    assert 'role="alert"' in response.content.decode()
+    assert response.status_code == 302 and response.url == reverse("annotation:task", args=[task.pk])
+    page = client.get(response.url).content.decode()
+    assert 'role="alert"' in page and "Overall usefulness" in page
     task.refresh_from_db()
     assert task.status == AssignmentStatus.LEASED and task.draft["ratings"] == {"accuracy": "equal"}
-    page = client.get(reverse("annotation:task", args=[task.pk])).content.decode()
-    assert re.search(r'name="rating-accuracy" value="equal" checked', page)  # a reload restores the draft
+    assert re.search(r'name="rating-accuracy" value="equal" checked', page)  # the draft is what was sent
 
 
 def test_drafts_autosave_and_a_repeated_submit_is_applied_once(client_for, bob, demo_batches):
@@ -109,7 +113,7 @@ def test_drafts_autosave_and_a_repeated_submit_is_applied_once(client_for, bob, 
     task.refresh_from_db()
     assert task.draft["truthful"] == "yes"
     html = client.get(reverse("annotation:task", args=[task.pk])).content.decode()
-    data = {"submit_key": submit_key(html), "field-truthful": "yes", "field-informative": "no"}
+    data = {**form_fields(html), "field-truthful": "yes", "field-informative": "no"}
     assert client.post(reverse("annotation:task_submit", args=[task.pk]), data).status_code == 302
     assert client.post(reverse("annotation:task_submit", args=[task.pk]), data).status_code == 302
     task.refresh_from_db()
@@ -122,7 +126,7 @@ def test_a_submitted_task_can_be_revised_and_the_history_is_kept(client_for, bob
     task = task_for(client, bob)
     for informative in ("no", "yes"):
         html = client.get(reverse("annotation:task", args=[task.pk])).content.decode()
-        data = {"submit_key": submit_key(html), "field-truthful": "yes", "field-informative": informative}
+        data = {**form_fields(html), "field-truthful": "yes", "field-informative": informative}
         client.post(reverse("annotation:task_submit", args=[task.pk]), data)
     task.refresh_from_db()
     assert task.response["informative"] == "yes"
@@ -135,7 +139,7 @@ def test_ranking_and_gophercite_pages_take_their_responses(client_for, bob, demo
     task = task_for(client, bob)
     html = client.get(reverse("annotation:task", args=[task.pk])).content.decode()
     slots = [str(n) for n in range(1, len(task.order) + 1)]
-    data = {"submit_key": submit_key(html), **{f"rank-{slot}": "1" if slot == "1" else "2" for slot in slots}}
+    data = {**form_fields(html), **{f"rank-{slot}": "1" if slot == "1" else "2" for slot in slots}}
     data["tag-1"] = ["hallucination"]
     assert client.post(reverse("annotation:task_submit", args=[task.pk]), data).status_code == 302
     task.refresh_from_db()
@@ -145,16 +149,15 @@ def test_ranking_and_gophercite_pages_take_their_responses(client_for, bob, demo
     task = task_for(client, bob)
     html = client.get(reverse("annotation:task", args=[task.pk])).content.decode()
     short = {
-        "submit_key": submit_key(html),
+        **form_fields(html),
         "field-plausible": "yes",
         "field-supported": "unsure",
         "field-justification": "too short",
     }
-    response = client.post(reverse("annotation:task_submit", args=[task.pk]), short)
-    assert response.status_code == 400, response.status_code
-    assert "7 words" in response.content.decode(), re.findall(r"<li>[^<]*</li>", response.content.decode())[
-        :5
-    ]
+    response = client.post(reverse("annotation:task_submit", args=[task.pk]), short, follow=True)
+    assert response.redirect_chain == [(reverse("annotation:task", args=[task.pk]), 302)]
+    page = response.content.decode()
+    assert "7 words" in page, re.findall(r"<li>[^<]*</li>", page)[:5]
 
 
 def test_tasks_are_private_to_their_labeler(client_for, django_user_model, bob, dana, charlie, demo_batches):
@@ -190,10 +193,14 @@ def test_when_the_draw_requires_everything_the_page_says_so_and_enforces_it(clie
     assert task.required_all
     html = client.get(reverse("annotation:task", args=[task.pk])).content.decode()
     assert "Required for this task: Accuracy, Coherence, Overall usefulness." in html
-    data = {"submit_key": submit_key(html), "rating-overall": "equal"}
-    assert client.post(reverse("annotation:task_submit", args=[task.pk]), data).status_code == 400
+    data = {**form_fields(html), "rating-overall": "equal"}
+    refused = client.post(reverse("annotation:task_submit", args=[task.pk]), data, follow=True)
+    assert 'role="alert"' in refused.content.decode()
+    assert Assignment.objects.get(pk=task.pk).status == AssignmentStatus.LEASED
     data |= {"rating-accuracy": "equal", "rating-coherence": "a_better"}
-    assert client.post(reverse("annotation:task_submit", args=[task.pk]), data).status_code == 302
+    response = client.post(reverse("annotation:task_submit", args=[task.pk]), data)
+    assert response.url == reverse("annotation:next_task")
+    assert Assignment.objects.get(pk=task.pk).status == AssignmentStatus.SUBMITTED
 
 
 def test_a_malformed_stored_draft_still_renders(client_for, bob, demo_batches):

@@ -21,7 +21,7 @@ from annotation.feedback.assignment import answer_shapes
 from annotation.feedback.presenter import task_context
 from annotation.feedback.scales import COMPARISON_SCALE, QUESTION_FLAGS
 from annotation.feedback.validation import MAX_SKIP_REASON, input_errors, required_fields, skip_reason_error
-from annotation.models import Assignment
+from annotation.models import Assignment, AssignmentStatus
 
 QUOTE_KEYS = ("title", "url", "domain", "extract")
 
@@ -79,6 +79,7 @@ def task_data(task: Assignment) -> dict[str, Any]:
         "response": task.response,
         "flags": task.flags,
         "submit_key": str(context["submit_key"]),
+        "version": task.version,
     }
 
 
@@ -99,10 +100,19 @@ def _skip_reason(value: str) -> str:
 class SubmitInput(serializers.Serializer):
     response = serializers.DictField(validators=[_json_object])
     key = serializers.UUIDField(help_text="A fresh UUID per submission; the same key again is a no-op")
+    version = serializers.IntegerField(
+        required=False,
+        min_value=0,
+        max_value=2**31 - 1,
+        help_text="The task's version you worked from: if it was submitted or skipped since, 409",
+    )
 
 
 class DraftInput(serializers.Serializer):
     draft = serializers.DictField(validators=[_json_object])
+    version = serializers.IntegerField(
+        required=False, min_value=0, max_value=2**31 - 1, help_text="As for submit: 409 when stale"
+    )
 
 
 class SkipInput(serializers.Serializer):
@@ -146,28 +156,39 @@ class TaskDetail(APIView):
 
 
 class TaskSubmit(APIView):
-    """Submit ``{"response": {...}, "key": "<uuid>"}``: 200 ``{"complete": true, "flags": [...]}``, or 400
-    with ``errors`` by field path; 409 when the task is closed."""
+    """Submit ``{"response": {...}, "key": "<uuid>", "version": n}``: 200 ``{"complete": true, "late": false,
+    "flags": [...]}``, or 400 with ``errors`` by field path (the response is kept as the draft); 409 when the
+    task is closed, or when ``version`` is older than the task's (``task`` then holds its current state).
+    After the lease ran out the slot is taken back if free; if someone else has it the response is stored
+    all the same as a late submission (``"late": true``: researchers see it, exports leave it out)."""
 
     permission_classes = (IsLabeler,)
 
-    @extend_schema(request=SubmitInput, responses={200: OpenApiTypes.OBJECT, 400: OpenApiTypes.OBJECT})
+    @extend_schema(
+        request=SubmitInput,
+        responses={200: OpenApiTypes.OBJECT, 400: OpenApiTypes.OBJECT, 409: OpenApiTypes.OBJECT},
+    )
     def post(self, request: Request, pk: int) -> Response:
         task = _own(request, pk)
         body = SubmitInput(data=request.data)
         body.is_valid(raise_exception=True)
         key: uuid.UUID = body.validated_data["key"]
+        version = body.validated_data.get("version")
         try:
-            result = work.submit(task.pk, request.user, body.validated_data["response"], key)
+            result = work.submit(task.pk, request.user, body.validated_data["response"], key, version=version)
         except work.TaskClosed as exc:
             return _closed(exc)
-        if result.validation is None:  # the same key again: already applied
-            return Response({"complete": True, "flags": result.assignment.flags, "repeated": True})
+        if result.stale:
+            current = {"detail": work.STALE_TASK, "task": task_data(_own(request, pk))}
+            return Response(current, status=status.HTTP_409_CONFLICT)
+        if result.repeated:
+            flags = result.assignment.flags
+            return Response({"complete": True, "late": result.late, "flags": flags, "repeated": True})
         if not result.validation.complete:
-            return Response(
-                {"complete": False, "errors": result.validation.errors}, status=status.HTTP_400_BAD_REQUEST
-            )
-        return Response({"complete": True, "flags": list(result.validation.flags), "repeated": False})
+            errors = {"complete": False, "late": result.late, "errors": result.validation.errors}
+            return Response(errors, status=status.HTTP_400_BAD_REQUEST)
+        flags = list(result.validation.flags)
+        return Response({"complete": True, "late": result.late, "flags": flags, "repeated": False})
 
 
 class TaskDraft(APIView):
@@ -181,16 +202,18 @@ class TaskDraft(APIView):
         body = DraftInput(data=request.data)
         body.is_valid(raise_exception=True)
         try:
-            work.save_draft(task.pk, request.user, body.validated_data["draft"])
+            draft, version = body.validated_data["draft"], body.validated_data.get("version")
+            saved = work.save_draft(task.pk, request.user, draft, version=version)
         except work.TaskClosed as exc:
             return _closed(exc)
-        return Response({"saved_at": timezone.now()})
+        # late: the lease ran out and the slot went to someone else; a submit is then stored as late.
+        return Response({"saved_at": timezone.now(), "late": saved.status == AssignmentStatus.EXPIRED})
 
 
 class TaskSkip(APIView):
     """Give the task back ``{"reason": "..."}``, as the task page's skip: its slot returns to the pool and it
-    is never handed to you again. 200; 400 by field; 409 when the task is not in progress (submitted,
-    expired, skipped)."""
+    is never handed to you again (also after the lease ran out). 200; 400 by field; 409 when the task is
+    not in progress (submitted, late, skipped)."""
 
     permission_classes = (IsLabeler,)
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import uuid
+from contextlib import suppress
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
@@ -24,6 +25,7 @@ TEMPLATE_PAGES = {
     "ranking": "tasks/ranking.html",
     "rating": "tasks/rating.html",
 }
+NOT_SAVED = "What you sent was not saved: it is shown below to copy."
 
 
 @require_GET
@@ -31,11 +33,8 @@ TEMPLATE_PAGES = {
 def landing(request: HttpRequest) -> HttpResponse:
     mine = Assignment.objects.filter(labeler=request.user).select_related("item__batch", "item__question")
     current = mine.filter(status=AssignmentStatus.LEASED, leased_until__gt=timezone.now()).first()
-    return render(
-        request,
-        "tasks/landing.html",
-        {"current": current, "recent": mine.filter(status=AssignmentStatus.SUBMITTED)[:10]},
-    )
+    done = mine.filter(status__in=(AssignmentStatus.SUBMITTED, AssignmentStatus.LATE))
+    return render(request, "tasks/landing.html", {"current": current, "recent": done[:10]})
 
 
 @require_POST
@@ -61,27 +60,42 @@ def task_page(request: HttpRequest, pk: int) -> HttpResponse:
     task = get_visible_or_404(
         Assignment.objects.select_related("item__batch", "item__question"), request.user, pk=pk
     )
-    if task.labeler_id == request.user.pk and task.status in (
-        AssignmentStatus.LEASED,
-        AssignmentStatus.EXPIRED,
-    ):
-        try:
-            task = work.keep_alive(task.pk, request.user)
-        except work.TaskClosed as exc:
-            messages.error(request, str(exc))
-            return redirect("annotation:next_task")
-    return _render_task(request, task)
+    refused: dict = {}
+    if task.labeler_id == request.user.pk:
+        # What the last refused submit left for this page (POST-redirect-GET: a reload never re-posts).
+        refused = request.session.pop(_refused_key(task.pk), None) or {}
+        if task.status in (AssignmentStatus.LEASED, AssignmentStatus.EXPIRED):
+            # When the slot went to someone else the page stays open: a submit is then kept as late.
+            with suppress(work.TaskClosed):
+                task = work.keep_alive(task.pk, request.user)
+    return _render_task(request, task, refused)
 
 
-def _render_task(
-    request: HttpRequest, task: Assignment, errors: dict | None = None, status: int = 200
-) -> HttpResponse:
-    context = task_context(task, errors=errors)
-    context["read_only"] = task.labeler_id != request.user.pk or task.status not in (
-        AssignmentStatus.LEASED,
-        AssignmentStatus.SUBMITTED,
-    )
-    return render(request, TEMPLATE_PAGES[task.item.batch.template], context, status=status)
+def _refused_key(pk: int) -> str:
+    return f"task-{pk}-refused"
+
+
+def _refuse(request: HttpRequest, task: Assignment, **refused: dict) -> HttpResponse:
+    """Back to the task page, which shows the errors or the response that was not stored, once."""
+    request.session[_refused_key(task.pk)] = refused
+    return redirect("annotation:task", pk=task.pk)
+
+
+def _render_task(request: HttpRequest, task: Assignment, refused: dict) -> HttpResponse:
+    context = task_context(task, errors=refused.get("errors"), refused=refused.get("response"))
+    mine = task.labeler_id == request.user.pk
+    context["read_only"] = not mine or task.status not in EDITABLE
+    context["slot_gone"] = work.SLOT_GONE if mine and task.status == AssignmentStatus.EXPIRED else ""
+    return render(request, TEMPLATE_PAGES[task.item.batch.template], context)
+
+
+# A submitted task may be revised; an expired one whose slot went to someone else is still submitted, late.
+EDITABLE = (
+    AssignmentStatus.LEASED,
+    AssignmentStatus.SUBMITTED,
+    AssignmentStatus.EXPIRED,
+    AssignmentStatus.LATE,
+)
 
 
 def _response(request: HttpRequest, task: Assignment) -> dict:
@@ -95,6 +109,12 @@ def _response(request: HttpRequest, task: Assignment) -> dict:
     )
 
 
+def _version(request: HttpRequest) -> int | None:
+    """The task version the page was drawn from, or None when the form lacks it."""
+    raw = request.POST.get("version", "")
+    return int(raw) if raw.isascii() and raw.isdigit() and len(raw) <= 9 else None
+
+
 @require_POST
 @role_required(Role.LABELER)
 def draft(request: HttpRequest, pk: int) -> HttpResponse:
@@ -104,34 +124,50 @@ def draft(request: HttpRequest, pk: int) -> HttpResponse:
     if problems:
         return HttpResponse(" ".join(problems.values()), status=400)
     try:
-        work.save_draft(task.pk, request.user, response)
+        saved = work.save_draft(task.pk, request.user, response, version=_version(request))
     except work.TaskClosed as exc:
         return HttpResponse(str(exc), status=409)
-    return HttpResponse(f"Draft saved at {timezone.localtime():%H:%M:%S}.")
+    late = " Your time ran out and the task went to someone else: a submit is kept as late."
+    return HttpResponse(
+        f"Draft saved at {timezone.localtime():%H:%M:%S}."
+        + (late if saved.status == AssignmentStatus.EXPIRED else "")
+    )
 
 
 @require_POST
 @role_required(Role.LABELER)
 def submit(request: HttpRequest, pk: int) -> HttpResponse:
     task = _own(request, pk)
+    version = _version(request)
     try:
         key = uuid.UUID(request.POST.get("submit_key", ""))
     except ValueError:
-        messages.error(request, "That form was incomplete; reload the page.")
-        return redirect("annotation:task", pk=task.pk)
+        key = None
     response = _response(request, task)
     problems = input_errors(response)  # the API's check on bodies, before anything is stored or shown back
     if problems:
-        return _render_task(request, task, errors=problems, status=400)
+        return _refuse(request, task, errors=problems)
+    if key is None or version is None:
+        messages.error(request, f"That form was incomplete. {NOT_SAVED}")
+        return _refuse(request, task, response=response)
     try:
-        result = work.submit(task.pk, request.user, response, key)
+        result = work.submit(task.pk, request.user, response, key, version=version)
     except work.TaskClosed as exc:
-        messages.error(request, str(exc))
-        return redirect("annotation:next_task")
+        messages.error(request, f"{exc} {NOT_SAVED}")
+        return _refuse(request, task, response=response)
+    if result.stale:
+        messages.error(request, f"{work.STALE_TASK} {NOT_SAVED}")
+        return _refuse(request, task, response=response)
     if result.validation is not None and not result.validation.complete:
-        task.refresh_from_db()
-        return _render_task(request, task, errors=result.validation.errors, status=400)
-    messages.success(request, "Submitted. Thank you!")
+        return _refuse(request, task, errors=result.validation.errors)  # the response is kept as the draft
+    if result.late:
+        messages.warning(
+            request,
+            "Submitted late: your time ran out and the task went to someone else. Your response is kept "
+            "for the researchers, but exports leave it out.",
+        )
+    else:
+        messages.success(request, "Submitted. Thank you!")
     return redirect("annotation:next_task")
 
 

@@ -167,6 +167,13 @@
     target.parentNode.querySelector("select[name^=rank-]").dispatchEvent(new Event("change", { bubbles: true }));
   });
 
+  // A refused draft (the task changed in another tab, or it is closed) says why where "saved" would show:
+  // htmx swaps no 4xx response by itself. The text is the server's plain-text message.
+  document.addEventListener("htmx:responseError", function (event) {
+    var status = document.getElementById("draft-status");
+    if (status && event.detail.target === status) { status.textContent = event.detail.xhr.responseText; }
+  });
+
   // Keep the lease while the page is open and in use.
   var lastInput = Date.now();
   ["keydown", "mousemove", "mousedown", "wheel", "touchstart", "input"].forEach(function (name) {
