@@ -140,8 +140,9 @@ def test_ending_with_answer_leads_to_the_answer_step_and_submission(client_for, 
     assert "[1] 2022 AFL Grand Final (en.wikipedia.org)" in page
     assert '<label for="id_answer">Answer</label>' in page
     assert client.post(reverse("annotation:draft", args=[episode.pk]), {"answer": "Geel"}).status_code == 200
-    bad = client.post(reverse("annotation:answer", args=[episode.pk]), {"answer": "Geelong [3]"})
-    assert bad.status_code == 400 and "Unknown citation [3]" in bad.content.decode()
+    bad = client.post(reverse("annotation:answer", args=[episode.pk]), {"answer": "Geelong [3]"}, follow=True)
+    assert bad.redirect_chain == [(reverse("annotation:episode", args=[episode.pk]), 302)]
+    assert "Unknown citation [3]" in bad.content.decode()
     good = client.post(reverse("annotation:answer", args=[episode.pk]), {"answer": "Geelong won [1]."})
     assert good.url == reverse("annotation:next_question")
     episode.refresh_from_db()
@@ -200,3 +201,67 @@ def test_a_researcher_creates_a_demonstration_batch_in_the_console(client_for, a
     empty = client.post(reverse("console:demonstration_batches"), {**form, "dataset": "none"})
     assert empty.status_code == 400 and "No question matches" in empty.content.decode()
     assert client_for(bob).get(reverse("console:demonstration_batches")).status_code == 403
+
+
+def at_the_answer_step(client, episode) -> None:
+    html = post_action(client, episode, "search", "AFL Grand Final").content.decode()
+    html = post_action(client, episode, "click", "0", html=html).content.decode()
+    html = post_action(client, episode, "quote", "won by Geelong", html=html).content.decode()
+    post_action(client, episode, "command", "End: Answer", html=html)
+    episode.refresh_from_db()
+    assert episode.status == EpisodeStatus.ANSWERING
+
+
+def test_a_reload_after_a_refused_answer_shows_the_newer_draft_and_never_reposts(client_for, dana, episode):
+    client = client_for(dana)
+    at_the_answer_step(client, episode)
+    page_url = reverse("annotation:episode", args=[episode.pk])
+    refused = client.post(reverse("annotation:answer", args=[episode.pk]), {"answer": "Geelong [3]"})
+    assert refused.status_code == 302 and refused.url == page_url
+    page = client.get(page_url).content.decode()
+    assert "Unknown citation [3]" in page and ">Geelong [3]</textarea>" in page
+    client.post(reverse("annotation:draft", args=[episode.pk]), {"answer": "Geelong, by 81 points [1]"})
+    reload = client.get(page_url).content.decode()  # a reload GETs the page: nothing is re-posted
+    assert ">Geelong, by 81 points [1]</textarea>" in reload and "Unknown citation" not in reload
+    assert Episode.objects.get().answer_draft == "Geelong, by 81 points [1]"
+
+
+def test_an_unstorable_answer_says_what_is_wrong_and_is_shown_back(client_for, dana, episode):
+    client = client_for(dana)
+    at_the_answer_step(client, episode)
+    response = client.post(
+        reverse("annotation:answer", args=[episode.pk]), {"answer": "Gee\x00long [1]"}, follow=True
+    )
+    page = response.content.decode()
+    assert "may not contain NUL characters" in page and "too long" not in page
+    assert "long [1]</textarea>" in page  # shown back to fix
+    draft = client.post(reverse("annotation:draft", args=[episode.pk]), {"answer": "x" * 20_001})
+    assert draft.status_code == 400 and "at most 20000 characters" in draft.content.decode()
+    assert Episode.objects.get().status == EpisodeStatus.ANSWERING
+
+
+def test_a_different_answer_from_a_second_tab_is_refused_and_shown_back(client_for, dana, episode):
+    client = client_for(dana)
+    at_the_answer_step(client, episode)
+    answer_url = reverse("annotation:answer", args=[episode.pk])
+    assert client.post(answer_url, {"answer": "Geelong won [1]."}).url == reverse("annotation:next_question")
+    second_tab = client.post(answer_url, {"answer": "Geelong beat Sydney by 81 points [1]."}, follow=True)
+    assert second_tab.redirect_chain == [(reverse("annotation:episode", args=[episode.pk]), 302)]
+    page = second_tab.content.decode()
+    assert "already answered" in page and "not saved" in page
+    assert ">Geelong beat Sydney by 81 points [1].</textarea>" in page  # the text, to copy
+    assert Episode.objects.get().answer == "Geelong won [1]."
+    again = client.post(answer_url, {"answer": "Geelong won [1]."})  # the first tab's retry stays harmless
+    assert again.url == reverse("annotation:next_question")
+
+
+def test_an_answer_after_another_tab_went_back_to_browsing_is_shown_back(client_for, dana, episode):
+    client = client_for(dana)
+    at_the_answer_step(client, episode)
+    client.post(reverse("annotation:browse_again", args=[episode.pk]))
+    response = client.post(
+        reverse("annotation:answer", args=[episode.pk]), {"answer": "Geelong [1]."}, follow=True
+    )
+    page = response.content.decode()
+    assert "went back to browsing" in page and ">Geelong [1].</textarea>" in page
+    assert 'id="episode-panel"' in page  # the browsing page, where the episode is now

@@ -47,32 +47,39 @@ def start(request: HttpRequest) -> HttpResponse:
 def episode_page(request: HttpRequest, pk: int) -> HttpResponse:
     """The episode as its current step: browsing, answering, or (finished, or someone else's) read-only."""
     episode = get_visible_or_404(Episode.objects.select_related("question", "user"), request.user, pk=pk)
+    refused: dict = {}
+    if episode.user_id == request.user.pk:
+        # What the last refused answer left for this page (POST-redirect-GET: a reload never re-posts).
+        refused = request.session.pop(_refused_key(episode.pk), None) or {}
     if episode.user_id != request.user.pk or not episode.is_open:
-        return _detail(request, episode)
+        return _detail(request, episode, refused)
     browser = service.open_browser(episode)
     if episode.status == EpisodeStatus.ANSWERING:
-        form = AnswerForm(initial={"answer": episode.answer_draft})
-        return render(request, "demonstrations/answer.html", _answer_context(episode, browser, form))
-    return render(request, "demonstrations/episode.html", panel_context(episode, browser))
+        return render(request, "demonstrations/answer.html", _answer_context(episode, browser, refused))
+    context = {**panel_context(episode, browser), "refused": refused}
+    return render(request, "demonstrations/episode.html", context)
 
 
-def _detail(request: HttpRequest, episode: Episode) -> HttpResponse:
+def _refused_key(pk: int) -> str:
+    return f"episode-{pk}-answer-refused"
+
+
+def _detail(request: HttpRequest, episode: Episode, refused: dict) -> HttpResponse:
     browser = service.open_browser(episode)
     actions = episode.actions.only("index", "command", "valid", "message", "created_at")
-    return render(
-        request,
-        "demonstrations/detail.html",
-        {"episode": episode, "quotes": browser.quotes, "actions": actions, "note_form": NoteForm()},
-    )
+    context = {"episode": episode, "quotes": browser.quotes, "actions": actions, "note_form": NoteForm()}
+    return render(request, "demonstrations/detail.html", {**context, "refused": refused})
 
 
-def _answer_context(episode: Episode, browser, form: AnswerForm, errors: list[str] = ()) -> dict:
+def _answer_context(episode: Episode, browser, refused: dict) -> dict:
+    """The answer step: the refused text when the last submit was refused, else the autosaved draft."""
+    text = refused.get("text", episode.answer_draft)
     return {
         "episode": episode,
         "question": browser.question,
         "quotes": browser.quotes,
-        "form": form,
-        "errors": errors,
+        "form": AnswerForm(initial={"answer": text}),
+        "errors": refused.get("errors", []),
         "can_browse_again": browser.actions_left > 0,
         "actions_left": browser.actions_left,
     }
@@ -155,19 +162,17 @@ def draft(request: HttpRequest, pk: int) -> HttpResponse:
 def answer(request: HttpRequest, pk: int) -> HttpResponse:
     episode = _own_episode(request, pk)
     form = AnswerForm(request.POST)
-    errors = form_problems(form) if not form.is_valid() else []
-    if not errors:
+    if form.is_valid():
         errors = service.submit_answer(episode.pk, request.user, form.cleaned_data["answer"])
+    else:
+        errors = form_problems(form)
     if not errors:
         messages.success(request, "Answer submitted. Thank you!")
         return redirect("annotation:next_question")
-    episode.refresh_from_db()
-    if episode.status != EpisodeStatus.ANSWERING:
-        return redirect("annotation:episode", pk=episode.pk)
-    browser = service.open_browser(episode)
-    return render(
-        request, "demonstrations/answer.html", _answer_context(episode, browser, form, errors), status=400
-    )
+    # POST-redirect-GET: the episode page shows the errors and the text sent once, whatever step the
+    # episode is at now (another tab may have finished it); a reload never re-posts over a newer draft.
+    request.session[_refused_key(episode.pk)] = {"errors": errors, "text": request.POST.get("answer", "")}
+    return redirect("annotation:episode", pk=episode.pk)
 
 
 @require_POST

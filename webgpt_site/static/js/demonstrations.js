@@ -63,6 +63,13 @@
     }
   });
 
+  // A refused draft (the episode left the answer step in another tab, or the text is refused) says why
+  // where "saved" would show: htmx swaps no 4xx response by itself. The text is the server's plain text.
+  document.addEventListener("htmx:responseError", function (event) {
+    var status = document.getElementById("draft-status");
+    if (status && event.detail.target === status) { status.textContent = event.detail.xhr.responseText; }
+  });
+
   ["keydown", "mousemove", "mousedown", "wheel", "touchstart", "input"].forEach(function (name) {
     document.addEventListener(name, function () { lastInput = Date.now(); }, { passive: true });
   });
