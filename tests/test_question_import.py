@@ -117,3 +117,44 @@ def test_the_command_reports_counts_and_errors(tmp_path, capsys):
         call_command("import_questions", str(bad))
     with pytest.raises(CommandError, match="No such file"):
         call_command("import_questions", str(tmp_path / "missing.jsonl"))
+
+
+GOOD = b'{"question": "What is a quark?"}\n'
+
+
+@pytest.mark.parametrize(
+    ("row", "reason"),
+    [
+        (b'{"question": "Why?", "dataset": "' + b"d" * 101 + b'"}', "'dataset' is longer than 100"),
+        (b'{"question": "Why?", "id": "' + b"i" * 201 + b'"}', "'id' is longer than 200 characters"),
+        (b'{"question": "Why?", "id": ' + b"9" * 250 + b"}", "'id' is longer than 200 characters"),
+        (b'{"question": "Why?", "metadata": {"n": ' + b"9" * 5000 + b"}}", "more than 4300 digits"),
+        (b'{"question": "Why?", "metadata": {"n": 1e999}}', "too large"),
+        (b'{"question": "Why?", "metadata": {"n": NaN}}', "not a number"),
+        (b'{"question": "Why?", "metadata": ' + b"[" * 5000 + b"]" * 5000 + b"}", "nested more than"),
+        (b'{"question": "Why?", "metadata": {"k": "a\\u0000b"}}', "NUL"),
+    ],
+    ids=["dataset-101", "id-201", "id-250-digits", "int-5000-digits", "1e999", "NaN", "deep", "nul"],
+)
+def test_values_the_database_cannot_hold_are_refused_with_their_line(row, reason):
+    """On PostgreSQL each of these was a 500 (SQLite stored the long names: the databases disagreed)."""
+    with pytest.raises(QuestionFileError) as caught:
+        import_questions(GOOD + row + b"\n", filename="mine.jsonl")
+    assert caught.value.line == 2 and reason in caught.value.reason, caught.value
+    assert not Question.objects.exists() and not QuestionImport.objects.exists()
+
+
+def test_a_nul_in_a_csv_file_names_its_line():
+    data = (QUESTION_DATA / "TruthfulQA.csv").read_bytes().replace(b"What happens", b"What\x00 happens", 1)
+    with pytest.raises(QuestionFileError, match="NUL") as caught:
+        import_questions(data, filename="TruthfulQA.csv")
+    assert caught.value.line == data[: data.index(b"\x00")].count(b"\n") + 1
+    assert not Question.objects.exists()
+
+
+def test_names_longer_than_the_model_holds_are_refused_or_shortened():
+    with pytest.raises(QuestionFileError, match="dataset name is longer than 100 characters"):
+        import_questions(GOOD, filename="q.jsonl", dataset="d" * 101)
+    report = import_questions(GOOD, filename=("f" * 250) + ".jsonl\x00")  # a name from an upload
+    question = Question.objects.get()
+    assert question.dataset == "f" * 100 and "\x00" not in report.filename and len(report.filename) <= 255

@@ -56,7 +56,8 @@ def loads(text: str | bytes, *, max_depth: int = MAX_JSON_DEPTH) -> Any:
         # The C decoder gives up at the interpreter's recursion limit, long before memory runs out.
         raise JSONInputError(f"nested more than {max_depth} levels deep") from None
     except json.JSONDecodeError as exc:
-        raise JSONInputError(f"invalid JSON ({exc.msg} at line {exc.lineno} column {exc.colno})") from None
+        where = f"column {exc.colno}" if exc.lineno == 1 else f"line {exc.lineno} column {exc.colno}"
+        raise JSONInputError(f"invalid JSON ({exc.msg} at {where})") from None
     except (ValueError, UnicodeDecodeError) as exc:  # bytes that are not UTF-8/16/32
         raise JSONInputError(f"invalid JSON ({exc})") from None
     if json_depth(value) > max_depth:

@@ -12,11 +12,14 @@ from __future__ import annotations
 
 import csv
 import io
-import json
 import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
+
+from webgpt_site.inputs import JSONInputError, has_nul, loads
+
+__all__ = ["FORMATS", "ParsedQuestion", "QuestionFileError", "decode", "detect_format", "has_nul", "parse"]
 
 FORMATS = ("truthfulqa", "triviaqa", "webglm", "plain")
 MAX_QUESTION_CHARS = 4000
@@ -43,11 +46,17 @@ class ParsedQuestion:
 
 
 def decode(data: bytes) -> str:
+    """The file's text; not UTF-8, or holding U+0000 (PostgreSQL cannot store it; CSV readers pass it
+    through), is refused with the line."""
     try:
-        return data.decode("utf-8-sig")
+        text = data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
         line = data[: exc.start].count(b"\n") + 1
         raise QuestionFileError(line, "not valid UTF-8 text") from None
+    nul = text.find("\x00")
+    if nul >= 0:
+        raise QuestionFileError(text.count("\n", 0, nul) + 1, "text may not contain NUL characters (U+0000)")
+    return text
 
 
 def detect_format(text: str, filename: str = "") -> str:
@@ -86,23 +95,13 @@ def _lines(text: str) -> list[str]:
     return [line.removesuffix("\r") for line in text.split("\n")]
 
 
-def has_nul(value: Any) -> bool:
-    """Whether a JSON-like value holds U+0000, which PostgreSQL cannot store (in text or jsonb): such input
-    is refused where the error can say where it is, instead of failing in the database."""
-    if isinstance(value, str):
-        return "\x00" in value
-    if isinstance(value, dict):
-        return any(has_nul(k) or has_nul(v) for k, v in value.items())
-    if isinstance(value, list):
-        return any(has_nul(v) for v in value)
-    return False
-
-
 def json_object(line: str, line_number: int) -> dict[str, Any]:
+    """One JSON Lines row as an object. Nesting, numbers and NUL are held to the API's limits
+    (``webgpt_site.inputs``): what PostgreSQL cannot store is refused here, with the line."""
     try:
-        row = json.loads(line)
-    except json.JSONDecodeError as exc:
-        raise QuestionFileError(line_number, f"invalid JSON ({exc.msg} at column {exc.colno})") from None
+        row = loads(line)
+    except JSONInputError as exc:
+        raise QuestionFileError(line_number, str(exc)) from None
     if not isinstance(row, dict):
         raise QuestionFileError(line_number, "expected a JSON object")
     if has_nul(row):

@@ -9,7 +9,7 @@ from django.conf import settings
 from django.db import IntegrityError, transaction
 
 from annotation.models import Question, QuestionImport
-from annotation.questions.formats import QuestionFileError, decode, detect_format, parse
+from annotation.questions.formats import ParsedQuestion, QuestionFileError, decode, detect_format, parse
 from annotation.questions.splits import assign_split, question_key, with_explain_prefix
 from webgpt_site.models import log_action
 from webgpt_site.permissions import AnyUser
@@ -36,12 +36,18 @@ def import_questions(
     ``explain_statements`` prefixes statements with "Explain: " (default: only for dataset ``eli5``).
     Raises ``QuestionFileError`` (with the line) and changes nothing if any row is bad.
     """
+    dataset_chars = Question._meta.get_field("dataset").max_length
+    if dataset and len(dataset) > dataset_chars:
+        raise QuestionFileError(0, f"the dataset name is longer than {dataset_chars} characters")
+    filename = _printable(PurePath(filename).name)[: QuestionImport._meta.get_field("filename").max_length]
     if len(data) > settings.QUESTION_IMPORT_MAX_BYTES:
         raise QuestionFileError(0, f"the file is larger than {settings.QUESTION_IMPORT_MAX_BYTES} bytes")
     text = decode(data)
     file_format = file_format or detect_format(text, filename)
     records = parse(text, file_format)
-    default_dataset = dataset or DEFAULT_DATASETS.get(file_format) or PurePath(filename).stem or "questions"
+    stem = PurePath(filename).stem[:dataset_chars]  # a name derived from an upload's file name: shortened
+    default_dataset = dataset or DEFAULT_DATASETS.get(file_format) or stem or "questions"
+    _check_lengths(records)
 
     try:
         with transaction.atomic():
@@ -79,7 +85,7 @@ def import_questions(
             _refuse_reused_external_ids(new, first_line)
             report = QuestionImport.objects.create(
                 created_by=user if getattr(user, "is_authenticated", False) else None,
-                filename=PurePath(filename).name[:255],
+                filename=filename,
                 file_format=file_format,
                 dataset=dataset or "",
                 sha256=hashlib.sha256(data).hexdigest(),
@@ -97,6 +103,20 @@ def import_questions(
             0, "another import added some of these questions at the same moment; import the file again"
         ) from None
     return report
+
+
+def _printable(name: str) -> str:
+    # Upload names may hold NUL (PostgreSQL cannot store it) and other control characters.
+    return "".join(char for char in name if char.isprintable())
+
+
+def _check_lengths(records: list[ParsedQuestion]) -> None:
+    """Names longer than their columns: PostgreSQL refuses them (a 500), SQLite would store them whole."""
+    for name, column in (("dataset", "dataset"), ("id", "external_id")):
+        limit = Question._meta.get_field(column).max_length
+        for record in records:
+            if len(getattr(record, column) or "") > limit:
+                raise QuestionFileError(record.line, f"'{name}' is longer than {limit} characters")
 
 
 def _refuse_reused_external_ids(new: list[Question], line_of_key: dict[str, int]) -> None:
