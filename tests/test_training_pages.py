@@ -181,6 +181,10 @@ def test_the_form_preselects_the_export_of_a_train_link(client_for, alice):
     html = client.get(link).content.decode()
     assert f'<option value="{export.pk}" selected>' in html
     assert '<option value="rm" selected>' in html
+    for odd in ("²", "9" * 30, "-1", f"{export.pk}\x00"):  # "²".isdigit() is true, int("²") fails
+        page = client.get(reverse("training:new"), {"export": odd})
+        assert page.status_code == 200, odd
+        assert f'<option value="{export.pk}" selected>' not in page.content.decode(), odd
 
 
 def test_the_form_rejects_an_export_of_the_wrong_format_and_creates_nothing(client_for, alice):

@@ -19,6 +19,7 @@ from training import jobs
 from training.config import RM_PRESETS
 from training.inputs import PRESET_MODELS, SETTABLE, RunError
 from training.models import ModelCheckpoint, RunKind, TrainingRun
+from webgpt_site.inputs import MAX_ID
 from webgpt_site.permissions import get_visible_or_404
 
 
@@ -41,9 +42,6 @@ class TrainingRunSerializer(serializers.ModelSerializer):
             "created_at", "started_at", "finished_at",
         )  # fmt: skip
         read_only_fields = fields
-
-
-MAX_ID = 2**63 - 1  # beyond any primary key: larger ids are refused as input, not sent to the database
 
 
 class TrainingRunInput(serializers.Serializer):

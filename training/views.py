@@ -20,6 +20,7 @@ from training.inputs import FORMATS, RunError
 from training.jobs import cancel_run, checkpoint_users, delete_checkpoint, request_run
 from training.models import ModelCheckpoint, RunKind, TrainingRun
 from training.plot import line_chart, timeline_series
+from webgpt_site.inputs import parse_id
 from webgpt_site.permissions import Role, get_visible_or_404, role_required
 
 PAGE_SIZE = 50
@@ -105,7 +106,7 @@ def run_new(request: HttpRequest) -> HttpResponse:
 def _preselected(request: HttpRequest) -> dict[str, Any]:
     """?export=ID&kind=... from an export's "Train" link; no kind: the one the export's format is for."""
     initial: dict[str, Any] = {}
-    export = Export.objects.visible_to(request.user).filter(pk=_int(request.GET.get("export"))).first()
+    export = Export.objects.visible_to(request.user).filter(pk=parse_id(request.GET.get("export"))).first()
     if export is not None:
         initial["export"] = export.pk
         initial["kind"] = next(
@@ -114,10 +115,6 @@ def _preselected(request: HttpRequest) -> dict[str, Any]:
     if request.GET.get("kind") in RunKind.values:
         initial["kind"] = request.GET["kind"]
     return initial
-
-
-def _int(value: str | None) -> int | None:
-    return int(value) if value and value.isdigit() else None
 
 
 @require_GET
