@@ -125,6 +125,15 @@ def _database() -> dict:
         raise ImproperlyConfigured(f"DATABASE_URL: {exc}") from None
     if scheme == "sqlite":
         Path(config["NAME"]).parent.mkdir(parents=True, exist_ok=True)
+        # For a small team on the zero-setup database: readers never wait for the writer (WAL), writers
+        # queue for the lock for up to SQLITE_BUSY_TIMEOUT seconds instead of failing with "database is
+        # locked", and a transaction takes the write lock when it begins (IMMEDIATE), so two requests can
+        # never both read and then both fail to upgrade to writing.
+        config["OPTIONS"] = {
+            "transaction_mode": "IMMEDIATE",
+            "timeout": env_int("SQLITE_BUSY_TIMEOUT", 20, minimum=1),
+            "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
+        }
     config["CONN_HEALTH_CHECKS"] = True
     return config
 
