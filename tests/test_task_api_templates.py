@@ -183,13 +183,18 @@ def hidden_inputs(html: str) -> dict[str, str]:
     return dict(re.findall(r'<input type="hidden" name="([^"]+)" value="([^"]*)"', html))
 
 
-def test_the_webglm_rating_page_shows_its_criteria_and_stores_a_submit(client_for, bob):
+def webglm_task_page(client) -> tuple[Assignment, str]:
+    """The labeler starts work on a one-answer WebGLM rating batch: their task and its page."""
     batch_for("rating", "webglm", answers=1)
-    client = client_for(bob)
     client.post(reverse("annotation:task_start"))
-    assignment = Assignment.objects.get(labeler=bob)
-    page = client.get(reverse("annotation:task", args=[assignment.pk])).content.decode()
+    assignment = Assignment.objects.get()
+    return assignment, client.get(reverse("annotation:task", args=[assignment.pk])).content.decode()
 
+
+def test_the_webglm_rating_page_shows_its_criteria_and_stores_a_submit(client_for, bob):
+    client = client_for(bob)
+    assignment, page = webglm_task_page(client)
+    assert assignment.labeler == bob
     assert "Single-answer rating · WebGLM" in page and "Rayleigh scattering makes the sky blue." in page
     for field in RATING_PRESETS["webglm"]:
         label = escape(field.label)
@@ -208,11 +213,8 @@ def test_the_webglm_rating_page_shows_its_criteria_and_stores_a_submit(client_fo
 
 
 def test_an_incomplete_webglm_submit_names_the_missing_criteria_and_stores_nothing(client_for, bob):
-    batch_for("rating", "webglm", answers=1)
     client = client_for(bob)
-    client.post(reverse("annotation:task_start"))
-    assignment = Assignment.objects.get(labeler=bob)
-    page = client.get(reverse("annotation:task", args=[assignment.pk])).content.decode()
+    assignment, page = webglm_task_page(client)
     form = {**hidden_inputs(page), "field-fluency": "3", "field-correctness": "7"}
     refused = client.post(reverse("annotation:task_submit", args=[assignment.pk]), form, follow=True)
     shown = refused.content.decode()
