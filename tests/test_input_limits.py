@@ -219,3 +219,59 @@ def test_a_stored_quote_url_that_is_not_http_is_shown_as_text(task, bob, client)
     html = client.get(reverse("annotation:task", args=[task.pk])).content.decode()
     assert "javascript:alert(1)" in html and 'href="javascript' not in html
     assert 'href="https://en.wikipedia.org/wiki/Rayleigh_scattering"' in html  # the other answer's link
+
+
+# Item 14: query parameters and ids in paths
+
+THIRTY_DIGITS = "9" * 30
+
+
+def test_query_parameters_that_are_not_what_they_name_are_a_400(alice):
+    client = api(alice)
+    for query in ("question=²", f"question={THIRTY_DIGITS}", "question=-1", "question=1.0"):
+        response = client.get(f"/api/answers?{query}")
+        assert response.status_code == 400 and "must be an id" in response.json()["question"][0], query
+    assert client.get("/api/answers?question=5").status_code == 200
+    for query in ("split=bc%00", "split=nope", "dataset=a%00", "q=" + "x" * 201):
+        response = client.get(f"/api/questions?{query}")
+        assert response.status_code == 400, (query, response.content[:200])
+    assert client.get("/api/questions?split=bc&dataset=x&q=sky").status_code == 200
+
+
+def test_query_parameters_on_pages_never_give_a_500(alice, client):
+    client.force_login(alice)
+    for url in (
+        "/console/questions/?split=bc%00&q=%00&page=²",
+        "/console/training/new/?export=²&kind=%00",
+        f"/console/training/new/?export={THIRTY_DIGITS}",
+        "/console/training/compare/?run=²",
+        f"/console/training/compare/?run={THIRTY_DIGITS}",
+        f"/console/training/?page={THIRTY_DIGITS}",
+    ):
+        assert client.get(url).status_code in (200, 400), url
+
+
+def test_gold_pairs_with_digits_that_are_not_ascii_are_refused():
+    from annotation.feedback.batches import BatchError, parse_gold_pairs
+
+    with pytest.raises(BatchError, match="gold line 2"):
+        parse_gold_pairs("1 > 2\n1 > ²\n")
+
+
+def test_a_thirty_digit_id_in_any_path_is_a_404(django_user_model, client):
+    """On every route with an id, for a user who has every role (so that only the id decides)."""
+    from tests.conftest import make_user
+    from tests.routes import all_routes
+
+    everyone = make_user(django_user_model, "erin", "researcher", "labeler", "demonstrator")
+    client.force_login(everyone)
+    checked = 0
+    for route in all_routes():
+        if "pk" not in route.params:
+            continue
+        url = route.url(pk=int(THIRTY_DIGITS))
+        for method in route.methods:
+            response = client.generic(method, url)
+            assert response.status_code == 404, (method, url, response.status_code)
+            checked += 1
+    assert checked >= 20

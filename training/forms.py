@@ -11,6 +11,7 @@ from annotation.models import Export, ExportStatus
 from training.config import BOUNDS, RM_PRESETS, BCConfig, RMConfig, default_rm_preset
 from training.inputs import FORMATS, RunError
 from training.models import ModelCheckpoint, RunKind, TrainingRun
+from webgpt_site.params import ModelIdsField
 from webgpt_site.permissions import AnyUser
 
 # The settings offered on the form; the rest keep the defaults of training.config.
@@ -108,7 +109,7 @@ class RunForm(forms.Form):
 
 
 class CompareForm(forms.Form):
-    run = forms.ModelMultipleChoiceField(
+    run = ModelIdsField(
         queryset=TrainingRun.objects.none(),
         error_messages={
             "required": "Select the runs to compare.",

@@ -3,9 +3,10 @@ each model's ``visible_to(user)``: a detail a user may not see is a 404; a list 
 
 from __future__ import annotations
 
+from django.core.exceptions import BadRequest
 from django.db.models import QuerySet
 from drf_spectacular.utils import OpenApiParameter, extend_schema
-from rest_framework import generics, status
+from rest_framework import generics, serializers, status
 from rest_framework.parsers import FormParser, MultiPartParser
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -25,7 +26,9 @@ from annotation.api.serializers import (
 from annotation.feedback.batches import BatchError, create_batch_from_source
 from annotation.models import Answer, Episode, FeedbackBatch, Question, Split
 from annotation.questions.formats import QuestionFileError
+from annotation.questions.forms import QuestionFilterForm
 from annotation.questions.service import import_questions
+from webgpt_site.params import id_param
 
 
 @extend_schema(
@@ -42,15 +45,10 @@ class QuestionList(generics.ListAPIView):
     serializer_class = QuestionSerializer
 
     def get_queryset(self) -> QuerySet[Question]:
-        questions = Question.objects.visible_to(self.request.user).order_by("id")
-        params = self.request.query_params
-        if params.get("dataset"):
-            questions = questions.filter(dataset=params["dataset"].replace("\x00", ""))
-        if params.get("split"):
-            questions = questions.filter(split=params["split"])
-        if params.get("q"):
-            questions = questions.filter(text__icontains=params["q"][:200].replace("\x00", ""))
-        return questions
+        form = QuestionFilterForm(self.request.query_params)  # the question list page's filters
+        if not form.is_valid():
+            raise serializers.ValidationError(form.errors)
+        return form.filter(Question.objects.visible_to(self.request.user).order_by("id"))
 
 
 class QuestionDetail(generics.RetrieveAPIView):
@@ -125,8 +123,11 @@ class AnswerList(generics.ListAPIView):
 
     def get_queryset(self) -> QuerySet[Answer]:
         answers = Answer.objects.visible_to(self.request.user).order_by("id")
-        question = self.request.query_params.get("question", "")
-        return answers.filter(question_id=int(question)) if question.isdigit() else answers
+        try:
+            question = id_param(self.request.query_params, "question")
+        except BadRequest as exc:
+            raise serializers.ValidationError({"question": [str(exc)]}) from None
+        return answers if question is None else answers.filter(question_id=question)
 
 
 class AnswerDetail(generics.RetrieveAPIView):

@@ -30,7 +30,7 @@ class ActionForm(forms.Form):
             return data
         if kind == "command" and text not in FIXED_COMMANDS:
             raise forms.ValidationError("Unknown command.")
-        if kind == "click" and not text.isdigit():
+        if kind == "click" and not (text.isascii() and text.isdigit() and len(text) <= 6):
             raise forms.ValidationError("Unknown link.")
         if kind in {"search", "find"} and not text.strip():
             raise forms.ValidationError(

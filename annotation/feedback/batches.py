@@ -12,6 +12,7 @@ from django.db import transaction
 from annotation.feedback.answers_import import answer_from_episode
 from annotation.feedback.scales import default_always_required
 from annotation.models import Answer, Episode, EpisodeStatus, FeedbackBatch, FeedbackItem, Template
+from webgpt_site.inputs import parse_id
 from webgpt_site.models import log_action
 from webgpt_site.permissions import AnyUser
 
@@ -138,7 +139,7 @@ def parse_gold_pairs(text: str) -> dict[frozenset[int], tuple[int, int | None]]:
         if not line.strip():
             continue
         parts = line.replace(">", " > ").replace("=", " = ").split()
-        if len(parts) != 3 or parts[1] not in {">", "="} or not (parts[0].isdigit() and parts[2].isdigit()):
+        if len(parts) != 3 or parts[1] not in {">", "="} or None in (parse_id(parts[0]), parse_id(parts[2])):
             raise BatchError(
                 f"gold line {number}: write '<answer id> > <answer id>' or '<answer id> = <answer id>'"
             )

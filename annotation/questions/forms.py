@@ -1,6 +1,7 @@
 from django import forms
+from django.db.models import QuerySet
 
-from annotation.models import Split
+from annotation.models import Question, Split
 from annotation.questions.formats import FORMATS
 
 
@@ -20,8 +21,20 @@ class QuestionImportForm(forms.Form):
 
 
 class QuestionFilterForm(forms.Form):
-    """The question list's filters; bad values are shown as errors, never a 500."""
+    """The question list's filters, for the page and the API: bad values (NUL, too long, an unknown split)
+    are errors, never a 500."""
 
     q = forms.CharField(required=False, max_length=200, label="Text contains")
     dataset = forms.CharField(required=False, max_length=100)
     split = forms.ChoiceField(required=False, choices=[("", "Any split"), *Split.choices])
+
+    def filter(self, questions: QuerySet[Question]) -> QuerySet[Question]:
+        """``questions`` narrowed by the valid filters."""
+        data = self.cleaned_data
+        if data["q"]:
+            questions = questions.filter(text__icontains=data["q"])
+        if data["dataset"]:
+            questions = questions.filter(dataset=data["dataset"])
+        if data["split"]:
+            questions = questions.filter(split=data["split"])
+        return questions

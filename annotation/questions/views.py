@@ -23,15 +23,7 @@ PAGE_SIZE = 50
 def question_list(request: HttpRequest) -> HttpResponse:
     form = QuestionFilterForm(request.GET)
     questions = Question.objects.visible_to(request.user)
-    if form.is_valid():
-        if form.cleaned_data["q"]:
-            questions = questions.filter(text__icontains=form.cleaned_data["q"])
-        if form.cleaned_data["dataset"]:
-            questions = questions.filter(dataset=form.cleaned_data["dataset"])
-        if form.cleaned_data["split"]:
-            questions = questions.filter(split=form.cleaned_data["split"])
-    else:
-        questions = questions.none()
+    questions = form.filter(questions) if form.is_valid() else questions.none()
     page = Paginator(questions.order_by("id"), PAGE_SIZE).get_page(request.GET.get("page"))
     query = request.GET.copy()
     query.pop("page", None)
