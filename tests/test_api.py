@@ -289,7 +289,9 @@ def test_a_researcher_creates_a_batch_from_an_answers_file_all_or_nothing(alice,
             reason in refused.json()["reason"] and "Nothing was created" in refused.json()["answers_file"][0]
         )
     assert Answer.objects.count() == 3 and FeedbackBatch.objects.count() == 1  # nothing of the bad files
-    assert create(alice, None).json() == {"answers_file": ["Send an answers file with source=file only."]}
+    assert create(alice, None).json() == {
+        "answers_file": ["Choose the answers file (the source is an answers file)."]
+    }  # the same check and message as the console form and the command (tests/test_feedback_batches.py)
     assert set(create(alice, good, source="bank").json()) == {"answers_file"}
     assert create(alice, good, template="ranking").json() == {
         "non_field_errors": ["no items: there are no answers to judge in this form"]

@@ -76,7 +76,7 @@ def test_batches_refuse_groups_that_do_not_fit(questions):
     answers = import_answers(answers_file(SKY, {**SKY, "answer": "other"}))
     with pytest.raises(BatchError, match="needs 2-2"):
         create_feedback_batch(None, BatchSettings("x", "webgpt_comparison"), [answers[:1]])
-    with pytest.raises(BatchError, match="needs a preset"):
+    with pytest.raises(BatchError, match="Choose a preset for a rating batch"):
         create_feedback_batch(None, BatchSettings("x", "rating"), [answers[:1]])
     assert not FeedbackBatch.objects.exists()
 
@@ -202,3 +202,96 @@ def test_gold_pairs_mark_items_with_the_expected_preference(questions, capsys):
             "--gold",
             "better: 5",
         )
+
+
+BAD_REQUESTS = [
+    # (what is wrong, page fields, API fields, command arguments, the message all three give)
+    (
+        "the file source without a file",
+        {"source": "file"},
+        {"source": "file"},
+        ["--source", "file"],
+        "Choose the answers file (the source is an answers file)",
+    ),
+    (
+        "a file with another source",
+        {"source": "bank", "answers_file": True},
+        {"source": "bank", "answers_file": True},
+        ["--source", "bank", "--answers", True],
+        "An answers file is read only when the source is an answers file: choose that source, or leave the "
+        "file out",
+    ),
+    (
+        "a rating batch without a preset",
+        {"template": "rating"},
+        {"template": "rating"},
+        ["--template", "rating"],
+        "Choose a preset for a rating batch (gophercite, truthfulqa, webglm), and only for one",
+    ),
+    (
+        "a lease shorter than a minute",
+        {"lease_minutes": 0},
+        {"lease_seconds": 0},
+        ["--lease-minutes", "0"],
+        "The lease is 1 minute to 24 hours",
+    ),
+    (
+        "an always-required field the template does not have",
+        {"always_required": "overall, nope"},
+        {"always_required": ["overall", "nope"]},
+        ["--always-required", "overall,nope"],
+        "'nope' is not a field of this template; choose from accuracy, coherence, overall",
+    ),
+    (
+        "gold pairs on a ranking batch",
+        {"template": "ranking", "gold_pairs": "1 > 2"},
+        {"template": "ranking", "gold_pairs": "1 > 2"},
+        ["--template", "ranking", "--gold", "1>2"],
+        "Gold pairs are for comparison batches",
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("page", "api", "command", "message"),
+    [case[1:] for case in BAD_REQUESTS],
+    ids=[case[0] for case in BAD_REQUESTS],
+)
+def test_the_console_form_the_api_and_the_command_refuse_a_bad_batch_with_the_same_message(
+    client_for, alice, questions, tmp_path, page, api, command, message
+):
+    from django.utils.html import escape
+
+    data = answers_file(SKY, {**SKY, "answer": "Blue light scatters more."})
+    path = tmp_path / "answers.jsonl"
+    path.write_bytes(data)
+
+    def upload(value):
+        return SimpleUploadedFile("answers.jsonl", data) if value is True else value
+
+    client = client_for(alice)
+    form = {
+        "name": "Bad",
+        "template": "minimal_comparison",
+        "source": "bank",
+        "overlap": 1,
+        "required_probability": 0.1,
+        "lease_minutes": 30,
+        "revision_minutes": 60,
+    }
+    response = client.post(
+        reverse("console:feedback_create"), {**form, **{k: upload(v) for k, v in page.items()}}
+    )
+    assert response.status_code == 400
+    assert escape(message) in response.content.decode()
+    body = {"name": "Bad", "template": "minimal_comparison", "source": "bank"}
+    answer = client.post("/api/batches", {**body, **{k: upload(v) for k, v in api.items()}})
+    assert answer.status_code == 400
+    assert any(message in error for errors in answer.json().values() for error in errors), answer.json()
+    arguments = [str(path) if value is True else value for value in command]
+    with pytest.raises(CommandError) as refused:
+        call_command(
+            "create_feedback_batch", "Bad", "--template", "minimal_comparison", "--source", "bank", *arguments
+        )
+    assert message in str(refused.value) and "nothing was created" in str(refused.value)
+    assert not FeedbackBatch.objects.exists() and not Answer.objects.exists()

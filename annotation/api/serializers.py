@@ -12,8 +12,9 @@ from rest_framework import serializers
 from annotation.exports.rules import FILE_TYPES as EXPORT_FILE_TYPES
 from annotation.exports.rules import PARQUET_HELP, ExportRequestError, check_batch, clean_export_request
 from annotation.exports.rules import SOURCES as EXPORT_SOURCES
+from annotation.feedback.batches import MAX_NAME as MAX_BATCH_NAME
 from annotation.feedback.batches import SOURCES as BATCH_SOURCES
-from annotation.feedback.batches import BatchSettings
+from annotation.feedback.batches import BatchError, BatchSettings, check_batch_request
 from annotation.feedback.scales import RATING_PRESETS, TEMPLATES
 from annotation.models import (
     Answer,
@@ -150,36 +151,60 @@ class BatchSerializer(serializers.ModelSerializer):
 
 class BatchCreateInput(serializers.Serializer):
     """The console's batch form: JSON when the answers come from the demonstrations or the whole bank,
-    multipart with ``answers_file`` (answers JSONL, as ``import_answers`` reads it) for ``source=file``."""
+    multipart with ``answers_file`` (answers JSONL, as ``import_answers`` reads it) for ``source=file``.
+    Checked by ``batches.check_batch_request``, the same check as the form's and the command's."""
 
-    name = serializers.CharField(max_length=200)
+    name = serializers.CharField(help_text=f"At most {MAX_BATCH_NAME} characters")
     template = serializers.ChoiceField(choices=TEMPLATES)
-    preset = serializers.ChoiceField(choices=[*RATING_PRESETS], required=False, allow_blank=True, default="")
+    preset = serializers.ChoiceField(
+        choices=[*RATING_PRESETS],
+        required=False,
+        allow_blank=True,
+        default="",
+        help_text="Rating batches only",
+    )
     source = serializers.ChoiceField(choices=[code for code, _ in BATCH_SOURCES])
     answers_file = UploadField(
-        required=False, help_text="source=file: JSONL {question_id or question, answer, quotes, source}"
+        required=False, help_text="source=file only: JSONL {question_id or question, answer, quotes, source}"
     )
-    overlap = serializers.IntegerField(min_value=1, max_value=10, default=1)
-    required_probability = serializers.FloatField(min_value=0, max_value=1, default=0.1)
+    overlap = serializers.IntegerField(default=1, help_text="Labelers per item, 1-10")
+    required_probability = serializers.FloatField(
+        default=0.1, help_text="Probability that every part of a task is required, 0-1"
+    )
     always_required = serializers.ListField(
-        child=serializers.CharField(max_length=50), required=False, allow_null=True, default=None
+        child=serializers.CharField(max_length=50),
+        required=False,
+        allow_null=True,
+        default=None,
+        help_text="Field codes required in every task (null: the template's default)",
     )
     instructions = serializers.CharField(required=False, allow_blank=True, default="")
-    lease_seconds = serializers.IntegerField(min_value=60, max_value=24 * 3600, default=1800)
-    revision_seconds = serializers.IntegerField(min_value=0, max_value=7 * 24 * 3600, default=3600)
-    gold_pairs = serializers.CharField(required=False, allow_blank=True, default="")
+    lease_seconds = serializers.IntegerField(default=1800, help_text="60 s to 24 h")
+    revision_seconds = serializers.IntegerField(
+        default=3600, help_text="How long after submitting a labeler may revise: 0 s to 7 days"
+    )
+    gold_pairs = serializers.CharField(
+        required=False,
+        allow_blank=True,
+        default="",
+        help_text="Comparisons only: '12 > 34' or '12 = 34' a line",
+    )
 
     def validate(self, data: dict[str, Any]) -> dict[str, Any]:
-        if (data["template"] == "rating") != bool(data.get("preset")):
-            raise serializers.ValidationError(
-                {"preset": "Choose a preset for a rating batch, and only for one."}
+        settings = self._settings(data)
+        try:
+            check_batch_request(
+                settings, data["source"], data.get("answers_file") is not None, data["gold_pairs"]
             )
-        if (data["source"] == "file") != bool(data.get("answers_file")):
-            raise serializers.ValidationError({"answers_file": "Send an answers file with source=file only."})
+        except BatchError as exc:
+            raise serializers.ValidationError({exc.field or "non_field_errors": exc.message}) from None
         return data
 
     def batch_settings(self) -> BatchSettings:
-        data = self.validated_data
+        return self._settings(self.validated_data)
+
+    @staticmethod
+    def _settings(data: dict[str, Any]) -> BatchSettings:
         return BatchSettings(
             name=data["name"],
             template=data["template"],

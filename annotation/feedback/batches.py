@@ -6,11 +6,17 @@ import itertools
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from typing import BinaryIO
 
 from django.db import transaction
 
 from annotation.feedback.answers_import import answer_from_episode
-from annotation.feedback.scales import default_always_required
+from annotation.feedback.scales import (
+    COMPARISON_TEMPLATES,
+    RATING_PRESETS,
+    default_always_required,
+    requirable_fields,
+)
 from annotation.models import Answer, Episode, EpisodeStatus, FeedbackBatch, FeedbackItem, Template
 from webgpt_site.inputs import parse_id
 from webgpt_site.models import log_action
@@ -24,8 +30,28 @@ GROUP_SIZES = {
 }
 
 
+SOURCES = (
+    ("demonstrations", "Finished demonstrations (pairs on the same question)"),
+    ("bank", "Every answer in the bank (demonstrations, models, references; mixed per question)"),
+    ("file", "An answers JSONL file"),
+)
+
+
+# What a batch may be set to: one set of limits for the console form, the API and the command.
+MAX_NAME = FeedbackBatch._meta.get_field("name").max_length
+MAX_INSTRUCTIONS = 20_000  # characters; instructions are shown above every task
+OVERLAP = (1, 10)
+LEASE_SECONDS = (60, 24 * 3600)
+REVISION_SECONDS = (0, 7 * 24 * 3600)
+
+
 class BatchError(ValueError):
-    """The batch cannot be made as asked; nothing was created."""
+    """The batch cannot be made as asked; nothing was created. ``field`` names the input at fault (the
+    ``BatchSettings`` attribute, "source", "answers_file" or "gold_pairs"), or is None."""
+
+    def __init__(self, message: str, field: str | None = None) -> None:
+        super().__init__(message)
+        self.message, self.field = message, field
 
 
 @dataclass
@@ -68,16 +94,61 @@ def demonstration_answers(episodes: Iterable[Episode] | None = None) -> list[Ans
     return [answer_from_episode(episode) for episode in episodes]
 
 
+def check_batch_settings(config: BatchSettings) -> None:
+    """The settings a batch may have; BatchError naming the field otherwise."""
+    if not config.name.strip():
+        raise BatchError("Give the batch a name.", "name")
+    if len(config.name) > MAX_NAME:
+        raise BatchError(f"The name is at most {MAX_NAME} characters.", "name")
+    if config.template not in GROUP_SIZES:
+        raise BatchError(f"There is no template {config.template!r}.", "template")
+    if (config.template == Template.RATING) != bool(config.preset):
+        presets = ", ".join(RATING_PRESETS)
+        raise BatchError(f"Choose a preset for a rating batch ({presets}), and only for one.", "preset")
+    if config.preset and config.preset not in RATING_PRESETS:
+        raise BatchError(f"There is no rating preset {config.preset!r}.", "preset")
+    if len(config.instructions) > MAX_INSTRUCTIONS:
+        raise BatchError(f"The instructions are at most {MAX_INSTRUCTIONS} characters.", "instructions")
+    if not OVERLAP[0] <= config.overlap <= OVERLAP[1]:
+        raise BatchError(f"The overlap is {OVERLAP[0]} to {OVERLAP[1]} labelers per item.", "overlap")
+    if not 0 <= config.required_probability <= 1:  # also NaN
+        raise BatchError("The probability that everything is required is 0 to 1.", "required_probability")
+    requirable = [code for code, _ in requirable_fields(config.template, config.preset or None)]
+    for code in config.always_required or ():
+        if code not in requirable:
+            raise BatchError(
+                f"{code!r} is not a field of this template; choose from {', '.join(requirable)}.",
+                "always_required",
+            )
+    if not LEASE_SECONDS[0] <= config.lease_seconds <= LEASE_SECONDS[1]:
+        raise BatchError("The lease is 1 minute to 24 hours.", "lease_seconds")
+    if not REVISION_SECONDS[0] <= config.revision_seconds <= REVISION_SECONDS[1]:
+        raise BatchError("Revisions are allowed for 0 to 7 days after submitting.", "revision_seconds")
+
+
+def check_batch_request(config: BatchSettings, source: str, has_answers_file: bool, gold_pairs: str) -> None:
+    """The one check of a request for a batch, made by the console form, the API and the command before
+    anything is read, and again by ``create_batch_from_source``: BatchError naming the field at fault."""
+    check_batch_settings(config)
+    if source not in dict(SOURCES):
+        raise BatchError(f"There is no answers source {source!r}.", "source")
+    if source == "file" and not has_answers_file:
+        raise BatchError("Choose the answers file (the source is an answers file).", "answers_file")
+    if source != "file" and has_answers_file:
+        raise BatchError(
+            "An answers file is read only when the source is an answers file: choose that source, or "
+            "leave the file out.",
+            "answers_file",
+        )
+    if gold_pairs.strip() and config.template not in COMPARISON_TEMPLATES:
+        raise BatchError("Gold pairs are for comparison batches.", "gold_pairs")
+
+
 def create_feedback_batch(
     user: AnyUser | None, config: BatchSettings, groups: Sequence[Sequence[Answer]]
 ) -> FeedbackBatch:
-    """One item per group, in one transaction; BatchError if the groups do not fit the template."""
-    if config.template not in GROUP_SIZES:
-        raise BatchError(f"unknown template {config.template!r}")
-    if (config.template == Template.RATING) != bool(config.preset):
-        raise BatchError(
-            "a rating batch needs a preset (gophercite, truthfulqa, webglm), other templates none"
-        )
+    """One item per group, in one transaction; BatchError if the settings or the groups do not fit."""
+    check_batch_settings(config)
     if not groups:
         raise BatchError("no items: there are no answers to judge in this form")
     smallest, largest = GROUP_SIZES[config.template]
@@ -88,8 +159,6 @@ def create_feedback_batch(
             )
         if len({answer.question_id for answer in group}) != 1:
             raise BatchError(f"item {index} mixes answers to different questions")
-    if not 1 <= config.overlap <= 10 or not 0 <= config.required_probability <= 1:
-        raise BatchError("overlap must be 1-10 and the required probability 0-1")
     always = config.always_required
     if always is None:
         always = default_always_required(config.template, config.preset or None)
@@ -123,13 +192,6 @@ def create_feedback_batch(
         FeedbackItem.answers.through.objects.bulk_create(links)
         log_action(user, "feedback_batch.create", batch, items=len(items), template=config.template)
     return batch
-
-
-SOURCES = (
-    ("demonstrations", "Finished demonstrations (pairs on the same question)"),
-    ("bank", "Every answer in the bank (demonstrations, models, references; mixed per question)"),
-    ("file", "An answers JSONL file"),
-)
 
 
 def parse_gold_pairs(text: str) -> dict[frozenset[int], tuple[int, int | None]]:
@@ -170,26 +232,21 @@ def create_batch_from_source(
     user: AnyUser | None,
     config: BatchSettings,
     source: str,
-    answers_file: bytes | None = None,
+    answers_file: bytes | BinaryIO | None = None,
     gold_pairs: str = "",
 ) -> FeedbackBatch:
     """Import (if a file), group and create, all in one transaction: a failure leaves nothing behind."""
     from annotation.feedback.answers_import import import_answers
 
+    check_batch_request(config, source, answers_file is not None, gold_pairs)
     with transaction.atomic():
         if source == "file":
-            if not answers_file:
-                raise BatchError("choose an answers file")
             answers = import_answers(answers_file, user=user)
         elif source == "demonstrations":
             answers = demonstration_answers()
-        elif source == "bank":
-            answers = list(Answer.objects.all())
         else:
-            raise BatchError(f"unknown source {source!r}")
+            answers = list(Answer.objects.all())
         groups = group_answers(answers, config.template)
         if gold_pairs.strip():
-            if config.template not in (Template.WEBGPT_COMPARISON, Template.MINIMAL_COMPARISON):
-                raise BatchError("gold pairs are for comparison batches")
             config.gold = gold_for_groups(groups, parse_gold_pairs(gold_pairs))
         return create_feedback_batch(user, config, groups)

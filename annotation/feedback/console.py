@@ -8,7 +8,16 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from annotation.feedback.batches import SOURCES, BatchError, BatchSettings, create_batch_from_source
+from annotation.feedback.batches import (
+    MAX_INSTRUCTIONS,
+    MAX_NAME,
+    OVERLAP,
+    SOURCES,
+    BatchError,
+    BatchSettings,
+    check_batch_request,
+    create_batch_from_source,
+)
 from annotation.feedback.scales import RATING_PRESETS, TEMPLATES
 from annotation.feedback.stats import batch_progress, labeler_stats, late_submissions
 from annotation.models import FeedbackBatch
@@ -16,8 +25,16 @@ from annotation.questions.formats import QuestionFileError
 from webgpt_site.permissions import Role, get_visible_or_404, role_required
 
 
+def _number(low: float, high: float, step: str = "1") -> forms.NumberInput:
+    """The browser's hint of the range; the rule itself is ``batches.check_batch_settings``."""
+    return forms.NumberInput(attrs={"min": low, "max": high, "step": step})
+
+
 class FeedbackBatchForm(forms.Form):
-    name = forms.CharField(max_length=200)
+    """The page's fields; what a batch may be is checked by ``batches.check_batch_request``, the same check
+    as the API's and the ``create_feedback_batch`` command's."""
+
+    name = forms.CharField(widget=forms.TextInput(attrs={"maxlength": MAX_NAME}))
     template = forms.ChoiceField(choices=TEMPLATES)
     preset = forms.ChoiceField(
         required=False,
@@ -26,37 +43,39 @@ class FeedbackBatchForm(forms.Form):
     )
     source = forms.ChoiceField(choices=SOURCES, label="Answers")
     answers_file = forms.FileField(
-        required=False, help_text="JSONL: {question_id or question, answer, quotes, source}"
+        required=False,
+        help_text="For the answers-file source: JSONL {question_id or question, answer, quotes, source}",
     )
-    overlap = forms.IntegerField(min_value=1, max_value=10, initial=1, help_text="Labelers per item")
+    overlap = forms.IntegerField(initial=1, widget=_number(*OVERLAP), help_text="Labelers per item")
     required_probability = forms.FloatField(
-        min_value=0, max_value=1, initial=0.1, help_text="Probability that every part of a task is required"
+        initial=0.1,
+        widget=_number(0, 1, "any"),
+        help_text="Probability that every part of a task is required",
     )
     always_required = forms.CharField(
         required=False,
         help_text="Comma-separated field codes required in every task (empty: the template's default)",
     )
-    instructions = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 3}))
+    instructions = forms.CharField(
+        required=False, widget=forms.Textarea(attrs={"rows": 3, "maxlength": MAX_INSTRUCTIONS})
+    )
     gold_pairs = forms.CharField(
         required=False,
         widget=forms.Textarea(attrs={"rows": 2}),
         help_text="Comparisons only: gold items, one per line: '12 > 34' or '12 = 34' (answer ids)",
     )
-    lease_minutes = forms.IntegerField(min_value=1, max_value=24 * 60, initial=30)
-    revision_minutes = forms.IntegerField(min_value=0, max_value=7 * 24 * 60, initial=60)
+    lease_minutes = forms.IntegerField(initial=30, widget=_number(1, 24 * 60))
+    revision_minutes = forms.IntegerField(initial=60, widget=_number(0, 7 * 24 * 60))
+
+    # The check names BatchSettings' fields; these are the page's names for them.
+    FIELD_NAMES = {"lease_seconds": "lease_minutes", "revision_seconds": "revision_minutes"}
 
     def clean(self) -> dict:
         data = super().clean()
-        if (data.get("template") == "rating") != bool(data.get("preset")):
-            self.add_error("preset", "Choose a preset for a rating batch, and only for one.")
-        if data.get("source") == "file" and not data.get("answers_file"):
-            self.add_error("answers_file", "Choose the answers file.")
-        return data
-
-    def settings(self) -> BatchSettings:
-        data = self.cleaned_data
+        if self.errors:
+            return data
         always = [code.strip() for code in data["always_required"].split(",") if code.strip()] or None
-        return BatchSettings(
+        data["settings"] = BatchSettings(
             name=data["name"],
             template=data["template"],
             preset=data["preset"],
@@ -67,6 +86,13 @@ class FeedbackBatchForm(forms.Form):
             lease_seconds=data["lease_minutes"] * 60,
             revision_seconds=data["revision_minutes"] * 60,
         )
+        try:
+            check_batch_request(
+                data["settings"], data["source"], data["answers_file"] is not None, data["gold_pairs"]
+            )
+        except BatchError as exc:
+            self.add_error(self.FIELD_NAMES.get(exc.field, exc.field), exc.message)
+        return data
 
 
 @require_GET
@@ -81,11 +107,11 @@ def batch_list(request: HttpRequest) -> HttpResponse:
 def batch_create(request: HttpRequest) -> HttpResponse:
     form = FeedbackBatchForm(request.POST, request.FILES)
     if form.is_valid():
-        upload = form.cleaned_data.get("answers_file")
+        upload = form.cleaned_data["answers_file"]
         try:
             batch = create_batch_from_source(
                 request.user,
-                form.settings(),
+                form.cleaned_data["settings"],
                 form.cleaned_data["source"],
                 upload.read() if upload else None,
                 gold_pairs=form.cleaned_data["gold_pairs"],
