@@ -244,7 +244,10 @@ class ExportCreateInput(serializers.Serializer):
     demonstrations it holds (all optional). Checked by ``rules.clean_export_request``, the same check as
     the console page's and the ``export_dataset`` command's."""
 
-    format = serializers.ChoiceField(choices=ExportFormat.choices)
+    format = serializers.ChoiceField(
+        choices=ExportFormat.values,  # the names only: the model's labels still say "(JSONL)" for all
+        help_text="The dataset's layout (docs/data-formats.md); file_type says JSONL or Parquet",
+    )
     file_type = serializers.ChoiceField(choices=EXPORT_FILE_TYPES, default="jsonl", help_text=PARQUET_HELP)
     batch = serializers.IntegerField(
         required=False, allow_null=True, min_value=1, help_text="Only this feedback batch's judgements"
