@@ -9,6 +9,7 @@ import pytest
 from playwright.sync_api import Page, expect
 
 from annotation.models import Assignment, AssignmentStatus, FeedbackBatch
+from tests.e2e.test_feedback import sign_in_and_start
 
 pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True)]
 
@@ -26,12 +27,7 @@ def scale(page: Page, name: str):
 
 
 def test_a_reload_after_a_refused_submit_keeps_the_newer_draft(everything_required, page):
-    page.goto("/accounts/login/")
-    page.get_by_label("Username").fill("labeler")
-    page.get_by_label("Password").fill("labeler")
-    page.get_by_role("button", name="Sign in").click()
-    page.get_by_role("button", name="Start next task").click()
-    expect(page.locator("#task-form")).to_be_visible()
+    sign_in_and_start(page)
     task_url = page.url
 
     scale(page, "Overall usefulness").get_by_label("Equally good").check()
