@@ -4,18 +4,21 @@ ids, and the size of uploads (checked before reading)."""
 
 from __future__ import annotations
 
+import hashlib
+import io
 import json
 import re
 import uuid
 
 import pytest
+from django.core.files.uploadedfile import SimpleUploadedFile
 from django.urls import reverse
 from rest_framework.test import APIClient
 
 from annotation.feedback import assignment as work
 from annotation.feedback.answers_import import import_answers
 from annotation.feedback.batches import BatchSettings, create_feedback_batch, group_answers
-from annotation.models import Answer, Assignment, AssignmentStatus, Question
+from annotation.models import Answer, Assignment, AssignmentStatus, FeedbackBatch, Question
 from annotation.questions.formats import QuestionFileError
 from annotation.questions.service import import_questions
 from webgpt_site.inputs import JSONInputError, has_nul, json_depth, loads
@@ -275,3 +278,63 @@ def test_a_thirty_digit_id_in_any_path_is_a_404(django_user_model, client):
             assert response.status_code == 404, (method, url, response.status_code)
             checked += 1
     assert checked >= 20
+
+
+# Item 15: uploads: the size first, then a chunk at a time
+
+
+class UnreadableUpload(io.BytesIO):
+    """An upload too large to read: reading it at all fails the test."""
+
+    size = 10**9
+
+    def read(self, *args):
+        raise AssertionError("the file was read before its size was checked")
+
+
+def test_an_import_checks_the_size_before_reading_the_file():
+    for importer in (import_answers, lambda f: import_questions(f, filename="q.jsonl")):
+        with pytest.raises(QuestionFileError, match="larger than 52428800 bytes"):
+            importer(UnreadableUpload())
+
+
+def test_uploads_over_the_limit_are_a_400_and_create_nothing(alice, client, settings):
+    settings.QUESTION_IMPORT_MAX_BYTES = settings.ANSWERS_IMPORT_MAX_BYTES = 1000
+    import_questions(b'{"question": "Why is the sky blue?"}', filename="q.jsonl")
+    big = lines(*[answer_row(f"Answer {n} [1].") for n in range(20)])
+    assert len(big) > 1000
+    batch = {"name": "b", "template": "webgpt_comparison", "source": "file"}
+    refused = api(alice).post(
+        "/api/batches", {**batch, "answers_file": SimpleUploadedFile("a.jsonl", big)}, format="multipart"
+    )
+    assert refused.status_code == 400 and "larger than 1000 bytes" in refused.json()["reason"]
+    questions = b"\n".join(b'{"question": "Why is %d blue?"}' % n for n in range(60))
+    refused = api(alice).post(
+        "/api/questions/import", {"file": SimpleUploadedFile("q.jsonl", questions)}, format="multipart"
+    )
+    assert refused.status_code == 400 and "larger than 1000 bytes" in refused.json()["reason"]
+    client.force_login(alice)
+    page = client.post(reverse("questions:import"), {"file": SimpleUploadedFile("q.jsonl", questions)})
+    assert page.status_code == 400 and "larger than 1000 bytes" in page.content.decode()
+    page = client.post(
+        reverse("console:feedback_create"),
+        {**batch, "overlap": 1, "required_probability": 0.1, "lease_minutes": 30, "revision_minutes": 60,
+         "answers_file": SimpleUploadedFile("a.jsonl", big)},
+    )  # fmt: skip
+    assert page.status_code == 400 and "larger than 1000 bytes" in page.content.decode()
+    assert (
+        Answer.objects.count() == 0 and Question.objects.count() == 1 and not FeedbackBatch.objects.exists()
+    )
+
+
+def test_files_read_a_few_bytes_at_a_time_import_exactly_as_whole(monkeypatch):
+    from annotation.questions import formats
+    from tests.conftest import QUESTION_DATA
+
+    monkeypatch.setattr(formats, "CHUNK_BYTES", 7)  # lines, UTF-8 sequences and CSV rows span chunks
+    data = (QUESTION_DATA / "TruthfulQA.csv").read_bytes()
+    report = import_questions(io.BytesIO(data), filename="TruthfulQA.csv")
+    assert (report.created_count, report.sha256) == (790, hashlib.sha256(data).hexdigest())
+    import_questions(io.BytesIO(b'{"question": "Why is the sky blue?"}'), filename="q.jsonl")
+    answers = import_answers(io.BytesIO(lines(answer_row("Ünïcode [1]."), answer_row("Zwei [1]."))))
+    assert [a.text for a in answers] == ["Ünïcode [1].", "Zwei [1]."]

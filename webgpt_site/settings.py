@@ -84,6 +84,7 @@ MIDDLEWARE = [
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "csp.middleware.CSPMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
+    "webgpt_site.middleware.PermissionsPolicyMiddleware",
     # Last, as django-axes requires: it turns a refused sign-in into the lockout page.
     "axes.middleware.AxesMiddleware",
 ]
@@ -195,6 +196,10 @@ X_FRAME_OPTIONS = "DENY"
 SECURE_CONTENT_TYPE_NOSNIFF = True
 SECURE_REFERRER_POLICY = "same-origin"
 SESSION_COOKIE_HTTPONLY = True
+# Idle timeout: a session ends SESSION_IDLE_MINUTES after its last request (each request renews it; an
+# open work page keeps it alive with its heartbeats).
+SESSION_COOKIE_AGE = env_int("SESSION_IDLE_MINUTES", 8 * 60, minimum=1) * 60
+SESSION_SAVE_EVERY_REQUEST = True
 if not DEBUG:
     SECURE_SSL_REDIRECT = env_bool("SECURE_SSL_REDIRECT", True)
     SECURE_HSTS_SECONDS = env_int("SECURE_HSTS_SECONDS", 31_536_000, minimum=0)
@@ -269,7 +274,10 @@ QUESTION_SPLITS = ("bc", "rm", "rl", "eval")
 QUESTION_SPLIT_RATIOS = env_ratios(
     "QUESTION_SPLIT_RATIOS", {"bc": 0.4, "rm": 0.3, "rl": 0.2, "eval": 0.1}, keys=QUESTION_SPLITS
 )
+# Largest import files (question files; answers files for feedback batches), checked before an upload is
+# read; the file is then read a chunk at a time. Non-file request bodies: DATA_UPLOAD_MAX_MEMORY_SIZE.
 QUESTION_IMPORT_MAX_BYTES = env_int("QUESTION_IMPORT_MAX_BYTES", 50 * 1024 * 1024, minimum=1)
+ANSWERS_IMPORT_MAX_BYTES = env_int("ANSWERS_IMPORT_MAX_BYTES", 50 * 1024 * 1024, minimum=1)
 DATA_UPLOAD_MAX_MEMORY_SIZE = 5 * 1024 * 1024
 FILE_UPLOAD_MAX_MEMORY_SIZE = 5 * 1024 * 1024
 
@@ -288,6 +296,10 @@ REST_FRAMEWORK = {
         "rest_framework.parsers.FormParser",
         "rest_framework.parsers.MultiPartParser",
     ],
+    # JSON only in production; the browsable HTML API (inline scripts and styles the CSP refuses) only
+    # while developing.
+    "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"]
+    + (["rest_framework.renderers.BrowsableAPIRenderer"] if DEBUG else []),
     "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.PageNumberPagination",
     "PAGE_SIZE": 50,
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
@@ -350,4 +362,6 @@ LOGGING = {
     "disable_existing_loggers": False,
     "handlers": {"console": {"class": "logging.StreamHandler"}},
     "root": {"handlers": ["console"], "level": LOG_LEVEL},
+    # django-axes logs every sign-in at INFO; lockouts (WARNING) still show.
+    "loggers": {"axes": {"level": "WARNING"}},
 }

@@ -73,7 +73,7 @@ class QuestionImportView(APIView):
         upload = data["file"]
         try:
             report = import_questions(
-                upload.read(),
+                upload,  # its size is checked before it is read, a chunk at a time
                 filename=upload.name or "questions",
                 user=request.user,
                 dataset=data.get("dataset") or None,
@@ -158,7 +158,7 @@ class BatchList(generics.ListAPIView):
                 request.user,
                 form.batch_settings(),
                 form.validated_data["source"],
-                upload.read() if upload else None,
+                upload,  # read a chunk at a time, after its size is checked
                 gold_pairs=form.validated_data["gold_pairs"],
             )
         except QuestionFileError as exc:

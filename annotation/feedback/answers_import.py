@@ -2,31 +2,46 @@
 
 from __future__ import annotations
 
-from typing import Any
+import itertools
+from typing import Any, BinaryIO
 
+from django.conf import settings
 from django.db import transaction
 
 from annotation.models import Answer, Episode, EpisodeStatus, Question, SourceKind
-from annotation.questions.formats import QuestionFileError, decode, json_object
+from annotation.questions.formats import QuestionFileError, json_object, read_lines
 from annotation.questions.splits import question_key
 from browser.engine.text import domain_of
 from webgpt_site.inputs import is_web_url, parse_id
 from webgpt_site.models import log_action
 from webgpt_site.permissions import AnyUser
 
+CHUNK_ROWS = 1000  # rows parsed, matched to their questions and written at a time
 
-def import_answers(data: bytes, *, user: AnyUser | None = None) -> list[Answer]:
+
+def import_answers(source: bytes | BinaryIO, *, user: AnyUser | None = None) -> list[Answer]:
     """Rows ``{question_id | question, answer, quotes: [{title, url, extract}], source: {...}}``.
 
     All rows or none; a bad row raises QuestionFileError with its line. ``source.kind`` may be
     "model" (default) or "reference"; the rest of ``source`` (model name, sampling settings) is kept.
-    A quote's ``url`` is empty or an http(s) address: pages link to it.
+    A quote's ``url`` is empty or an http(s) address: pages link to it. ``source`` is the file's bytes
+    or a binary file (an upload): over ``ANSWERS_IMPORT_MAX_BYTES`` it is refused before it is read, and
+    it is read and written a chunk at a time.
     """
-    text = decode(data)
-    parsed = [(number, line) for number, line in enumerate(text.split("\n"), start=1) if line.strip()]
-    if not parsed:
-        raise QuestionFileError(0, "the file holds no answers")
-    rows = [(number, _row(line, number)) for number, line in parsed]
+    lines = read_lines(source, max_bytes=settings.ANSWERS_IMPORT_MAX_BYTES)
+    rows = ((number, _row(line, number)) for number, line in lines if line.strip())
+    created: list[Answer] = []
+    with transaction.atomic():
+        while chunk := list(itertools.islice(rows, CHUNK_ROWS)):
+            created += Answer.objects.bulk_create(_answers(chunk))
+        if not created:
+            raise QuestionFileError(0, "the file holds no answers")
+        log_action(user, "answers.import", None, answers=len(created))
+    return created
+
+
+def _answers(rows: list[tuple[int, dict[str, Any]]]) -> list[Answer]:
+    """The rows' answers, each with its question from the bank (QuestionFileError naming a row without)."""
     ids = {row["question_id"] for _, row in rows if "question_id" in row}
     keys = {question_key(row["question"]) for _, row in rows if "question" in row}
     by_id = Question.objects.in_bulk(ids)
@@ -49,10 +64,7 @@ def import_answers(data: bytes, *, user: AnyUser | None = None) -> list[Answer]:
                 source=row["source"],
             )
         )
-    with transaction.atomic():
-        created = Answer.objects.bulk_create(answers)
-        log_action(user, "answers.import", None, answers=len(created))
-    return created
+    return answers
 
 
 def _row(line: str, number: int) -> dict[str, Any]:

@@ -113,7 +113,7 @@ def batch_create(request: HttpRequest) -> HttpResponse:
                 request.user,
                 form.cleaned_data["settings"],
                 form.cleaned_data["source"],
-                upload.read() if upload else None,
+                upload,  # read a chunk at a time, after its size is checked
                 gold_pairs=form.cleaned_data["gold_pairs"],
             )
         except (BatchError, QuestionFileError) as exc:

@@ -13,9 +13,9 @@ from __future__ import annotations
 import csv
 import io
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, BinaryIO
 
 from webgpt_site.inputs import JSONInputError, has_nul, loads
 
@@ -45,25 +45,66 @@ class ParsedQuestion:
     metadata: dict[str, Any] = field(default_factory=dict)
 
 
+Lines = Iterable[tuple[int, str]]  # (1-based line number, the line without its "\n" or "\r\n")
+CHUNK_BYTES = 1 << 20
+
+
 def decode(data: bytes) -> str:
     """The file's text; not UTF-8, or holding U+0000 (PostgreSQL cannot store it; CSV readers pass it
     through), is refused with the line."""
+    return "\n".join(line for _, line in read_lines(data, max_bytes=len(data)))
+
+
+def read_lines(source: bytes | BinaryIO, *, max_bytes: int, digest: Any = None) -> Iterator[tuple[int, str]]:
+    """The lines of a file as it is read, a chunk at a time: an upload is never held whole in memory.
+
+    The size is checked first where it is known (an upload's ``size``, bytes), and again while reading;
+    over ``max_bytes`` is refused before anything is parsed. Each line must be UTF-8 without U+0000 (a
+    leading byte-order mark is dropped); lines are split at "\n" only (JSON allows U+2028 in strings) and
+    lose a trailing "\r". ``digest`` (a hashlib object) is fed every byte read.
+    """
+    stream = io.BytesIO(source) if isinstance(source, bytes | bytearray) else source
+    size = len(source) if isinstance(source, bytes | bytearray) else getattr(source, "size", None)
+    if size is not None and size > max_bytes:
+        raise QuestionFileError(0, f"the file is larger than {max_bytes} bytes ({size} bytes)")
+    total, number, pending = 0, 0, [b""]  # pending: the pieces of a line not ended yet
+    while chunk := stream.read(CHUNK_BYTES):
+        total += len(chunk)
+        if total > max_bytes:
+            raise QuestionFileError(0, f"the file is larger than {max_bytes} bytes")
+        if digest is not None:
+            digest.update(chunk)
+        pieces = chunk.split(b"\n")
+        if len(pieces) == 1:  # a long line goes on: join its pieces once, at its end
+            pending.append(chunk)
+            continue
+        for raw in (b"".join([*pending, pieces[0]]), *pieces[1:-1]):
+            number += 1
+            yield number, _line_text(raw, number)
+        pending = [pieces[-1]]
+    number += 1
+    yield number, _line_text(b"".join(pending), number)  # the last line ("" after a final "\n")
+
+
+def _line_text(raw: bytes, number: int) -> str:
     try:
-        text = data.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        line = data[: exc.start].count(b"\n") + 1
-        raise QuestionFileError(line, "not valid UTF-8 text") from None
-    nul = text.find("\x00")
-    if nul >= 0:
-        raise QuestionFileError(text.count("\n", 0, nul) + 1, "text may not contain NUL characters (U+0000)")
-    return text
+        text = raw.decode("utf-8-sig" if number == 1 else "utf-8")
+    except UnicodeDecodeError:
+        raise QuestionFileError(number, "not valid UTF-8 text") from None
+    if "\x00" in text:
+        raise QuestionFileError(number, "text may not contain NUL characters (U+0000)")
+    return text.removesuffix("\r")
 
 
 def detect_format(text: str, filename: str = "") -> str:
-    name = filename.lower()
-    if name.endswith(".csv"):
+    return detect_format_of_lines(_numbered(text), filename)
+
+
+def detect_format_of_lines(lines: Lines, filename: str = "") -> str:
+    """The format of a file from its name (.csv) or its first non-empty line."""
+    if filename.lower().endswith(".csv"):
         return "truthfulqa"
-    for line_number, line in enumerate(_lines(text), start=1):
+    for line_number, line in lines:
         if not line.strip():
             continue
         row = json_object(line, line_number)
@@ -77,22 +118,27 @@ def detect_format(text: str, filename: str = "") -> str:
 
 def parse(text: str, fmt: str) -> list[ParsedQuestion]:
     """All records of the file, or ``QuestionFileError`` for the first bad one."""
+    return parse_lines(_numbered(text), fmt)
+
+
+def parse_lines(lines: Lines, fmt: str) -> list[ParsedQuestion]:
+    """All records of a file's lines (``read_lines``), or ``QuestionFileError`` for the first bad one."""
     if fmt not in FORMATS:
         raise QuestionFileError(0, f"unknown format {fmt!r}; expected one of {', '.join(FORMATS)}")
     if fmt == "truthfulqa":
-        records = list(_parse_truthfulqa(text))
+        records = list(_parse_truthfulqa(lines))
     else:
         row_parser = {"triviaqa": _triviaqa_row, "webglm": _webglm_row, "plain": _plain_row}[fmt]
-        records = list(_parse_jsonl(text, row_parser))
+        records = list(_parse_jsonl(lines, row_parser))
     if not records:
         raise QuestionFileError(0, "the file holds no questions")
     return records
 
 
-def _lines(text: str) -> list[str]:
+def _numbered(text: str) -> Lines:
     # JSON Lines are separated by "\n" only: str.splitlines() would also split inside strings that hold
     # U+2028 and friends, which JSON allows unescaped.
-    return [line.removesuffix("\r") for line in text.split("\n")]
+    return enumerate((line.removesuffix("\r") for line in text.split("\n")), start=1)
 
 
 def json_object(line: str, line_number: int) -> dict[str, Any]:
@@ -110,9 +156,9 @@ def json_object(line: str, line_number: int) -> dict[str, Any]:
 
 
 def _parse_jsonl(
-    text: str, row_parser: Callable[[dict[str, Any], int], ParsedQuestion]
+    lines: Lines, row_parser: Callable[[dict[str, Any], int], ParsedQuestion]
 ) -> Iterator[ParsedQuestion]:
-    for line_number, line in enumerate(_lines(text), start=1):
+    for line_number, line in lines:
         if line.strip():
             yield row_parser(json_object(line, line_number), line_number)
 
@@ -202,8 +248,8 @@ def _plain_row(row: dict[str, Any], line: int) -> ParsedQuestion:
 _TRUTHFULQA_REQUIRED = ("Question", "Best Answer", "Correct Answers")
 
 
-def _parse_truthfulqa(text: str) -> Iterator[ParsedQuestion]:
-    reader = csv.DictReader(io.StringIO(text, newline=""))
+def _parse_truthfulqa(lines: Lines) -> Iterator[ParsedQuestion]:
+    reader = csv.DictReader(line + "\n" for _, line in lines)  # csv counts these as its line_num
     header = reader.fieldnames or []
     missing = [column for column in _TRUTHFULQA_REQUIRED if column not in header]
     if missing:

@@ -3,13 +3,21 @@
 from __future__ import annotations
 
 import hashlib
+import itertools
 from pathlib import PurePath
+from typing import BinaryIO
 
 from django.conf import settings
 from django.db import IntegrityError, transaction
 
 from annotation.models import Question, QuestionImport
-from annotation.questions.formats import ParsedQuestion, QuestionFileError, decode, detect_format, parse
+from annotation.questions.formats import (
+    ParsedQuestion,
+    QuestionFileError,
+    detect_format_of_lines,
+    parse_lines,
+    read_lines,
+)
 from annotation.questions.splits import assign_split, question_key, with_explain_prefix
 from webgpt_site.models import log_action
 from webgpt_site.permissions import AnyUser
@@ -21,7 +29,7 @@ _BATCH = 1000
 
 
 def import_questions(
-    data: bytes,
+    source: bytes | BinaryIO,
     *,
     filename: str,
     user: AnyUser | None = None,
@@ -34,17 +42,21 @@ def import_questions(
     ``dataset`` names the dataset for formats without one per row (plain JSONL rows keep their own);
     by default it is the format's name, or the file's stem for WebGLM and plain files.
     ``explain_statements`` prefixes statements with "Explain: " (default: only for dataset ``eli5``).
-    Raises ``QuestionFileError`` (with the line) and changes nothing if any row is bad.
+    ``source`` is the file's bytes or a binary file (an upload: its size is checked before it is read,
+    then it is read a chunk at a time). Raises ``QuestionFileError`` (with the line) and changes nothing
+    if any row is bad or the file is over ``QUESTION_IMPORT_MAX_BYTES``.
     """
     dataset_chars = Question._meta.get_field("dataset").max_length
     if dataset and len(dataset) > dataset_chars:
         raise QuestionFileError(0, f"the dataset name is longer than {dataset_chars} characters")
     filename = _printable(PurePath(filename).name)[: QuestionImport._meta.get_field("filename").max_length]
-    if len(data) > settings.QUESTION_IMPORT_MAX_BYTES:
-        raise QuestionFileError(0, f"the file is larger than {settings.QUESTION_IMPORT_MAX_BYTES} bytes")
-    text = decode(data)
-    file_format = file_format or detect_format(text, filename)
-    records = parse(text, file_format)
+    digest = hashlib.sha256()
+    lines = read_lines(source, max_bytes=settings.QUESTION_IMPORT_MAX_BYTES, digest=digest)
+    if not file_format:
+        head: list[tuple[int, str]] = []  # the lines read to detect the format, parsed again below
+        file_format = detect_format_of_lines((head.append(line) or line for line in lines), filename)
+        lines = itertools.chain(head, lines)
+    records = parse_lines(lines, file_format)
     stem = PurePath(filename).stem[:dataset_chars]  # a name derived from an upload's file name: shortened
     default_dataset = dataset or DEFAULT_DATASETS.get(file_format) or stem or "questions"
     _check_lengths(records)
@@ -88,7 +100,7 @@ def import_questions(
                 filename=filename,
                 file_format=file_format,
                 dataset=dataset or "",
-                sha256=hashlib.sha256(data).hexdigest(),
+                sha256=digest.hexdigest(),
                 created_count=len(new),
                 duplicate_count=len(duplicates),
                 duplicates=duplicates[:DUPLICATES_KEPT],

@@ -49,7 +49,7 @@ def question_import(request: HttpRequest) -> HttpResponse:
         upload = form.cleaned_data["file"]
         try:
             report = import_questions(
-                upload.read(),
+                upload,  # its size is checked before it is read, a chunk at a time
                 filename=upload.name,
                 user=request.user,
                 dataset=form.cleaned_data["dataset"] or None,
