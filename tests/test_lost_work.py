@@ -109,7 +109,7 @@ def test_a_skip_after_the_lease_ran_out_is_recorded_with_its_reason(client_for, 
 
 
 def test_when_someone_else_took_the_slot_the_response_is_kept_as_late_and_left_out_of_exports(
-    client_for, alice, bob, erin, item
+    client_for, alice, bob, erin, item, admin_client
 ):
     client = client_for(bob)
     task = work.next_assignment(bob)
@@ -133,6 +133,8 @@ def test_when_someone_else_took_the_slot_the_response_is_kept_as_late_and_left_o
     assert api(alice).get(f"/api/batches/{item.batch_id}").json()["progress"]["late"] == 1
     page = client_for(alice).get(reverse("annotation:task", args=[task.pk])).content.decode()
     assert COMMENT in page  # researchers read the late response
+    admin = admin_client.get("/admin/annotation/assignment/?status__exact=late").content.decode()
+    assert f"/admin/annotation/assignment/{task.pk}/change/" in admin and "Submitted late" in admin
 
 
 def test_an_incomplete_late_response_is_kept_as_the_draft_and_its_errors_are_shown(
