@@ -16,7 +16,9 @@ from annotation.feedback.validation import (
     AnswerShape,
     Validation,
     draw_required_all,
+    input_errors,
     required_fields,
+    skip_reason_error,
     validate_response,
 )
 
@@ -311,3 +313,37 @@ def test_validation_never_raises(task, response, required_all, always):
     assert UNREADABLE not in result.errors.values()
     assert result.complete == (not result.errors)
     json.dumps(result.cleaned)
+
+
+def test_input_errors_name_the_field_and_the_problem():
+    """The one check the task page and the API run on what they receive."""
+    assert input_errors({"ratings": {"overall": "a_better"}, "comment": "fine"}) == {}
+    assert input_errors([]) == {"response": "The response must be a set of named fields."}
+    assert input_errors({"answers": {"A": {"claims": [{"note": "a\x00"}]}}}) == {
+        "answers.A.claims.0.note": "Text may not contain NUL characters (U+0000)."
+    }
+    assert "at most 20000" in input_errors({"comment": "x" * 20_001})["comment"]
+    assert "too large" in input_errors({"tags": {str(n): ["x" * 19_000] for n in range(11)}})["response"]
+    deep: dict = {}
+    for _ in range(9):
+        deep = {"x": deep}
+    assert "nested more than 8" in input_errors(deep)["response"]
+    assert input_errors({"ratings": "a_better", "answers": {"A": {"trust": [], "claims": "[]"}}}) == {
+        "ratings": "Must be an object.",
+        "answers.A.claims": "The claims must be a list of marked spans.",
+    }
+
+
+def test_skip_reasons_have_one_rule():
+    assert skip_reason_error("The answers are in a language I do not read.") is None
+    assert skip_reason_error("x" * 1000) is None
+    refused = [(" ", "Say why"), (None, "Say why"), ("x" * 1001, "at most 1000"), ("a\x00", "NUL")]
+    for reason, message in refused:
+        assert message in skip_reason_error(reason)
+
+
+@settings(max_examples=200, deadline=None)
+@given(value=JSON)
+def test_input_errors_never_raise_and_what_they_pass_is_storable(value):
+    if not input_errors(value):  # PostgreSQL's jsonb takes it: strict JSON, no NUL
+        assert "\\u0000" not in json.dumps(value, allow_nan=False)

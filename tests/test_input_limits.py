@@ -338,3 +338,24 @@ def test_files_read_a_few_bytes_at_a_time_import_exactly_as_whole(monkeypatch):
     import_questions(io.BytesIO(b'{"question": "Why is the sky blue?"}'), filename="q.jsonl")
     answers = import_answers(io.BytesIO(lines(answer_row("Ünïcode [1]."), answer_row("Zwei [1]."))))
     assert [a.text for a in answers] == ["Ünïcode [1].", "Zwei [1]."]
+
+
+# Duplicated work
+
+
+def test_the_api_task_view_computes_the_required_fields_once(task, bob, monkeypatch):
+    from annotation.api import tasks as task_api
+    from annotation.feedback import presenter, validation
+
+    calls = []
+
+    def counted(*args, **kwargs):
+        calls.append(args)
+        return validation.required_fields(*args, **kwargs)
+
+    for module in (presenter, task_api):  # wherever the view could reach it (it was computed three times)
+        if hasattr(module, "required_fields"):
+            monkeypatch.setattr(module, "required_fields", counted)
+    response = api(bob).get(f"/api/tasks/{task.pk}")
+    assert response.status_code == 200 and response.json()["required"] == ["ratings.overall"]
+    assert len(calls) == 1

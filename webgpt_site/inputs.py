@@ -4,7 +4,7 @@ database, so that no input is ever a 500. Pure Python, no Django.
 - ``loads``: ``json.loads`` that refuses nesting deeper than ``MAX_JSON_DEPTH``, numbers that are not finite
   (``NaN``, ``1e999``: PostgreSQL's jsonb cannot hold them) and integers longer than Python converts (4,300
   digits), always as ``JSONInputError`` (a ``ValueError``), never ``RecursionError``.
-- ``has_nul`` / ``json_depth`` / ``text_path``: iterative walks (a deep value cannot exhaust the stack).
+- ``has_nul`` / ``json_depth`` / ``path_of``: iterative walks (a deep value cannot exhaust the stack).
 - ``parse_id``: an id from a query string or a form: ASCII digits only (``"²".isdigit()`` is true, yet
   ``int("²")`` fails) and at most ``MAX_ID``, the largest primary key PostgreSQL and SQLite both store.
 - ``is_web_url``: whether a URL may be shown as a link (http and https only).
@@ -94,13 +94,13 @@ def has_nul(value: Any) -> bool:
     return any(isinstance(node, str) and "\x00" in node for node, _ in _nodes(value))
 
 
-def text_path(value: Any, predicate: Callable[[str], bool]) -> tuple[str, ...] | None:
-    """The path (keys and indexes, as text) of a text in ``value`` (an object key or a value) for which
-    ``predicate`` holds, or None."""
+def path_of(value: Any, predicate: Callable[[Any], bool]) -> tuple[str, ...] | None:
+    """The path (keys and indexes, as text) of a node of ``value`` (an object key, a list, a number...)
+    for which ``predicate`` holds, or None."""
     stack: list[tuple[tuple[str, ...], Any]] = [((), value)]
     while stack:
         path, node = stack.pop()
-        if isinstance(node, str) and predicate(node):
+        if predicate(node):
             return path
         if isinstance(node, dict):
             for key, child in node.items():
@@ -113,7 +113,7 @@ def text_path(value: Any, predicate: Callable[[str], bool]) -> tuple[str, ...] |
 
 def nul_path(value: Any) -> tuple[str, ...] | None:
     """The path of a text in ``value`` that holds U+0000, or None."""
-    return text_path(value, lambda text: "\x00" in text)
+    return path_of(value, lambda node: isinstance(node, str) and "\x00" in node)
 
 
 def parse_id(value: Any) -> int | None:

@@ -17,10 +17,9 @@ from rest_framework.views import APIView
 
 from annotation.api.permissions import IsLabeler
 from annotation.feedback import assignment as work
-from annotation.feedback.assignment import answer_shapes
 from annotation.feedback.presenter import task_context
 from annotation.feedback.scales import COMPARISON_SCALE, QUESTION_FLAGS
-from annotation.feedback.validation import MAX_SKIP_REASON, input_errors, required_fields, skip_reason_error
+from annotation.feedback.validation import MAX_SKIP_REASON, input_errors, skip_reason_error
 from annotation.models import Assignment, AssignmentStatus
 
 QUOTE_KEYS = ("title", "url", "domain", "extract")
@@ -67,13 +66,7 @@ def task_data(task: Assignment) -> dict[str, Any]:
             }
             for field in context["rating_fields"]
         ],
-        "required": required_fields(
-            batch.template,
-            answers=answer_shapes(task),
-            required_all=task.required_all,
-            always_required=batch.always_required,
-            preset=batch.preset or None,
-        ),
+        "required": context["required_paths"],
         "required_labels": context["required"],
         "draft": task.draft,
         "response": task.response,

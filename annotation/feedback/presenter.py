@@ -142,6 +142,7 @@ def task_context(
         "claim_relevance": CLAIM_RELEVANCE,
         "comment": values.get("comment", ""),
         "required": [_required_label(path, batch) for path in required_order],
+        "required_paths": required_order,  # for the API's task view: computed once per task
         "errors": errors or {},
         "refused": sent_back(batch, refused, {slot["slot"]: slot["text"] for slot in slots})
         if refused

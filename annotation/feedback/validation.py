@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -59,7 +60,7 @@ from annotation.feedback.validation_comparison import (
     text,
     validate_comparison,
 )
-from webgpt_site.inputs import json_depth, nul_path, text_path
+from webgpt_site.inputs import json_depth, nul_path, path_of
 
 __all__ = [
     "OVERALL_CONTRADICTS",
@@ -109,8 +110,8 @@ def input_errors(value: Any) -> dict[str, str]:
     """Why a response or a draft cannot be taken at all (empty when it can), by field path: the one check
     that the task page and the API run on what they receive, before a draft is kept as sent and before the
     template's rules (``validate_response``). Refuses anything that is not an object, too deep or too large,
-    any text with U+0000 (PostgreSQL cannot store it) or over ``MAX_TEXT`` characters, and sections the task
-    page could not read a draft back from. Never raises."""
+    any text with U+0000 (PostgreSQL cannot store it) or over ``MAX_TEXT`` characters, NaN and infinities,
+    and sections the task page could not read a draft back from. Never raises."""
     if not isinstance(value, Mapping):
         return {"response": "The response must be a set of named fields."}
     if json_depth(value) > MAX_RESPONSE_DEPTH:
@@ -118,9 +119,12 @@ def input_errors(value: Any) -> dict[str, str]:
     path = nul_path(value)
     if path is not None:
         return {".".join(path) or "response": "Text may not contain NUL characters (U+0000)."}
-    path = text_path(value, lambda text: len(text) > MAX_TEXT)
+    path = path_of(value, lambda node: isinstance(node, str) and len(node) > MAX_TEXT)
     if path is not None:
         return {".".join(path): f"This text is too long (at most {MAX_TEXT} characters)."}
+    path = path_of(value, lambda node: isinstance(node, float) and not math.isfinite(node))
+    if path is not None:  # the JSON parser refuses these already; a jsonb column cannot hold them
+        return {".".join(path): "Numbers must be finite."}
     size = len(json.dumps(value, default=str))
     if size > MAX_RESPONSE_CHARS:
         return {"response": f"The response is too large ({size} characters; at most {MAX_RESPONSE_CHARS})."}
