@@ -490,6 +490,7 @@ def test_page_api_and_command_store_the_same_filters(client_for, alice, django_u
             "split": "rm",
             "include_flagged": True,
             "include_gold": False,
+            "include_late": False,
             "template": None,
             "labeler": "carol3",
             "since": "2000-01-01",
@@ -497,3 +498,48 @@ def test_page_api_and_command_store_the_same_filters(client_for, alice, django_u
             "source": "platform",
         }
     )
+
+
+@pytest.mark.django_db
+def test_a_late_submission_is_kept_out_of_exports_unless_asked_for_and_no_other_status_gets_in(
+    django_user_model, client_for, alice, tmp_path
+):
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from annotation.models import Assignment, AssignmentStatus
+
+    import_questions(b'{"question": "Why is the sky blue?"}', filename="q.jsonl")
+    rows = [{"question": "why is the sky blue", "answer": text} for text in ("Scattering.", "The sea.")]
+    answers = import_answers("\n".join(json.dumps(r) for r in rows).encode())
+    config = BatchSettings("one slot", "minimal_comparison", overlap=1, required_probability=0.0)
+    create_feedback_batch(None, config, [answers])
+    bob, carol = (make_user(django_user_model, name, "labeler") for name in ("bob5", "carol5"))
+    start = timezone.now()
+    slow = work.next_assignment(bob, now=start)
+    later = start + timedelta(hours=1)  # bob's lease ran out and carol got the slot
+    quick = work.next_assignment(carol, now=later)
+    work.submit(quick.pk, carol, {"ratings": {"overall": "a_better"}}, uuid.uuid4(), now=later)
+    work.submit(slow.pk, bob, {"ratings": {"overall": "b_much_better"}}, uuid.uuid4(), now=later)
+    assert Assignment.objects.get(pk=slow.pk).status == AssignmentStatus.LATE  # kept, not thrown away
+    for export_format in ("webgpt-comparisons", "webgpt-comparisons-pairs", "rm-pairs", "comparisons-full"):
+        assert len(export_rows(export_format)) == 1, export_format  # carol's only
+    assert [row["assignment"] for row in export_rows("comparisons-full")] == [quick.pk]
+    with_late = export_rows("comparisons-full", include_late=True)
+    assert [(row["assignment"], row["late"]) for row in with_late] == [(slow.pk, True), (quick.pk, False)]
+    assert len(export_rows("rm-pairs", include_late=True)) == 2
+    # Asked for through the page, the API and the command alike.
+    client = client_for(alice)
+    client.post(reverse("console:exports"), {"export_format": "comparisons-full", "include_late": "on"})
+    body = {"format": "comparisons-full", "include_late": True}
+    assert client.post("/api/exports", body, content_type="application/json").status_code == 202
+    call_command(
+        "export_dataset", "--format", "comparisons-full", "--include-late", "-o", str(tmp_path / "f")
+    )
+    assert [export.filters["include_late"] for export in Export.objects.all()] == [True, True, True]
+    assert len((tmp_path / "f").read_text().splitlines()) == 2
+    # Only SUBMITTED (and LATE when asked) counts: every other status, including any added later, stays out.
+    for status in set(AssignmentStatus.values) - {AssignmentStatus.SUBMITTED, AssignmentStatus.LATE}:
+        Assignment.objects.update(status=status)
+        assert export_rows("comparisons-full", include_late=True) == [], status

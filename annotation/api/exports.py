@@ -20,9 +20,9 @@ from webgpt_site.permissions import get_visible_or_404
 
 class ExportList(generics.ListAPIView):
     """Exports, newest first. POST ``{"format", "file_type", and optional filters: "batch", "split",
-    "template", "labeler", "since", "until", "source", "include_flagged", "include_gold"}`` queues one on
-    the exports worker and answers 202 with its job row; a request no export can satisfy is a 400 naming
-    the field (the same check as the console page)."""
+    "template", "labeler", "since", "until", "source", "include_flagged", "include_gold",
+    "include_late"}`` queues one on the exports worker and answers 202 with its job row; a request no
+    export can satisfy is a 400 naming the field (the same check as the console page)."""
 
     permission_classes = (IsResearcher,)
     serializer_class = ExportSerializer

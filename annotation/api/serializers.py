@@ -261,6 +261,10 @@ class ExportCreateInput(serializers.Serializer):
     )
     include_flagged = serializers.BooleanField(default=True, help_text="Judgements flagged for review")
     include_gold = serializers.BooleanField(default=True, help_text="Gold items")
+    include_late = serializers.BooleanField(
+        default=False,
+        help_text="Late submissions (stored after the slot went to another labeler): left out by default",
+    )
     template = serializers.ChoiceField(choices=Template.choices, required=False, allow_null=True)
     labeler = serializers.CharField(
         required=False,

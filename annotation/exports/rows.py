@@ -1,6 +1,6 @@
 """The rows of each export format, read from the database as streams (server-side cursors, constant
-memory). Which judgements count: submitted ones (``AssignmentStatus.SUBMITTED``) only; late, skipped and
-expired ones never reach a dataset."""
+memory). Which judgements count: submitted ones (``AssignmentStatus.SUBMITTED``), and late ones only when
+the request includes them; skipped, expired and leased ones never reach a dataset."""
 
 from __future__ import annotations
 
@@ -37,8 +37,12 @@ def pseudonym(user_id: int) -> str:
 
 def submitted_judgements(filters: dict[str, Any]) -> QuerySet[Assignment]:
     """Submitted assignments matching the export filters: batch, question split, template, labeler (user
-    name), submitted since/until (ISO dates, inclusive), and whether flagged and gold items are included."""
-    tasks = Assignment.objects.filter(status=AssignmentStatus.SUBMITTED)
+    name), submitted since/until (ISO dates, inclusive), and whether flagged, gold and late ones are
+    included. Only SUBMITTED counts, and LATE when asked: any other status, present or future, never does."""
+    statuses = [AssignmentStatus.SUBMITTED]
+    if filters.get("include_late"):  # stored after the slot went to someone else: an extra judgement
+        statuses.append(AssignmentStatus.LATE)
+    tasks = Assignment.objects.filter(status__in=statuses)
     if filters.get("batch"):
         tasks = tasks.filter(item__batch_id=filters["batch"])
     if filters.get("split"):
@@ -201,6 +205,7 @@ def _full_rows(filters: dict[str, Any]) -> Iterator[dict[str, Any]]:
             "response": task.response,
             "flags": task.flags,
             "gold": task.item.is_gold,
+            "late": task.status == AssignmentStatus.LATE,
             "active_seconds": round(task.active_seconds, 1),
             "started_at": task.started_at.isoformat(),
             "submitted_at": task.submitted_at.isoformat() if task.submitted_at else None,

@@ -60,6 +60,7 @@ def export_filters(
     source: str | None = "both",
     include_flagged: bool = True,
     include_gold: bool = True,
+    include_late: bool = False,
 ) -> dict[str, Any]:
     """The filters as the job reads them (JSON on the export row: ids, ISO dates, None for "any");
     ExportRequestError for a value that no export can use."""
@@ -78,6 +79,7 @@ def export_filters(
         "split": split or None,
         "include_flagged": include_flagged,
         "include_gold": include_gold,
+        "include_late": include_late,
         "template": template or None,
         "labeler": labeler or None,
         "since": since.isoformat() if since else None,

@@ -41,6 +41,11 @@ class ExportForm(forms.Form):
     source = forms.ChoiceField(choices=SOURCES, required=False)
     exclude_flagged = forms.BooleanField(required=False, label="Leave out judgements flagged for review")
     exclude_gold = forms.BooleanField(required=False, label="Leave out gold items")
+    include_late = forms.BooleanField(
+        required=False,
+        label="Include late submissions",
+        help_text="Stored after the lease ran out and the slot went to another labeler: extra judgements",
+    )
 
     def clean(self) -> dict:
         data = super().clean()
@@ -60,6 +65,7 @@ class ExportForm(forms.Form):
                 source=data["source"],
                 include_flagged=not data["exclude_flagged"],
                 include_gold=not data["exclude_gold"],
+                include_late=data["include_late"],
             )
         except ExportRequestError as exc:
             self.add_error(exc.field, exc.message)

@@ -38,6 +38,9 @@ class Command(BaseCommand):
         parser.add_argument("--source", choices=[code for code, _ in SOURCES], default="both")
         parser.add_argument("--exclude-flagged", action="store_true", help="comparisons flagged for review")
         parser.add_argument("--exclude-gold", action="store_true")
+        parser.add_argument(
+            "--include-late", action="store_true", help="late submissions (the slot went to someone else)"
+        )
         parser.add_argument("-o", "--output", type=Path, help="also copy the finished file here")
 
     def handle(self, *args: Any, **options: Any) -> None:
@@ -58,6 +61,7 @@ class Command(BaseCommand):
                 source=options["source"],
                 include_flagged=not options["exclude_flagged"],
                 include_gold=not options["exclude_gold"],
+                include_late=options["include_late"],
             )
         except ExportRequestError as exc:
             raise CommandError(f"{exc.field}: {exc.message} Nothing was exported.") from None
