@@ -50,8 +50,12 @@ API_LABELER = (FORBIDDEN, OK, FORBIDDEN, FORBIDDEN, AUTH, FORBIDDEN)
 EXPECTED: dict[str, tuple] = {
     # route name                        alice, bob, dana, charlie, anonymous, erin
     "home": SIGNED_IN,
+    "favicon": PUBLIC,
     "login": PUBLIC,
     "logout": PUBLIC,
+    "account:token": SIGNED_IN,
+    "account:token_rotate": SIGNED_IN,
+    "account:token_revoke": SIGNED_IN,
     "console:home": RESEARCHER,
     "console:workers": RESEARCHER,
     "console:check_workers": RESEARCHER,

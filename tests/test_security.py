@@ -53,3 +53,72 @@ def test_the_api_schema_needs_a_signed_in_user(client_for, charlie):
     token = Token.objects.create(user=charlie)
     by_token = Client().get(reverse("api-schema"), HTTP_AUTHORIZATION=f"Token {token.key}")
     assert by_token.status_code == 200 and b"/api/tasks/next" in by_token.content
+
+
+def test_people_see_replace_and_revoke_their_own_api_token(alice, bob):
+    from rest_framework.authtoken.models import Token
+
+    from webgpt_site.models import AuditEntry
+
+    old = Token.objects.create(user=alice).key
+    bobs = Token.objects.create(user=bob).key
+    client = Client(enforce_csrf_checks=True)
+    client.force_login(alice)
+    page = client.get(reverse("account:token"))
+    assert page.status_code == 200 and old in page.content.decode() and bobs not in page.content.decode()
+    assert "no-store" in page.headers["Cache-Control"]
+    assert client.get(reverse("account:token_rotate")).status_code == 405  # a change needs a POST
+    assert client.post(reverse("account:token_rotate")).status_code == 403  # ... with the CSRF token
+    assert Token.objects.get(user=alice).key == old
+
+    csrf = {"csrfmiddlewaretoken": page.context["csrf_token"]}
+    assert client.post(reverse("account:token_rotate"), csrf).status_code == 302
+    new = Token.objects.get(user=alice).key
+    assert new != old
+    assert api_status(old) == 401 and api_status(new) == 200
+    assert new in client.get(reverse("account:token")).content.decode()
+
+    assert client.post(reverse("account:token_revoke"), csrf).status_code == 302
+    assert not Token.objects.filter(user=alice).exists() and api_status(new) == 401
+    assert Token.objects.get(user=bob).key == bobs  # only one's own
+    entries = AuditEntry.objects.filter(actor=alice).order_by("pk")
+    actions = list(entries.values_list("action", "object_id", "data"))
+    assert actions == [("account.rotate_token", "", {}), ("account.revoke_token", "", {})]  # never the key
+
+
+def api_status(key: str) -> int:
+    return Client().get("/api/questions", HTTP_AUTHORIZATION=f"Token {key}").status_code
+
+
+def test_every_response_switches_off_browser_features_it_does_not_use(client_for, alice):
+    for url in (reverse("login"), reverse("api-docs")):
+        policy = Client().get(url).headers["Permissions-Policy"]
+        assert "camera=()" in policy and "geolocation=()" in policy and "microphone=()" in policy
+    assert "Permissions-Policy" in client_for(alice).get("/api/questions").headers
+
+
+def test_pages_link_a_favicon_that_exists_and_favicon_ico_leads_to_it(client_for, alice):
+    from django.contrib.staticfiles import finders
+
+    html = client_for(alice).get(reverse("console:home")).content.decode()
+    assert '<link rel="icon" href="/static/favicon.svg"' in html
+    assert finders.find("favicon.svg")
+    response = Client().get("/favicon.ico")
+    assert response.status_code == 302 and response.url == "/static/favicon.svg"
+
+
+def test_a_session_ends_after_the_idle_time_and_each_request_renews_it(client_for, alice, settings):
+    from datetime import timedelta
+
+    from django.contrib.sessions.models import Session
+    from django.utils import timezone
+
+    client = client_for(alice)
+    session = Session.objects.get()
+    Session.objects.filter(pk=session.pk).update(expire_date=timezone.now() + timedelta(minutes=1))
+    response = client.get(reverse("console:home"))
+    assert response.cookies["sessionid"]["max-age"] == settings.SESSION_COOKIE_AGE
+    renewed = Session.objects.get(pk=session.pk).expire_date - timezone.now()
+    assert renewed > timedelta(seconds=settings.SESSION_COOKIE_AGE - 60)
+    Session.objects.filter(pk=session.pk).update(expire_date=timezone.now() - timedelta(seconds=1))
+    assert client.get(reverse("console:home")).status_code == 302  # idle too long: sign in again

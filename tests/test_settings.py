@@ -70,6 +70,8 @@ PRODUCTION = {"DEBUG": "0", "SECRET_KEY": GOOD_KEY, "ALLOWED_HOSTS": "feedback.e
         ({"DEBUG": "1", "CACHE_URL": "memcached://cache:11211"}, "CACHE_URL: expected redis://"),
         ({"DEBUG": "1", "TRUSTED_PROXIES": "-1"}, "TRUSTED_PROXIES: must be at least 0"),
         ({"DEBUG": "1", "LOGIN_FAILURE_LIMIT": "0"}, "LOGIN_FAILURE_LIMIT: must be at least 1"),
+        ({"DEBUG": "1", "SESSION_IDLE_MINUTES": "soon"}, "SESSION_IDLE_MINUTES: expected an integer"),
+        ({"DEBUG": "1", "SQLITE_BUSY_TIMEOUT": "0"}, "SQLITE_BUSY_TIMEOUT: must be at least 1"),
     ],
 )
 def test_a_bad_value_stops_start_up_naming_the_variable(tmp_path, env, message):
@@ -101,3 +103,12 @@ def test_development_generates_one_secret_key_and_keeps_it_private(tmp_path):
     assert oct(key_file.stat().st_mode & 0o777) == "0o600"
     assert manage(tmp_path, "check", DEBUG="1").returncode == 0
     assert key_file.read_text() == first
+
+
+def test_production_serves_the_api_as_json_only(tmp_path):
+    """The browsable HTML API needs inline scripts and styles that the CSP refuses: development only."""
+    show = "from rest_framework.settings import api_settings as a; print(a.DEFAULT_RENDERER_CLASSES)"
+    production = manage(tmp_path, "shell", "-c", show, **PRODUCTION)
+    assert production.returncode == 0, production.stderr
+    assert "JSONRenderer" in production.stdout and "Browsable" not in production.stdout
+    assert "BrowsableAPIRenderer" in manage(tmp_path, "shell", "-c", show, DEBUG="1").stdout

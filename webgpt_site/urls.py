@@ -7,7 +7,7 @@ from annotation.api.docs import ApiDocs
 from annotation.demonstrations import console as demonstration_console
 from annotation.exports import views as export_views
 from annotation.feedback import console as feedback_console
-from webgpt_site import console, views
+from webgpt_site import account, console, views
 
 console_patterns = (
     [
@@ -26,10 +26,21 @@ console_patterns = (
     "console",
 )
 
+account_patterns = (
+    [
+        path("token/", account.token_page, name="token"),
+        path("token/rotate/", account.token_rotate, name="token_rotate"),
+        path("token/revoke/", account.token_revoke, name="token_revoke"),
+    ],
+    "account",
+)
+
 urlpatterns = [
     path("", views.home, name="home"),
+    path("favicon.ico", views.favicon, name="favicon"),
     path("accounts/login/", auth_views.LoginView.as_view(redirect_authenticated_user=True), name="login"),
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
+    path("accounts/", include(account_patterns)),
     path("console/", include(console_patterns)),
     path("console/questions/", include("annotation.questions.urls")),
     path("console/training/", include("training.urls")),

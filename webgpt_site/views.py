@@ -4,6 +4,8 @@ from django.conf import settings
 from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
+from django.templatetags.static import static
+from django.views.decorators.http import require_GET
 
 from webgpt_site.permissions import landing_url
 
@@ -22,3 +24,9 @@ def locked_out(request: HttpRequest, response: HttpResponse | None, credentials:
     minutes = int(settings.AXES_COOLOFF_TIME.total_seconds() // 60)
     context = {"failure_limit": settings.AXES_FAILURE_LIMIT, "minutes": minutes}
     return render(request, "registration/locked_out.html", context, status=429)
+
+
+@require_GET
+def favicon(request: HttpRequest) -> HttpResponse:
+    """For pages without our <link rel="icon"> (the admin, raw API responses): browsers ask /favicon.ico."""
+    return redirect(static("favicon.svg"))
