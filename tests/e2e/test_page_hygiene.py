@@ -5,6 +5,8 @@ while an element carries a style the browser gave it (a resized box)."""
 import pytest
 from playwright.sync_api import Page, expect
 
+from tests.e2e.test_demonstration import sign_in_and_start
+
 pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True)]
 
 
@@ -21,12 +23,7 @@ def failed_requests(page: Page) -> list[str]:
 
 def test_the_browsing_page_loads_everything_and_swaps_without_inline_styles(demo_data, page):
     failures = failed_requests(page)
-    page.goto("/accounts/login/")
-    page.get_by_label("Username").fill("demonstrator")
-    page.get_by_label("Password").fill("demonstrator")
-    page.get_by_role("button", name="Sign in").click()
-    page.get_by_role("button", name="Start next question").click()
-    expect(page.get_by_label("Search query")).to_be_visible()
+    sign_in_and_start(page)
     # What a user's drag on a resize handle does: a style set through the CSSOM (allowed by the CSP).
     # htmx used to copy such a style onto the swapped-in element with setAttribute (refused by the CSP).
     page.evaluate("document.getElementById('search-query').style.width = '31em'")
