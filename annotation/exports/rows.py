@@ -35,6 +35,17 @@ def pseudonym(user_id: int) -> str:
     return hashlib.sha256(f"{settings.SECRET_KEY}:labeler:{user_id}".encode()).hexdigest()[:12]
 
 
+# The filters that narrow judgements to one value (None or empty: any).
+_LOOKUPS = {
+    "batch": "item__batch_id",
+    "split": "item__question__split",
+    "template": "item__batch__template",
+    "labeler": "labeler__username",
+    "since": "submitted_at__date__gte",
+    "until": "submitted_at__date__lte",
+}
+
+
 def submitted_judgements(filters: dict[str, Any]) -> QuerySet[Assignment]:
     """Submitted assignments matching the export filters: batch, question split, template, labeler (user
     name), submitted since/until (ISO dates, inclusive), and whether flagged, gold and late ones are
@@ -42,19 +53,10 @@ def submitted_judgements(filters: dict[str, Any]) -> QuerySet[Assignment]:
     statuses = [AssignmentStatus.SUBMITTED]
     if filters.get("include_late"):  # stored after the slot went to someone else: an extra judgement
         statuses.append(AssignmentStatus.LATE)
-    tasks = Assignment.objects.filter(status__in=statuses)
-    if filters.get("batch"):
-        tasks = tasks.filter(item__batch_id=filters["batch"])
-    if filters.get("split"):
-        tasks = tasks.filter(item__question__split=filters["split"])
-    if filters.get("template"):
-        tasks = tasks.filter(item__batch__template=filters["template"])
-    if filters.get("labeler"):
-        tasks = tasks.filter(labeler__username=filters["labeler"])
-    if filters.get("since"):
-        tasks = tasks.filter(submitted_at__date__gte=filters["since"])
-    if filters.get("until"):
-        tasks = tasks.filter(submitted_at__date__lte=filters["until"])
+    lookups = {name: value for name, value in filters.items() if value and name in _LOOKUPS}
+    tasks = Assignment.objects.filter(
+        status__in=statuses, **{_LOOKUPS[name]: value for name, value in lookups.items()}
+    )
     if not filters.get("include_flagged", True):
         tasks = tasks.filter(flags=[])
     if not filters.get("include_gold", True):

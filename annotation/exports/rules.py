@@ -4,6 +4,7 @@ and shows the error its own way)."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from datetime import date
 from typing import Any
 
@@ -85,6 +86,17 @@ def export_filters(
         "since": since.isoformat() if since else None,
         "until": until.isoformat() if until else None,
         "source": source,
+    }
+
+
+def filter_arguments(values: Mapping[str, Any]) -> dict[str, Any]:
+    """``export_filters``' arguments from the page's fields or the command's options, which share their
+    names and ask "leave out" of flagged and gold judgements where the API asks "include"."""
+    named = ("batch", "split", "template", "labeler", "since", "until", "source", "include_late")
+    return {
+        **{name: values[name] for name in named},
+        "include_flagged": not values["exclude_flagged"],
+        "include_gold": not values["exclude_gold"],
     }
 
 

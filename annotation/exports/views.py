@@ -15,6 +15,7 @@ from annotation.exports.rules import (
     SOURCES,
     ExportRequestError,
     clean_export_request,
+    filter_arguments,
 )
 from annotation.exports.service import open_finished_file, request_export
 from annotation.feedback.scales import TEMPLATES
@@ -53,19 +54,9 @@ class ExportForm(forms.Form):
             return data
         data["file_type"] = data["file_type"] or "jsonl"
         try:
+            fields = {**data, "batch": data["batch"].pk if data["batch"] else None}
             data["filters"] = clean_export_request(
-                data["export_format"],
-                data["file_type"],
-                batch=data["batch"].pk if data["batch"] else None,
-                split=data["split"],
-                template=data["template"],
-                labeler=data["labeler"],
-                since=data["since"],
-                until=data["until"],
-                source=data["source"],
-                include_flagged=not data["exclude_flagged"],
-                include_gold=not data["exclude_gold"],
-                include_late=data["include_late"],
+                data["export_format"], data["file_type"], **filter_arguments(fields)
             )
         except ExportRequestError as exc:
             self.add_error(exc.field, exc.message)

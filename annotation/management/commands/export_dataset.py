@@ -9,7 +9,13 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from annotation.exports.rules import FILE_TYPES, SOURCES, ExportRequestError, clean_export_request
+from annotation.exports.rules import (
+    FILE_TYPES,
+    SOURCES,
+    ExportRequestError,
+    clean_export_request,
+    filter_arguments,
+)
 from annotation.exports.service import export_now, export_path
 from annotation.models import ExportFormat, Split
 
@@ -49,20 +55,7 @@ class Command(BaseCommand):
             "parquet" if output is not None and output.suffix == ".parquet" else "jsonl"
         )
         try:
-            filters = clean_export_request(
-                options["export_format"],
-                file_type,
-                batch=options["batch"],
-                split=options["split"],
-                template=options["template"],
-                labeler=options["labeler"],
-                since=options["since"],
-                until=options["until"],
-                source=options["source"],
-                include_flagged=not options["exclude_flagged"],
-                include_gold=not options["exclude_gold"],
-                include_late=options["include_late"],
-            )
+            filters = clean_export_request(options["export_format"], file_type, **filter_arguments(options))
         except ExportRequestError as exc:
             raise CommandError(f"{exc.field}: {exc.message} Nothing was exported.") from None
         export = export_now(None, options["export_format"], filters, file_type)
