@@ -245,7 +245,7 @@ class ExportCreateInput(serializers.Serializer):
     the console page's and the ``export_dataset`` command's."""
 
     format = serializers.ChoiceField(
-        choices=ExportFormat.values,  # the names only: the model's labels still say "(JSONL)" for all
+        choices=ExportFormat.choices,
         help_text="The dataset's layout (docs/data-formats.md); file_type says JSONL or Parquet",
     )
     file_type = serializers.ChoiceField(choices=EXPORT_FILE_TYPES, default="jsonl", help_text=PARQUET_HELP)

@@ -9,13 +9,13 @@ from webgpt_site.permissions import ResearchTeamQuerySet
 
 
 class ExportFormat(models.TextChoices):
-    WEBGPT_COMPARISONS = "webgpt-comparisons", "WebGPT comparisons (JSONL, one row per comparison)"
-    WEBGPT_PAIRS = "webgpt-comparisons-pairs", "WebGPT comparisons, raw pair per line (JSONL)"
-    COMPARISONS_FULL = "comparisons-full", "Full judgements: every rating, claim, flag, timing (JSONL)"
-    DEMONSTRATIONS = "demonstrations", "Demonstrations as trajectories (JSONL)"
-    BC_PAIRS = "bc-pairs", "Behaviour-cloning pairs: prompt, completion (JSONL)"
-    RM_PAIRS = "rm-pairs", "Reward-model pairs: chosen, rejected, label, margin (JSONL)"
-    RM_GROUPS = "rm-groups", "Reward-model K-way groups from rankings (JSONL)"
+    WEBGPT_COMPARISONS = "webgpt-comparisons", "WebGPT comparisons, one row per comparison"
+    WEBGPT_PAIRS = "webgpt-comparisons-pairs", "WebGPT comparisons, raw pair per line"
+    COMPARISONS_FULL = "comparisons-full", "Full judgements: every rating, claim, flag, timing"
+    DEMONSTRATIONS = "demonstrations", "Demonstrations as trajectories"
+    BC_PAIRS = "bc-pairs", "Behaviour-cloning pairs: prompt, completion"
+    RM_PAIRS = "rm-pairs", "Reward-model pairs: chosen, rejected, label, margin"
+    RM_GROUPS = "rm-groups", "Reward-model K-way groups from rankings"
 
 
 class ExportStatus(models.TextChoices):
