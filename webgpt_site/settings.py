@@ -1,4 +1,4 @@
-"""Settings for the whole platform, read from the environment (see README, "Configuration").
+"""Settings for the whole platform, read from the environment (see docs/configuration.md).
 
 Development (``DEBUG=1``, what ``make run`` and ``make test`` use) works with no other variable:
 SQLite in ``var/``, a generated secret key kept in ``var/secret_key``, and an embedded Celery broker.
