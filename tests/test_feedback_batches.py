@@ -134,12 +134,20 @@ def test_commands_import_answers_and_create_batches(tmp_path, questions, capsys)
     path = tmp_path / "answers.jsonl"
     path.write_bytes(answers_file(SKY, {**SKY, "answer": "Blue light scatters more."}))
     call_command("import_answers", str(path))
+    assert sorted(Answer.objects.values_list("text", flat=True)) == sorted(
+        [SKY["answer"], "Blue light scatters more."]
+    )
     call_command(
         "create_feedback_batch", "From the bank", "--template", "minimal_comparison", "--source", "bank"
     )
     assert "1 items (minimal_comparison)" in capsys.readouterr().out
+    batch = FeedbackBatch.objects.get(name="From the bank")
+    (item,) = batch.items.all()
+    assert batch.template == "minimal_comparison"
+    assert set(item.answers.values_list("id", flat=True)) == set(Answer.objects.values_list("id", flat=True))
     with pytest.raises(CommandError, match="nothing was created"):
         call_command("create_feedback_batch", "Empty", "--template", "ranking", "--source", "bank")
+    assert not FeedbackBatch.objects.filter(name="Empty").exists()
 
 
 def test_progress_and_labeler_agreement_and_gold_accuracy(django_user_model, questions):

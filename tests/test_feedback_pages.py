@@ -208,6 +208,16 @@ def test_a_malformed_stored_draft_still_renders(client_for, bob, demo_batches):
     client = client_for(bob)
     task = task_for(client, bob)
     Assignment.objects.filter(pk=task.pk).update(
-        draft={"ratings": ["x"], "flags": 3, "answers": {"A": {"trust": [1], "claims": "?"}}, "ranks": None}
+        draft={"ratings": ["x"], "flags": 3, "answers": {"A": {"trust": [1], "claims": "?"}}, "ranks": None},
+        required_all=False,
     )
-    assert client.get(reverse("annotation:task", args=[task.pk])).status_code == 200
+    page = client.get(reverse("annotation:task", args=[task.pk]))
+    assert page.status_code == 200
+    html = page.content.decode()
+    # The malformed parts are ignored, not shown as choices: nothing is preselected, and the page still works.
+    assert not re.search(r'name="(rating|flag|trust)-[^"]*"[^>]* checked', html)
+    data = {**form_fields(html), "rating-overall": "a_better"}
+    assert client.post(reverse("annotation:task_submit", args=[task.pk]), data).status_code == 302
+    submitted = Assignment.objects.get(pk=task.pk)
+    assert submitted.status == AssignmentStatus.SUBMITTED
+    assert submitted.response["ratings"] == {"overall": "a_better"}

@@ -93,6 +93,11 @@ def test_production_key_can_come_from_a_file(tmp_path):
     env = {**PRODUCTION, "SECRET_KEY": "", "SECRET_KEY_FILE": str(key_file)}
     result = manage(tmp_path, "check", "--deploy", "--fail-level", "WARNING", **env)
     assert result.returncode == 0, result.stderr
+    # The key in use is the file's, without its line end (not a generated or empty one).
+    read_key = "from django.conf import settings; print(settings.SECRET_KEY)"
+    shown = manage(tmp_path, "shell", "--no-imports", "-c", read_key, **env)
+    assert shown.stdout.strip() == GOOD_KEY, shown.stderr
+    assert not (tmp_path / "secret_key").exists()
 
 
 def test_development_generates_one_secret_key_and_keeps_it_private(tmp_path):
