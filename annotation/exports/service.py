@@ -66,11 +66,7 @@ def write_rows(
     """Write the rows to the binary file ``out`` (JSONL, or Parquet for the formats that have a schema);
     all reads happen in one repeatable-read snapshot. The job calls this; so may a benchmark."""
     check_file_type(export_format, file_type)
-    own_snapshot = _reads_in_own_snapshot()
-    with transaction.atomic():
-        if own_snapshot:
-            # One consistent snapshot: labeling that goes on meanwhile cannot tear the file.
-            connection.cursor().execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY")
+    with _snapshot():
         rows = ROWS[export_format](filters)
         if file_type == "parquet":
             return write_parquet(rows, SCHEMAS[export_format], out, on_progress)
@@ -84,16 +80,41 @@ def write_rows(
 
 
 def _reads_in_own_snapshot() -> bool:
-    """Whether ``write_rows`` opens its own read-only snapshot (PostgreSQL, outside any transaction;
-    inside a caller's transaction, that one's snapshot holds)."""
-    return not connection.in_atomic_block and connection.vendor == "postgresql"
+    """Whether ``write_rows`` opens its own read-only snapshot (outside any transaction; inside a caller's
+    transaction, that one's snapshot holds)."""
+    return not connection.in_atomic_block and connection.vendor in ("postgresql", "sqlite")
+
+
+@contextmanager
+def _snapshot() -> Iterator[None]:
+    """One consistent view for all of an export's reads: labeling that goes on meanwhile cannot tear the
+    file, and is not held up by it either."""
+    if not _reads_in_own_snapshot():
+        with transaction.atomic():
+            yield
+    elif connection.vendor == "postgresql":
+        with transaction.atomic():
+            connection.cursor().execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY")
+            yield
+    else:
+        # SQLite: Django's transactions are IMMEDIATE here (settings: they take the write lock when they
+        # begin), which would make every labeler's write wait for the whole export. A DEFERRED transaction
+        # that only reads holds a WAL snapshot and no lock a writer waits on.
+        with connection.cursor() as cursor:
+            cursor.execute("BEGIN DEFERRED")
+        try:
+            yield
+        finally:
+            with connection.cursor() as cursor:
+                cursor.execute("COMMIT")  # it only read: nothing to keep or lose
 
 
 @contextmanager
 def _progress_recorder(export_id: int) -> Iterator[Callable[[int], None]]:
     """Records the rows written so far where the pages polling the job see them. In a read-only snapshot
-    an update fails (and would show only at the end anyway), so it goes through a second connection in
-    autocommit; never inside a caller's transaction, whose row lock that connection would wait on."""
+    an update fails (and would show only at the end anyway; on SQLite it would need the write lock), so it
+    goes through a second connection in autocommit; never inside a caller's transaction, whose row lock
+    that connection would wait on."""
     if not _reads_in_own_snapshot():
         yield lambda count: Export.objects.filter(pk=export_id).update(progress=count)
         return
