@@ -122,3 +122,21 @@ def test_a_session_ends_after_the_idle_time_and_each_request_renews_it(client_fo
     assert renewed > timedelta(seconds=settings.SESSION_COOKIE_AGE - 60)
     Session.objects.filter(pk=session.pk).update(expire_date=timezone.now() - timedelta(seconds=1))
     assert client.get(reverse("console:home")).status_code == 302  # idle too long: sign in again
+
+
+def test_template_comments_never_reach_the_page():
+    """Django's ``{# ... #}`` ends on its own line: one spread over two lines is printed on every page."""
+    from tests.conftest import ROOT
+
+    unclosed = [
+        f"{path.relative_to(ROOT)}:{number}"
+        for path in (ROOT / "templates").rglob("*.html")
+        for number, line in enumerate(path.read_text().splitlines(), start=1)
+        if line.count("{#") != line.count("#}")
+    ]
+    assert unclosed == []
+
+
+def test_pages_show_no_template_syntax(client_for, alice):
+    html = client_for(alice).get(reverse("console:home")).content.decode()
+    assert "{#" not in html and "{%" not in html
