@@ -19,6 +19,7 @@ API::
         route.url()                     # kwargs left out are filled with MISSING_ID (an object nobody has)
 
     route_named("api-task-submit")      # one route by name (KeyError if there is none)
+    object_kind(route)                  # "task", "episode", "batch"...: which object its id names
 
 What is left out: the admin site (``admin:`` namespace; Django's own views, guarded by ``is_staff``) and
 static/media serving. ``all_routes(include_admin=True)`` keeps the admin routes (e.g. to test its login).
@@ -91,6 +92,48 @@ def route_named(name: str) -> Route:
         if route.name == name:
             return route
     raise KeyError(name)
+
+
+# Which object a route's id names (by route name; the other annotation: routes are demonstration pages,
+# with the episode's id, and task pages, with the assignment's), for tests that open object routes on
+# real objects. A new object route fails object_kind until it is added here.
+OBJECT_OF = {
+    "console:feedback_batch": "batch",
+    "console:feedback_toggle": "batch",
+    "api-batch": "batch",
+    "console:export": "export",
+    "console:export_download": "export",
+    "api-export": "export",
+    "api-export-download": "export",
+    "questions:detail": "question",
+    "api-question": "question",
+    "questions:import_detail": "import",
+    "training:run": "run",
+    "training:cancel": "run",
+    "api-training-run": "run",
+    "api-training-run-cancel": "run",
+    "training:delete_model": "checkpoint",
+    "api-model": "checkpoint",
+    "api-answer": "answer",
+    "api-episode": "episode",
+    "api-task": "task",
+    "api-task-submit": "task",
+    "api-task-draft": "task",
+    "api-task-skip": "task",
+}
+
+
+def object_kind(route: Route) -> str:
+    """The kind of object ("task", "episode", "batch", "export"...) the route's id names."""
+    if route.name in OBJECT_OF:
+        return OBJECT_OF[route.name]
+    if route.name.startswith("annotation:task"):
+        return "task"
+    if route.name.startswith("annotation:"):
+        return "episode"
+    raise AssertionError(
+        f"{route.name}: say in tests/routes.py OBJECT_OF which object its {route.params} names"
+    )
 
 
 def _walk(patterns: list, *, prefix: str, namespace: str | None, include_admin: bool) -> Iterator[Route]:

@@ -47,7 +47,7 @@ from django.utils import timezone
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from tests.routes import MISSING_ID, Route, all_routes
+from tests.routes import MISSING_ID, Route, all_routes, object_kind
 
 pytestmark = pytest.mark.django_db
 
@@ -55,31 +55,6 @@ CALLERS = ("anonymous", "charlie", "alice", "bob", "dana")  # none, no role, res
 # Tables whose rows a refused request may still write, by design.
 UNCOUNTED = {"django_session", "axes_accessattempt", "axes_accessfailurelog", "axes_accesslog"}
 
-# Which object an id in the route names (by route name; demonstration and task pages by prefix).
-OBJECT_OF = {
-    "console:feedback_batch": "batch",
-    "console:feedback_toggle": "batch",
-    "api-batch": "batch",
-    "console:export": "export",
-    "console:export_download": "export",
-    "api-export": "export",
-    "api-export-download": "export",
-    "questions:detail": "question",
-    "api-question": "question",
-    "questions:import_detail": "import",
-    "training:run": "run",
-    "training:cancel": "run",
-    "api-training-run": "run",
-    "api-training-run-cancel": "run",
-    "training:delete_model": "checkpoint",
-    "api-model": "checkpoint",
-    "api-answer": "answer",
-    "api-episode": "episode",
-    "api-task": "task",
-    "api-task-submit": "task",
-    "api-task-draft": "task",
-    "api-task-skip": "task",
-}
 # Examples per route and method: more where a body reaches a service, fewer for pages and lists. The
 # whole module stays at a few minutes on two cores.
 RICH = {
@@ -103,16 +78,6 @@ RICH = {
     "training:new",
 }
 EXAMPLES = {"rich": 25, "write": 6, "read": 4}
-
-
-def object_kind(route: Route) -> str:
-    if route.name in OBJECT_OF:
-        return OBJECT_OF[route.name]
-    if route.name.startswith("annotation:task"):
-        return "task"
-    if route.name.startswith("annotation:"):
-        return "episode"
-    raise AssertionError(f"{route.name}: say in OBJECT_OF which object its {route.params} names")
 
 
 # The world -------------------------------------------------------------------------------------------

@@ -22,7 +22,7 @@ from annotation.feedback import assignment as work
 from annotation.models import Answer, Export, FeedbackBatch, Question
 from annotation.questions.service import import_questions
 from tests.conftest import make_user
-from tests.routes import Route, all_routes
+from tests.routes import Route, all_routes, object_kind
 from training.models import ModelCheckpoint, TrainingRun
 
 pytestmark = pytest.mark.django_db
@@ -122,42 +122,6 @@ EXPECTED: dict[str, tuple] = {
     "annotation:task_skip": LABELER,
     "annotation:task_heartbeat": LABELER,
 }
-
-# Which object an object route is about (by the first part of its name, or the whole name).
-OBJECT_OF = {
-    "console:feedback_batch": "batch",
-    "console:feedback_toggle": "batch",
-    "api-batch": "batch",
-    "console:export": "export",
-    "console:export_download": "export",
-    "api-export": "export",
-    "api-export-download": "export",
-    "questions:detail": "question",
-    "api-question": "question",
-    "questions:import_detail": "import",
-    "training:run": "run",
-    "training:cancel": "run",
-    "api-training-run": "run",
-    "api-training-run-cancel": "run",
-    "training:delete_model": "checkpoint",
-    "api-model": "checkpoint",
-    "api-answer": "answer",
-    "api-episode": "episode",
-    "api-task": "task",
-    "api-task-submit": "task",
-    "api-task-draft": "task",
-    "api-task-skip": "task",
-}
-
-
-def object_kind(route: Route) -> str:
-    if route.name in OBJECT_OF:
-        return OBJECT_OF[route.name]
-    if route.name.startswith("annotation:task"):
-        return "task"
-    if route.name.startswith("annotation:"):
-        return "episode"
-    raise AssertionError(f"{route.name}: say which object its {route.params} is in OBJECT_OF")
 
 
 @pytest.fixture
