@@ -1,0 +1,8 @@
+"""Sampling: policies browse the text environment and answer with quotes (issue 12). Django-free.
+
+- ``types``: what a policy asks a model backend for (``CompletionRequest``) and gets back (``Completion``),
+  and the ``Backend`` protocol every backend implements.
+- ``endpoint``: an OpenAI-compatible HTTP backend (vLLM, TGI, llama.cpp's server, hosted APIs).
+- ``local``: transformers on CPU or CUDA, batched across episodes, with constrained decoding.
+- ``episode``: ``run_episode(policy, browser, question, settings)``.
+"""

@@ -1,0 +1,82 @@
+"""What a policy asks a model backend for, and what it gets back. Every backend (local transformers, an
+OpenAI-compatible endpoint) implements ``Backend.complete`` over a batch of requests, so the episode loop
+can send all episodes that are at the same step at once and the backend decides how to batch them."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Literal, Protocol
+
+Role = Literal["system", "user", "assistant"]
+
+
+@dataclass(frozen=True)
+class Message:
+    role: Role
+    content: str
+
+
+@dataclass(frozen=True)
+class Constraint:
+    """What the next completion may be, for backends that can enforce it while decoding (the local one);
+    others ignore it and the environment judges the result (an invalid action, counted and explained).
+
+    ``commands``: the text must be one of the command forms valid on the current observation (the Table 1
+    forms, link ids on the page, scroll amounts, ``End: ...``). ``quote_source``: while the text is a
+    ``Quote: ...`` command, what follows ``Quote: `` must stay a span of this page text (GopherCite's
+    constrained sampling), so quotes are verbatim by construction. ``link_ids``: the ids that exist."""
+
+    commands: bool = False
+    quote_source: str | None = None
+    link_ids: tuple[int, ...] = ()
+
+
+@dataclass(frozen=True)
+class CompletionRequest:
+    """One completion. Exactly one of ``prompt`` (raw text, as a BC checkpoint was trained: the bare
+    observation or answer prompt) and ``messages`` (a chat, for a prompted instruct model) is set.
+    ``seed`` makes sampling reproducible: the same request with the same seed gives the same text on the
+    same backend and hardware. ``stop``: strings that end the completion (not included in the text)."""
+
+    max_new_tokens: int
+    temperature: float = 0.8
+    seed: int = 0
+    prompt: str | None = None
+    messages: tuple[Message, ...] | None = None
+    stop: tuple[str, ...] = ()
+    constraint: Constraint | None = None
+
+    def __post_init__(self) -> None:
+        if (self.prompt is None) == (self.messages is None):
+            raise ValueError("a completion request has either a prompt or messages, not both or neither")
+        if self.max_new_tokens < 1:
+            raise ValueError("max_new_tokens must be at least 1")
+        if self.temperature < 0:
+            raise ValueError("temperature must be at least 0")
+
+
+@dataclass(frozen=True)
+class Completion:
+    """The generated text (stop string excluded), how many tokens it took, and why it ended:
+    ``"stop"`` (a stop string or end of sequence) or ``"length"`` (``max_new_tokens`` reached)."""
+
+    text: str
+    tokens: int
+    finish_reason: Literal["stop", "length"]
+    prompt_tokens: int = 0
+    details: dict = field(default_factory=dict)  # backend-specific facts (e.g. cached prompt tokens)
+
+
+class Backend(Protocol):
+    """A model that completes text. ``complete`` returns one completion per request, in order; it raises
+    ``BackendError`` with a message a researcher can act on when the model cannot answer."""
+
+    name: str
+
+    def complete(self, requests: Sequence[CompletionRequest]) -> list[Completion]: ...
+
+
+class BackendError(RuntimeError):
+    """The backend could not complete (unreachable, refused, malformed answer after retries): the message
+    says what happened and what to check."""
