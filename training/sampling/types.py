@@ -25,11 +25,14 @@ class Constraint:
     ``commands``: the text must be one of the command forms valid on the current observation (the Table 1
     forms, link ids on the page, scroll amounts, ``End: ...``). ``quote_source``: while the text is a
     ``Quote: ...`` command, what follows ``Quote: `` must stay a span of this page text (GopherCite's
-    constrained sampling), so quotes are verbatim by construction. ``link_ids``: the ids that exist."""
+    constrained sampling), so quotes are verbatim by construction. ``link_ids``: the ids that exist.
+    ``forms``: the entries of ``browser.engine.commands.COMMAND_FORMS`` that are valid actions here (e.g. no
+    "Back" without a previous page, no "End: Answer" without a quote); empty means all of them."""
 
     commands: bool = False
     quote_source: str | None = None
     link_ids: tuple[int, ...] = ()
+    forms: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,206 @@
+"""The episode loop: a policy browses the text environment and answers with quotes (WebGPT section 3).
+
+Each round, every unfinished episode asks its policy for one command and all those requests go to the
+model backend in ONE ``Backend.complete`` call: that batch is where the local backend's speed comes from.
+The browser applies each command exactly as for a person (invalid text is an explained, counted action),
+so samples are comparable with, and replayable like, human demonstrations. Django-free.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from browser.engine.browser import Browser
+from browser.engine.commands import EndReason
+from browser.engine.page import Quote
+from training.sampling.types import Backend, Completion, CompletionRequest
+
+NO_ANSWER = (EndReason.NONSENSE, EndReason.CONTROVERSIAL)  # the policy declined: no answer to write
+
+
+@dataclass(frozen=True)
+class SamplingSettings:
+    """Defaults from the paper: temperature 0.8, at most 100 actions. ``constrain_commands``: decode
+    commands within the command grammar of the current observation (backends that can enforce it);
+    quotes are always constrained to spans of the page on such backends."""
+
+    temperature: float = 0.8
+    max_actions: int = 100
+    max_command_tokens: int = 48
+    max_answer_tokens: int = 200
+    seed: int = 0
+    constrain_commands: bool = False
+
+    def __post_init__(self) -> None:
+        if self.max_actions < 1 or self.max_command_tokens < 1 or self.max_answer_tokens < 1:
+            raise ValueError("max_actions, max_command_tokens and max_answer_tokens must be at least 1")
+        if self.temperature < 0:
+            raise ValueError("temperature must be at least 0")
+
+
+def derive_seed(seed: int, episode: int, step: int | str) -> int:
+    """A 63-bit seed for one step of one episode: the same (seed, episode, step) always gives the same
+    number, and neighbouring steps get unrelated ones (a hash, not ``seed + step``)."""
+    digest = hashlib.sha256(f"{seed}:{episode}:{step}".encode()).digest()
+    return int.from_bytes(digest[:8], "big") >> 1
+
+
+class Policy(Protocol):
+    """Turns the environment's text into completion requests and completions into commands."""
+
+    backend: Backend
+
+    def command_request(
+        self, browser: Browser, settings: SamplingSettings, seed: int
+    ) -> CompletionRequest: ...
+
+    def answer_request(
+        self, browser: Browser, settings: SamplingSettings, seed: int
+    ) -> CompletionRequest: ...
+
+    def command_from(self, completion: Completion) -> str: ...
+
+
+@dataclass(frozen=True)
+class Step:
+    """One action: the observation the policy saw, the command it wrote, and what the browser said."""
+
+    observation: str
+    command: str
+    valid: bool
+    message: str
+    tokens: int
+
+
+@dataclass
+class EpisodeSample:
+    """A finished episode. ``answer`` is None when the policy declined (End: Nonsense / Controversial) or
+    gathered no quote. ``model_seconds`` is the wall time of the backend calls this episode waited on
+    (shared with its batch partners); ``env_seconds`` the time in the browser (search, fetch, render)."""
+
+    question: str
+    episode_index: int
+    steps: list[Step] = field(default_factory=list)
+    quotes: tuple[Quote, ...] = ()
+    answer: str | None = None
+    answer_prompt: str = ""
+    end_reason: str = ""
+    tokens_generated: int = 0
+    env_seconds: float = 0.0
+    model_seconds: float = 0.0
+
+    @property
+    def invalid_actions(self) -> int:
+        return sum(not step.valid for step in self.steps)
+
+    @property
+    def commands(self) -> list[str]:
+        return [step.command for step in self.steps]
+
+
+def run_episode(
+    policy: Policy,
+    browser: Browser,
+    question: str,
+    settings: SamplingSettings,
+    *,
+    episode_index: int = 0,
+    reference_answers: Sequence[str] = (),
+) -> EpisodeSample:
+    """One episode of ``question`` in ``browser`` (reset first). The same ``settings.seed`` and
+    ``episode_index`` give the same episode, alone or batched with others (``run_episodes``)."""
+    return run_episodes(
+        policy,
+        [browser],
+        [question],
+        settings,
+        first_index=episode_index,
+        reference_answers=[reference_answers],
+    )[0]
+
+
+def run_episodes(
+    policy: Policy,
+    browsers: Sequence[Browser],
+    questions: Sequence[str],
+    settings: SamplingSettings,
+    *,
+    first_index: int = 0,
+    reference_answers: Sequence[Sequence[str]] | None = None,
+) -> list[EpisodeSample]:
+    """Episodes stepped together: episode ``i`` runs ``questions[i]`` in ``browsers[i]`` (distinct browser
+    objects) with episode index ``first_index + i``. Each round sends the command requests of all
+    unfinished episodes as one batch, then all answer requests as one batch at the end."""
+    if len(browsers) != len(questions) or len({id(browser) for browser in browsers}) != len(browsers):
+        raise ValueError("one distinct browser per question")
+    references = reference_answers or [()] * len(questions)
+    samples = []
+    for offset, (browser, question, refs) in enumerate(zip(browsers, questions, references, strict=True)):
+        started = time.perf_counter()
+        browser.reset(question, refs)
+        sample = EpisodeSample(question=browser.question, episode_index=first_index + offset)
+        sample.env_seconds += time.perf_counter() - started
+        samples.append(sample)
+
+    step = 0
+    running = list(range(len(browsers)))
+    while running:
+        observations, requests = [], []
+        for i in running:
+            started = time.perf_counter()
+            observations.append(browsers[i].observation())
+            samples[i].env_seconds += time.perf_counter() - started
+            seed = derive_seed(settings.seed, samples[i].episode_index, step)
+            requests.append(policy.command_request(browsers[i], settings, seed))
+        completions = _complete(policy.backend, requests, [samples[i] for i in running])
+        for i, observation, completion in zip(running, observations, completions, strict=True):
+            started = time.perf_counter()
+            command = policy.command_from(completion)
+            result = browsers[i].step(command)
+            samples[i].steps.append(
+                Step(observation, command, result.valid, result.message, completion.tokens)
+            )
+            samples[i].env_seconds += time.perf_counter() - started
+        step += 1
+        running = [i for i in running if not browsers[i].done and step < settings.max_actions]
+
+    answering = []
+    for i, (sample, browser) in enumerate(zip(samples, browsers, strict=True)):
+        # The browser's own limits end an episode too; our max_actions may be lower than its.
+        sample.end_reason = (browser.end_reason or EndReason.ACTION_LIMIT).value
+        sample.quotes = browser.quotes
+        if browser.quotes and browser.end_reason not in NO_ANSWER:
+            sample.answer_prompt = browser.answer_prompt()
+            answering.append(i)
+    requests = [
+        policy.answer_request(
+            browsers[i], settings, derive_seed(settings.seed, samples[i].episode_index, "answer")
+        )
+        for i in answering
+    ]
+    answered = [samples[i] for i in answering]
+    for sample, completion in zip(answered, _complete(policy.backend, requests, answered), strict=True):
+        sample.answer = completion.text.strip()
+    return samples
+
+
+def _complete(
+    backend: Backend, requests: list[CompletionRequest], samples: list[EpisodeSample]
+) -> list[Completion]:
+    if not requests:
+        return []
+    started = time.perf_counter()
+    completions = backend.complete(requests)
+    elapsed = time.perf_counter() - started
+    if len(completions) != len(requests):
+        raise RuntimeError(
+            f"{backend.name} returned {len(completions)} completions for {len(requests)} requests"
+        )
+    for sample, completion in zip(samples, completions, strict=True):
+        sample.model_seconds += elapsed
+        sample.tokens_generated += completion.tokens
+    return completions

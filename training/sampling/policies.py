@@ -1,0 +1,134 @@
+"""Policies: what a model is asked at each step of an episode, and how its text becomes a command.
+
+- ``BCPolicy``: a behaviour-cloned checkpoint sees exactly what it was trained on (``training/bc.py``):
+  the bare observation as a raw prompt, the command as the completion, ended by the end-of-sequence token;
+  then the bare answer prompt and the answer.
+- ``PromptedPolicy``: an instruct model (SmolLM2-135M-Instruct by default) gets chat messages: short
+  instructions with the command list (WebGPT Table 1), a few demonstrations as examples when there are
+  any, then the observation. It answers one line, the command.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from browser.engine.browser import Browser
+from browser.engine.commands import COMMAND_FORMS
+from training.sampling.episode import SamplingSettings
+from training.sampling.types import Backend, Completion, CompletionRequest, Constraint, Message
+
+# Never inside a command: "♦" only starts a section of the observation, so a BC model that runs on into
+# the next observation has finished its command.
+BC_STOP = ("\n♦",)
+
+
+def constraint_for(browser: Browser, settings: SamplingSettings) -> Constraint:
+    """What the next command may be on the current observation: quotes from the page text, and (when
+    ``settings.constrain_commands``) only the forms that are valid actions right now."""
+    page = browser.page
+    forms = list(COMMAND_FORMS)
+    if not page.lines:
+        forms = [f for f in forms if not f.startswith(("Find in page", "Quote"))]
+    if not page.links:
+        forms.remove("Clicked on link <id>")
+    if not browser.quotes:
+        forms.remove("End: Answer")
+    # The engine has no public "can go back"; its history is what Back pops (an empty one is an error).
+    if not browser._episode.history:
+        forms.remove("Back")
+    return Constraint(
+        commands=settings.constrain_commands,
+        quote_source=page.plain if page.lines else None,
+        link_ids=tuple(range(len(page.links))),
+        forms=tuple(forms),
+    )
+
+
+@dataclass
+class BCPolicy:
+    """A BC checkpoint: raw prompt = the observation, completion = the command + end of sequence."""
+
+    backend: Backend
+
+    def command_request(self, browser: Browser, settings: SamplingSettings, seed: int) -> CompletionRequest:
+        return CompletionRequest(
+            prompt=browser.observation(),
+            max_new_tokens=settings.max_command_tokens,
+            temperature=settings.temperature,
+            seed=seed,
+            stop=BC_STOP,
+            constraint=constraint_for(browser, settings),
+        )
+
+    def answer_request(self, browser: Browser, settings: SamplingSettings, seed: int) -> CompletionRequest:
+        return CompletionRequest(
+            prompt=browser.answer_prompt(),
+            max_new_tokens=settings.max_answer_tokens,
+            temperature=settings.temperature,
+            seed=seed,
+        )
+
+    def command_from(self, completion: Completion) -> str:
+        return completion.text.strip()
+
+
+COMMANDS_HELP = (
+    ("Search <query>", "send <query> to the search engine and show the results"),
+    ("Clicked on link <id>", "follow the link with that id to a new page"),
+    ("Find in page: <text>", "scroll to the next occurrence of <text> in the page"),
+    ("Quote: <text>", "if <text> is on the current page, keep it as a reference for the answer"),
+    ("Scrolled down <1|2|3>", "scroll down that many windows"),
+    ("Scrolled up <1|2|3>", "scroll up that many windows"),
+    ("Top", "scroll to the top of the page"),
+    ("Back", "go to the previous page"),
+    ("End: Answer", "stop browsing and write the answer from the quotes"),
+    ("End: <Nonsense|Controversial>", "stop browsing without answering"),
+)
+INSTRUCTIONS = (
+    "You answer a question by browsing a text-based web browser. Each turn you see the question, your "
+    "quotes so far, your past actions and the current page, and you reply with exactly one action on one "
+    "line, nothing else. Search, open relevant pages, quote short passages that support the answer, then "
+    "end with End: Answer. Actions:\n" + "\n".join(f"{form}: {what}" for form, what in COMMANDS_HELP)
+)
+ANSWER_INSTRUCTIONS = (
+    "Write a short, helpful answer to the question using only the numbered quotes that follow it, citing "
+    "them as [1], [2], ... The question and each quote end with ■."
+)
+
+
+@dataclass
+class PromptedPolicy:
+    """An instruct model, prompted. ``demonstrations``: (observation, command) pairs shown as earlier
+    turns of the chat, e.g. from human demonstrations of other questions."""
+
+    backend: Backend
+    demonstrations: Sequence[tuple[str, str]] = ()
+    instructions: str = INSTRUCTIONS
+
+    def command_request(self, browser: Browser, settings: SamplingSettings, seed: int) -> CompletionRequest:
+        messages = [Message("system", self.instructions)]
+        for observation, command in self.demonstrations:
+            messages += [Message("user", observation), Message("assistant", command)]
+        messages.append(Message("user", browser.observation()))
+        return CompletionRequest(
+            messages=tuple(messages),
+            max_new_tokens=settings.max_command_tokens,
+            temperature=settings.temperature,
+            seed=seed,
+            stop=("\n",),  # one action, one line
+            constraint=constraint_for(browser, settings),
+        )
+
+    def answer_request(self, browser: Browser, settings: SamplingSettings, seed: int) -> CompletionRequest:
+        return CompletionRequest(
+            messages=(Message("system", ANSWER_INSTRUCTIONS), Message("user", browser.answer_prompt())),
+            max_new_tokens=settings.max_answer_tokens,
+            temperature=settings.temperature,
+            seed=seed,
+        )
+
+    def command_from(self, completion: Completion) -> str:
+        # Chat models sometimes wrap the action in backticks; the line itself is the command.
+        lines = [line for line in completion.text.strip().splitlines() if line.strip()]
+        return lines[0].strip().strip("`").strip() if lines else ""
