@@ -1,0 +1,227 @@
+"""Sampling core (issue 12): real episodes in the FreshWiki environment driven by a tiny random Llama with
+the real SmolLM2 tokenizer through the local backend. Django-free: the browser is built from the index."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from browser.engine.browser import Browser
+from browser.engine.commands import parse_command
+from browser.engine.settings import BrowserSettings
+from browser.search.local import LocalIndex
+from training.sampling.episode import EpisodeSample, SamplingSettings, derive_seed, run_episode, run_episodes
+from training.sampling.local import LocalBackend
+from training.sampling.policies import BCPolicy, PromptedPolicy, constraint_for
+from training.sampling.types import CompletionRequest, Constraint
+
+QUESTIONS = (
+    "Who won the 2022 AFL Grand Final?",
+    "What happened to the Crimean Bridge in October 2022?",
+    "Which party won the 2022 Hungarian parliamentary election?",
+)
+# A small window and quote budget keep observations short, so the tiny model's steps are fast.
+ENV = BrowserSettings(window_lines=6, max_quote_chars=300)
+
+
+@pytest.fixture(scope="module")
+def backend(tiny_llama_dir):
+    return LocalBackend(tiny_llama_dir, device="cpu")
+
+
+@pytest.fixture(scope="module")
+def index(freshwiki_index_dir):
+    return LocalIndex.open(freshwiki_index_dir / "freshwiki")
+
+
+def browser(index) -> Browser:
+    return Browser(index, ENV)
+
+
+def replay_is_valid(sample: EpisodeSample, index) -> None:
+    """Replaying the sample's commands in a fresh browser gives the same observations and verdicts."""
+    replay = browser(index)
+    replay.reset(sample.question)
+    for step in sample.steps:
+        assert replay.observation() == step.observation
+        assert replay.step(step.command).valid == step.valid
+
+
+def test_bc_episode_runs_to_the_action_limit_and_counts_invalid_commands(backend, index):
+    sample = run_episode(
+        BCPolicy(backend), browser(index), QUESTIONS[0], SamplingSettings(max_actions=4, max_command_tokens=8)
+    )
+    assert len(sample.steps) == 4 and sample.end_reason == "action_limit"
+    # A random model writes nonsense: every step is an invalid action, explained in the next observation.
+    assert sample.invalid_actions == sum(not s.valid for s in sample.steps) > 0
+    invalid = next(i for i, s in enumerate(sample.steps) if not s.valid)
+    assert sample.steps[invalid].message.startswith("Invalid action")
+    if invalid + 1 < len(sample.steps):
+        assert "♦Error\nInvalid action" in sample.steps[invalid + 1].observation
+    assert sample.steps[0].observation.startswith(f"♦Question\n{QUESTIONS[0]}\n♦Quotes")
+    assert sample.tokens_generated == sum(s.tokens for s in sample.steps) > 0
+    assert sample.answer is None  # no quote, no answer
+    assert sample.model_seconds > 0 and sample.env_seconds > 0
+    replay_is_valid(sample, index)
+
+
+def test_constrained_commands_are_always_valid_and_quotes_verbatim(backend, index):
+    """With the grammar constraint every action of a random model is valid (100%); without, few are."""
+    run = SamplingSettings(
+        max_actions=12, max_command_tokens=24, max_answer_tokens=8, seed=3, constrain_commands=True
+    )
+    samples = run_episodes(BCPolicy(backend), [browser(index) for _ in QUESTIONS], list(QUESTIONS), run)
+    steps = [s for sample in samples for s in sample.steps]
+    assert all(step.valid for step in steps), [s.command for s in steps if not s.valid]
+    kinds = {parse_command(s.command).kind for s in steps}
+    assert len(kinds) >= 3  # it really browses: more than one kind of action
+    free = run_episodes(
+        BCPolicy(backend),
+        [browser(index) for _ in QUESTIONS],
+        list(QUESTIONS),
+        SamplingSettings(max_actions=12, max_command_tokens=24, seed=3),
+    )
+    free_steps = [s for sample in free for s in sample.steps]
+    valid_rate = sum(s.valid for s in free_steps) / len(free_steps)
+    print(
+        f"valid-action rate, tiny random model: constrained 100% of {len(steps)}, "
+        f"free {valid_rate:.0%} of {len(free_steps)}"
+    )
+    assert valid_rate < 1
+    for sample in samples:
+        replay_is_valid(sample, index)
+        for quote in sample.quotes:
+            assert quote.extract.strip()
+        if sample.end_reason in ("answer", "action_limit", "quote_limit") and sample.quotes:
+            assert sample.answer is not None and sample.answer_prompt
+        if sample.end_reason in ("nonsense", "controversial"):
+            assert sample.answer is None
+
+
+def test_seeded_runs_reproduce_and_differ_across_seeds(backend, index):
+    run = SamplingSettings(max_actions=5, max_command_tokens=16, seed=11, constrain_commands=True)
+    first = run_episode(BCPolicy(backend), browser(index), QUESTIONS[1], run)
+    again = run_episode(BCPolicy(backend), browser(index), QUESTIONS[1], run)
+    assert first.steps == again.steps and first.answer == again.answer
+    other = run_episode(
+        BCPolicy(backend),
+        browser(index),
+        QUESTIONS[1],
+        SamplingSettings(max_actions=5, max_command_tokens=16, seed=12, constrain_commands=True),
+    )
+    assert other.commands != first.commands
+    assert derive_seed(11, 0, 1) == derive_seed(11, 0, 1) != derive_seed(11, 1, 0)
+
+
+def test_a_batch_of_episodes_equals_the_same_episodes_one_at_a_time(backend, index):
+    run = SamplingSettings(
+        max_actions=6, max_command_tokens=16, max_answer_tokens=12, seed=5, constrain_commands=True
+    )
+    batched = run_episodes(BCPolicy(backend), [browser(index) for _ in QUESTIONS], list(QUESTIONS), run)
+    alone = [
+        run_episode(BCPolicy(backend), browser(index), q, run, episode_index=i)
+        for i, q in enumerate(QUESTIONS)
+    ]
+    for b, a in zip(batched, alone, strict=True):
+        assert (b.steps, b.answer, b.end_reason, b.tokens_generated) == (
+            a.steps,
+            a.answer,
+            a.end_reason,
+            a.tokens_generated,
+        )
+    assert len({tuple(s.commands) for s in batched}) == 3  # different episode indices, different episodes
+
+
+def test_prompted_policy_chat_with_demonstrations(backend, index):
+    policy = PromptedPolicy(backend, demonstrations=[("♦Question\nWhat is X?\n♦Next action", "Search X")])
+    env = browser(index)
+    env.reset(QUESTIONS[2])
+    request = policy.command_request(env, SamplingSettings(), seed=1)
+    assert [m.role for m in request.messages] == ["system", "user", "assistant", "user"]
+    assert (
+        "Clicked on link <id>" in request.messages[0].content
+        and request.messages[-1].content == env.observation()
+    )
+    sample = run_episode(
+        policy,
+        browser(index),
+        QUESTIONS[2],
+        SamplingSettings(max_actions=3, max_command_tokens=12, constrain_commands=True),
+    )
+    assert len(sample.steps) <= 3 and all(step.valid for step in sample.steps)
+
+
+def test_bc_prompt_is_the_bare_observation(backend, index):
+    env = browser(index)
+    env.reset(QUESTIONS[0])
+    request = BCPolicy(backend).command_request(env, SamplingSettings(), seed=0)
+    assert request.prompt == env.observation() and request.messages is None
+    assert (
+        backend.encode(request) == backend.tokenizer(env.observation(), add_special_tokens=False)["input_ids"]
+    )
+
+
+def test_constraint_forms_follow_the_browser_state(index):
+    env = browser(index)
+    env.reset(QUESTIONS[0])
+    blank = constraint_for(env, SamplingSettings(constrain_commands=True))
+    assert (
+        "Back" not in blank.forms and "End: Answer" not in blank.forms and "Quote: <text>" not in blank.forms
+    )
+    env.step("Search AFL Grand Final")
+    results = constraint_for(env, SamplingSettings(constrain_commands=True))
+    assert "Clicked on link <id>" in results.forms and results.link_ids and results.quote_source
+
+
+def test_a_random_model_with_no_end_token_stops_at_its_limit_and_on_stop_strings(backend):
+    out = backend.complete(
+        [
+            CompletionRequest(prompt="Hello", max_new_tokens=5, seed=1),
+            CompletionRequest(prompt="Hello there, a longer prompt", max_new_tokens=9, seed=2, temperature=0),
+        ]
+    )
+    assert [c.tokens for c in out] == [5, 9] and [c.finish_reason for c in out] == ["length", "length"]
+    cut = backend.complete(
+        [CompletionRequest(prompt="Hello", max_new_tokens=5, seed=1, stop=(out[0].text[2:4],))]
+    )[0]
+    assert (
+        cut.finish_reason == "stop" and out[0].text.startswith(cut.text) and len(cut.text) < len(out[0].text)
+    )
+
+
+@pytest.fixture(scope="module")
+def table(backend):
+    return backend.table
+
+
+words = st.sampled_from(["the", "Bridge", "won", "2022", "final", "élection", "a", "is", ",", ".", "x"])
+
+
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(page=st.lists(words, min_size=5, max_size=60).map(" ".join), seed=st.integers(0, 2**31))
+def test_constrained_quotes_are_verbatim_spans_of_random_pages(backend, page, seed):
+    """Whatever the page, a quote written under the constraint is a substring of it: when the grammar
+    makes the model quote, and when it writes free text that happens to become a quote."""
+    quote_only = Constraint(commands=True, quote_source=page, forms=("Quote: <text>",))
+    free = Constraint(quote_source=page)
+    forced, loose = backend.complete(
+        [
+            CompletionRequest(prompt="Quote the page.", max_new_tokens=12, seed=seed, constraint=quote_only),
+            CompletionRequest(prompt="Quote: ", max_new_tokens=12, seed=seed, constraint=free),
+        ]
+    )
+    assert forced.text.startswith("Quote: ") and forced.text[len("Quote: ") :] in page
+    assert parse_command(forced.text).argument  # a complete, non-blank quote
+    if loose.text.startswith("Quote: "):
+        assert loose.text[len("Quote: ") :] in page
+
+
+def test_token_table_grammar_basics(table):
+    c = Constraint(commands=True, link_ids=(0, 12), forms=("Clicked on link <id>", "Top"))
+    mask, can_end = table.allowed(c, "Clicked on link 1")
+    allowed = {table.texts[i] for i in mask.nonzero().flatten().tolist()}
+    assert allowed == {"2"} and not can_end
+    assert table.allowed(c, "Clicked on link 12")[1] and table.allowed(c, "Top")[1]
+    start = {table.texts[i] for i in table.allowed(c, "")[0].nonzero().flatten().tolist()}
+    assert start and all("Clicked on link ".startswith(t) or "Top".startswith(t) for t in start)

@@ -1,0 +1,164 @@
+"""The local backend: a causal LM from disk with transformers, on CPU or CUDA, a batch at a time.
+
+``complete`` left-pads the batch's prompts (chat requests through the tokenizer's chat template, raw
+prompts as BC training tokenized them: no special tokens), prefills them together and decodes them
+together with a KV cache. Each row samples with its own ``torch.Generator`` seeded from its request, so a
+request with a seed gives the same text whatever its batch partners are (up to float rounding between
+batch shapes). Constraints (``constraints.py``) mask each row's logits before sampling.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+import torch
+from transformers import AutoModelForCausalLM, AutoTokenizer, DynamicCache
+
+from training.config import SMOLLM2
+from training.data import cut_middle
+from training.sampling.constraints import ConstraintProcessor, TokenTable
+from training.sampling.types import BackendError, Completion, CompletionRequest
+from training.store import default_store, resolve_base_model
+
+
+class LocalBackend:
+    """``model_dir``: a Hugging Face model folder (a registered checkpoint); None: the SmolLM2 default
+    converted into the model store (``training/store.py``). ``threads`` > 0 sets torch's CPU threads."""
+
+    name = "local"
+
+    def __init__(
+        self,
+        model_dir: str | Path | None = None,
+        device: str | None = None,
+        threads: int = 0,
+        store: Path | None = None,
+    ) -> None:
+        if threads > 0:
+            torch.set_num_threads(threads)
+        path = Path(model_dir) if model_dir else resolve_base_model(SMOLLM2, store or default_store())
+        self.device = torch.device(device or ("cuda" if torch.cuda.is_available() else "cpu"))
+        self.tokenizer = AutoTokenizer.from_pretrained(path)
+        self.model = AutoModelForCausalLM.from_pretrained(path, dtype=torch.float32).to(self.device).eval()
+        self.pad_id = (
+            self.tokenizer.pad_token_id
+            if self.tokenizer.pad_token_id is not None
+            else self.tokenizer.eos_token_id
+        )
+        eos = self.model.generation_config.eos_token_id
+        eos = [eos] if isinstance(eos, int) else list(eos or [])
+        self.eos_ids = sorted({self.tokenizer.eos_token_id, *eos} - {None})
+        self.max_positions = getattr(self.model.config, "max_position_embeddings", None) or 2048
+        self._table: TokenTable | None = None
+
+    @property
+    def table(self) -> TokenTable:
+        """The vocabulary index for constraints, built on first use (~1 s for a 49k vocabulary)."""
+        if self._table is None:
+            self._table = TokenTable(self.tokenizer, self.model.config.vocab_size)
+        return self._table
+
+    def encode(self, request: CompletionRequest) -> list[int]:
+        """The prompt's token ids, cut in the middle (as in training) when it would not fit with the
+        completion in the model's context."""
+        if request.messages is not None:
+            chat = [{"role": m.role, "content": m.content} for m in request.messages]
+            text = self.tokenizer.apply_chat_template(chat, add_generation_prompt=True, tokenize=False)
+        else:
+            text = request.prompt
+        ids = self.tokenizer(text, add_special_tokens=False)["input_ids"]
+        return cut_middle(ids, max(1, self.max_positions - request.max_new_tokens))
+
+    def complete(self, requests: Sequence[CompletionRequest]) -> list[Completion]:
+        if not requests:
+            return []
+        try:
+            with torch.inference_mode():
+                return self._generate(list(requests))
+        except torch.OutOfMemoryError as exc:
+            raise BackendError(
+                f"the local model ran out of memory on a batch of {len(requests)}: {exc}"
+            ) from exc
+
+    def _generate(self, requests: list[CompletionRequest]) -> list[Completion]:
+        prompts = [self.encode(request) for request in requests]
+        width = max(map(len, prompts))
+        ids = torch.tensor([[self.pad_id] * (width - len(p)) + p for p in prompts], device=self.device)
+        mask = torch.tensor([[0] * (width - len(p)) + [1] * len(p) for p in prompts], device=self.device)
+        positions = (mask.cumsum(-1) - 1).clamp(min=0)  # left padding: each row counts from its first token
+        generators = [torch.Generator(device=self.device).manual_seed(r.seed) for r in requests]
+        constraints = [
+            r.constraint if r.constraint and (r.constraint.commands or r.constraint.quote_source) else None
+            for r in requests
+        ]
+        processor = (
+            ConstraintProcessor(self.table, constraints, width, self.eos_ids) if any(constraints) else None
+        )
+
+        cache = DynamicCache()
+        logits = (
+            self.model(
+                input_ids=ids,
+                attention_mask=mask,
+                position_ids=positions,
+                cache=cache,
+                logits_to_keep=1,
+            )
+            .logits[:, -1]
+            .float()
+        )
+        generated: list[list[int]] = [[] for _ in requests]
+        results: list[Completion | None] = [None] * len(requests)
+        for _ in range(max(r.max_new_tokens for r in requests)):
+            if processor is not None:
+                logits = processor(ids, logits)
+            tokens = []
+            for row, request in enumerate(requests):
+                if results[row] is not None:  # finished rows ride along with padding
+                    tokens.append(self.pad_id)
+                    continue
+                token = _sample(logits[row], request.temperature, generators[row])
+                tokens.append(token)
+                generated[row].append(token)
+                results[row] = self._finished(request, generated[row], len(prompts[row]))
+            if all(result is not None for result in results):
+                break
+            step = torch.tensor(tokens, device=self.device)[:, None]
+            ids = torch.cat([ids, step], dim=1)
+            mask = torch.cat([mask, torch.ones_like(step)], dim=1)
+            positions = positions[:, -1:] + 1
+            logits = (
+                self.model(input_ids=step, attention_mask=mask, position_ids=positions, cache=cache)
+                .logits[:, -1]
+                .float()
+            )
+        return [
+            r if r is not None else self._finished(q, g, len(p), force=True)
+            for r, q, g, p in zip(results, requests, generated, prompts, strict=True)
+        ]  # type: ignore[misc]
+
+    def _finished(
+        self, request: CompletionRequest, tokens: list[int], prompt_tokens: int, force: bool = False
+    ) -> Completion | None:
+        """The completion if ``tokens`` end it (end of sequence, a stop string, the limit), else None."""
+        ended = tokens[-1] in self.eos_ids
+        text = self.tokenizer.decode(
+            tokens[:-1] if ended else tokens, skip_special_tokens=True, clean_up_tokenization_spaces=False
+        )
+        cuts = [text.find(stop) for stop in request.stop if stop and stop in text]
+        if cuts:
+            return Completion(text[: min(cuts)], len(tokens), "stop", prompt_tokens)
+        if ended:
+            return Completion(text, len(tokens), "stop", prompt_tokens)
+        if force or len(tokens) >= request.max_new_tokens:
+            return Completion(text, len(tokens), "length", prompt_tokens)
+        return None
+
+
+def _sample(logits: torch.Tensor, temperature: float, generator: torch.Generator) -> int:
+    """One token from ``logits`` (vocab,): the likeliest at temperature 0, else sampled with ``generator``."""
+    if temperature == 0:
+        return int(logits.argmax())
+    probs = torch.softmax(logits / temperature, dim=-1)
+    return int(torch.multinomial(probs, 1, generator=generator))
