@@ -69,7 +69,7 @@ def test_bc_episode_runs_to_the_action_limit_and_counts_invalid_commands(backend
 def test_constrained_commands_are_always_valid_and_quotes_verbatim(backend, index):
     """With the grammar constraint every action of a random model is valid (100%); without, few are."""
     run = SamplingSettings(
-        max_actions=12, max_command_tokens=24, max_answer_tokens=8, seed=3, constrain_commands=True
+        max_actions=8, max_command_tokens=16, max_answer_tokens=8, seed=3, constrain_commands=True
     )
     samples = run_episodes(BCPolicy(backend), [browser(index) for _ in QUESTIONS], list(QUESTIONS), run)
     steps = [s for sample in samples for s in sample.steps]
@@ -80,7 +80,7 @@ def test_constrained_commands_are_always_valid_and_quotes_verbatim(backend, inde
         BCPolicy(backend),
         [browser(index) for _ in QUESTIONS],
         list(QUESTIONS),
-        SamplingSettings(max_actions=12, max_command_tokens=24, seed=3),
+        SamplingSettings(max_actions=8, max_command_tokens=16, seed=3),
     )
     free_steps = [s for sample in free for s in sample.steps]
     valid_rate = sum(s.valid for s in free_steps) / len(free_steps)
@@ -147,7 +147,12 @@ def test_prompted_policy_chat_with_demonstrations(backend, index):
         policy,
         browser(index),
         QUESTIONS[2],
-        SamplingSettings(max_actions=3, max_command_tokens=12, constrain_commands=True),
+        SamplingSettings(max_actions=3, max_command_tokens=12),
+    )
+    # Constrained by default for prompted models (not for BC): a random model's actions are all valid.
+    assert (
+        request.constraint.commands
+        and not BCPolicy(backend).command_request(env, SamplingSettings(), 1).constraint.commands
     )
     assert len(sample.steps) <= 3 and all(step.valid for step in sample.steps)
 
@@ -198,7 +203,7 @@ def table(backend):
 words = st.sampled_from(["the", "Bridge", "won", "2022", "final", "élection", "a", "is", ",", ".", "x"])
 
 
-@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(page=st.lists(words, min_size=5, max_size=60).map(" ".join), seed=st.integers(0, 2**31))
 def test_constrained_quotes_are_verbatim_spans_of_random_pages(backend, page, seed):
     """Whatever the page, a quote written under the constraint is a substring of it: when the grammar
@@ -225,3 +230,17 @@ def test_token_table_grammar_basics(table):
     assert table.allowed(c, "Clicked on link 12")[1] and table.allowed(c, "Top")[1]
     start = {table.texts[i] for i in table.allowed(c, "")[0].nonzero().flatten().tolist()}
     assert start and all("Clicked on link ".startswith(t) or "Top".startswith(t) for t in start)
+
+
+def test_real_smollm2_prompted_runs_a_short_episode(tmp_path, index):
+    """The default model (SmolLM2-135M-Instruct, converted from its wheel into a fresh store) browses two
+    constrained steps and, if it quoted, answers."""
+    from training.config import SMOLLM2
+    from training.store import resolve_base_model
+
+    real = LocalBackend(resolve_base_model(SMOLLM2, tmp_path / "store"), device="cpu")
+    run = SamplingSettings(max_actions=2, max_command_tokens=16, max_answer_tokens=24, seed=1)
+    sample = run_episode(PromptedPolicy(real), browser(index), QUESTIONS[0], run)
+    print(f"SmolLM2: {sample.commands} -> {sample.answer!r} ({sample.tokens_generated} tokens)")
+    assert 1 <= len(sample.steps) <= 2 and all(step.valid for step in sample.steps)
+    assert sample.tokens_generated > 0 and sample.model_seconds > 0

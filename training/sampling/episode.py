@@ -25,15 +25,16 @@ NO_ANSWER = (EndReason.NONSENSE, EndReason.CONTROVERSIAL)  # the policy declined
 @dataclass(frozen=True)
 class SamplingSettings:
     """Defaults from the paper: temperature 0.8, at most 100 actions. ``constrain_commands``: decode
-    commands within the command grammar of the current observation (backends that can enforce it);
-    quotes are always constrained to spans of the page on such backends."""
+    commands within the command grammar of the current observation (backends that can enforce it); None
+    leaves it to the policy (on for prompted models, so that even a 135M model acts validly; off for BC).
+    Quotes are always constrained to spans of the page on such backends."""
 
     temperature: float = 0.8
     max_actions: int = 100
     max_command_tokens: int = 48
     max_answer_tokens: int = 200
     seed: int = 0
-    constrain_commands: bool = False
+    constrain_commands: bool | None = None
 
     def __post_init__(self) -> None:
         if self.max_actions < 1 or self.max_command_tokens < 1 or self.max_answer_tokens < 1:

@@ -23,9 +23,9 @@ from training.sampling.types import Backend, Completion, CompletionRequest, Cons
 BC_STOP = ("\n♦",)
 
 
-def constraint_for(browser: Browser, settings: SamplingSettings) -> Constraint:
+def constraint_for(browser: Browser, settings: SamplingSettings, default: bool = False) -> Constraint:
     """What the next command may be on the current observation: quotes from the page text, and (when
-    ``settings.constrain_commands``) only the forms that are valid actions right now."""
+    ``settings.constrain_commands``, or ``default`` when that is None) only the forms valid right now."""
     page = browser.page
     forms = list(COMMAND_FORMS)
     if not page.lines:
@@ -38,7 +38,7 @@ def constraint_for(browser: Browser, settings: SamplingSettings) -> Constraint:
     if not browser._episode.history:
         forms.remove("Back")
     return Constraint(
-        commands=settings.constrain_commands,
+        commands=default if settings.constrain_commands is None else settings.constrain_commands,
         quote_source=page.plain if page.lines else None,
         link_ids=tuple(range(len(page.links))),
         forms=tuple(forms),
@@ -117,7 +117,7 @@ class PromptedPolicy:
             temperature=settings.temperature,
             seed=seed,
             stop=("\n",),  # one action, one line
-            constraint=constraint_for(browser, settings),
+            constraint=constraint_for(browser, settings, default=True),
         )
 
     def answer_request(self, browser: Browser, settings: SamplingSettings, seed: int) -> CompletionRequest:
