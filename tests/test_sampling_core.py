@@ -3,7 +3,10 @@ the real SmolLM2 tokenizer through the local backend. Django-free: the browser i
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
+import torch
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -11,6 +14,7 @@ from browser.engine.browser import Browser
 from browser.engine.commands import parse_command
 from browser.engine.settings import BrowserSettings
 from browser.search.local import LocalIndex
+from tests.tiny_models import tiny_llama
 from training.sampling.episode import EpisodeSample, SamplingSettings, derive_seed, run_episode, run_episodes
 from training.sampling.local import LocalBackend
 from training.sampling.policies import BCPolicy, PromptedPolicy, constraint_for
@@ -26,8 +30,13 @@ ENV = BrowserSettings(window_lines=6, max_quote_chars=300)
 
 
 @pytest.fixture(scope="module")
-def backend(tiny_llama_dir):
-    return LocalBackend(tiny_llama_dir, device="cpu")
+def backend(tmp_path_factory):
+    """The tiny random Llama of ``tiny_llama_dir``, but with fixed weights: what a random model happens
+    to write (how soon it ends, which commands) is then the same on every run."""
+    with torch.random.fork_rng():
+        torch.manual_seed(0)
+        folder = tiny_llama(tmp_path_factory.mktemp("tiny-llama-seeded"))
+    return LocalBackend(folder, device="cpu")
 
 
 @pytest.fixture(scope="module")
@@ -104,25 +113,28 @@ def test_seeded_runs_reproduce_and_differ_across_seeds(backend, index):
     first = run_episode(BCPolicy(backend), browser(index), QUESTIONS[1], run)
     again = run_episode(BCPolicy(backend), browser(index), QUESTIONS[1], run)
     assert first.steps == again.steps and first.answer == again.answer
-    other = run_episode(
-        BCPolicy(backend),
-        browser(index),
-        QUESTIONS[1],
-        SamplingSettings(max_actions=5, max_command_tokens=16, seed=12, constrain_commands=True),
-    )
-    assert other.commands != first.commands
+    others = [
+        run_episode(BCPolicy(backend), browser(index), QUESTIONS[1], replace(run, seed=seed)).commands
+        for seed in (12, 13, 14)
+    ]
+    assert any(commands != first.commands for commands in others)
     assert derive_seed(11, 0, 1) == derive_seed(11, 0, 1) != derive_seed(11, 1, 0)
 
 
-def test_a_batch_of_episodes_equals_the_same_episodes_one_at_a_time(backend, index):
-    run = SamplingSettings(
-        max_actions=6, max_command_tokens=16, max_answer_tokens=12, seed=5, constrain_commands=True
+@pytest.mark.parametrize("kind", ["bc, three questions", "prompted, one question three times"])
+def test_a_batch_of_episodes_equals_the_same_episodes_one_at_a_time(backend, index, kind):
+    """Batch partners change nothing: not padding (three questions), nor computing the shared head of
+    the prompts once for all rows (the system prompt and the first observation of one question)."""
+    policy, questions = (
+        (BCPolicy(backend), list(QUESTIONS))
+        if kind.startswith("bc")
+        else (PromptedPolicy(backend), [QUESTIONS[0]] * 3)
     )
-    batched = run_episodes(BCPolicy(backend), [browser(index) for _ in QUESTIONS], list(QUESTIONS), run)
-    alone = [
-        run_episode(BCPolicy(backend), browser(index), q, run, episode_index=i)
-        for i, q in enumerate(QUESTIONS)
-    ]
+    run = SamplingSettings(
+        max_actions=5, max_command_tokens=16, max_answer_tokens=12, seed=5, constrain_commands=True
+    )
+    batched = run_episodes(policy, [browser(index) for _ in questions], questions, run)
+    alone = [run_episode(policy, browser(index), q, run, episode_index=i) for i, q in enumerate(questions)]
     for b, a in zip(batched, alone, strict=True):
         assert (b.steps, b.answer, b.end_reason, b.tokens_generated) == (
             a.steps,
@@ -130,7 +142,12 @@ def test_a_batch_of_episodes_equals_the_same_episodes_one_at_a_time(backend, ind
             a.end_reason,
             a.tokens_generated,
         )
-    assert len({tuple(s.commands) for s in batched}) == 3  # different episode indices, different episodes
+    assert len({tuple(s.commands) for s in batched}) > 1  # different episode indices, different episodes
+    env = browser(index)
+    env.reset(questions[0])
+    requests = [policy.command_request(env, run, seed) for seed in range(3)]
+    shared = backend.complete(requests)[0].details["shared_prompt_tokens"]
+    assert shared == len(backend.encode(requests[0])) - 1  # the same observation: all but the last token
 
 
 def test_prompted_policy_chat_with_demonstrations(backend, index):

@@ -10,6 +10,7 @@ batch shapes). Constraints (``constraints.py``) mask each row's logits before sa
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 
 import torch
@@ -20,6 +21,8 @@ from training.data import cut_middle
 from training.sampling.constraints import ConstraintProcessor, TokenTable
 from training.sampling.types import BackendError, Completion, CompletionRequest
 from training.store import default_store, resolve_base_model
+
+MIN_SHARED = 32  # below this a shared head is not worth a separate forward pass
 
 
 class LocalBackend:
@@ -83,10 +86,24 @@ class LocalBackend:
 
     def _generate(self, requests: list[CompletionRequest]) -> list[Completion]:
         prompts = [self.encode(request) for request in requests]
-        width = max(map(len, prompts))
-        ids = torch.tensor([[self.pad_id] * (width - len(p)) + p for p in prompts], device=self.device)
-        mask = torch.tensor([[0] * (width - len(p)) + [1] * len(p) for p in prompts], device=self.device)
-        positions = (mask.cumsum(-1) - 1).clamp(min=0)  # left padding: each row counts from its first token
+        cache = DynamicCache()
+        shared = _shared_length(prompts) if len(prompts) > 1 else 0
+        if shared >= MIN_SHARED:
+            # The rows' common head (the system prompt and demonstrations of a prompted policy, the first
+            # observation that n samples of a question share) is computed once and copied to every row.
+            self.model(input_ids=torch.tensor([prompts[0][:shared]], device=self.device), cache=cache)
+            cache.batch_repeat_interleave(len(prompts))
+        else:
+            shared = 0
+        tails = [p[shared:] for p in prompts]
+        width = max(map(len, tails))
+        ids = torch.tensor([[self.pad_id] * (width - len(t)) + t for t in tails], device=self.device)
+        tail_mask = torch.tensor([[0] * (width - len(t)) + [1] * len(t) for t in tails], device=self.device)
+        mask = torch.cat(
+            [torch.ones(len(tails), shared, dtype=tail_mask.dtype, device=self.device), tail_mask], 1
+        )
+        # Left padding sits between the shared head and each tail: every row counts on from the head.
+        positions = shared + (tail_mask.cumsum(-1) - 1).clamp(min=0)
         generators = [torch.Generator(device=self.device).manual_seed(r.seed) for r in requests]
         constraints = [
             r.constraint if r.constraint and (r.constraint.commands or r.constraint.quote_source) else None
@@ -95,8 +112,6 @@ class LocalBackend:
         processor = (
             ConstraintProcessor(self.table, constraints, width, self.eos_ids) if any(constraints) else None
         )
-
-        cache = DynamicCache()
         logits = (
             self.model(
                 input_ids=ids,
@@ -133,10 +148,11 @@ class LocalBackend:
                 .logits[:, -1]
                 .float()
             )
-        return [
+        finished = [
             r if r is not None else self._finished(q, g, len(p), force=True)
             for r, q, g, p in zip(results, requests, generated, prompts, strict=True)
-        ]  # type: ignore[misc]
+        ]
+        return [replace(c, details={"shared_prompt_tokens": shared}) for c in finished if c is not None]
 
     def _finished(
         self, request: CompletionRequest, tokens: list[int], prompt_tokens: int, force: bool = False
@@ -154,6 +170,17 @@ class LocalBackend:
         if force or len(tokens) >= request.max_new_tokens:
             return Completion(text, len(tokens), "length", prompt_tokens)
         return None
+
+
+def _shared_length(prompts: list[list[int]]) -> int:
+    """How many leading tokens all prompts share, leaving each at least one token of its own (whose
+    logits start the completion)."""
+    shared = 0
+    for column in zip(*prompts, strict=False):
+        if any(token != column[0] for token in column):
+            break
+        shared += 1
+    return min(shared, min(map(len, prompts)) - 1)
 
 
 def _sample(logits: torch.Tensor, temperature: float, generator: torch.Generator) -> int:
