@@ -48,9 +48,9 @@ def browser(index) -> Browser:
     return Browser(index, ENV)
 
 
-def replay_is_valid(sample: EpisodeSample, index) -> None:
+def replay_is_valid(sample: EpisodeSample, index, max_actions: int) -> None:
     """Replaying the sample's commands in a fresh browser gives the same observations and verdicts."""
-    replay = browser(index)
+    replay = Browser(index, replace(ENV, max_actions=max_actions))
     replay.reset(sample.question)
     for step in sample.steps:
         assert replay.observation() == step.observation
@@ -69,10 +69,11 @@ def test_bc_episode_runs_to_the_action_limit_and_counts_invalid_commands(backend
     if invalid + 1 < len(sample.steps):
         assert "♦Error\nInvalid action" in sample.steps[invalid + 1].observation
     assert sample.steps[0].observation.startswith(f"♦Question\n{QUESTIONS[0]}\n♦Quotes")
+    assert sample.steps[0].observation.endswith("♦Actions left: 4\n♦Next action")  # the run's limit
     assert sample.tokens_generated == sum(s.tokens for s in sample.steps) > 0
     assert sample.answer is None  # no quote, no answer
     assert sample.model_seconds > 0 and sample.env_seconds > 0
-    replay_is_valid(sample, index)
+    replay_is_valid(sample, index, 4)
 
 
 def test_constrained_commands_are_always_valid_and_quotes_verbatim(backend, index):
@@ -99,7 +100,7 @@ def test_constrained_commands_are_always_valid_and_quotes_verbatim(backend, inde
     )
     assert valid_rate < 1
     for sample in samples:
-        replay_is_valid(sample, index)
+        replay_is_valid(sample, index, run.max_actions)
         for quote in sample.quotes:
             assert quote.extract.strip()
         if sample.end_reason in ("answer", "action_limit", "quote_limit") and sample.quotes:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import hashlib
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Protocol
 
 from browser.engine.browser import Browser
@@ -134,14 +134,17 @@ def run_episodes(
     reference_answers: Sequence[Sequence[str]] | None = None,
 ) -> list[EpisodeSample]:
     """Episodes stepped together: episode ``i`` runs ``questions[i]`` in ``browsers[i]`` (distinct browser
-    objects) with episode index ``first_index + i``. Each round sends the command requests of all
-    unfinished episodes as one batch, then all answer requests as one batch at the end."""
+    objects, their action limit set to ``settings.max_actions``) with episode index ``first_index + i``.
+    Each round sends the command requests of all unfinished episodes as one batch, then all answer
+    requests go as one batch at the end."""
     if len(browsers) != len(questions) or len({id(browser) for browser in browsers}) != len(browsers):
         raise ValueError("one distinct browser per question")
     references = reference_answers or [()] * len(questions)
     samples = []
     for offset, (browser, question, refs) in enumerate(zip(browsers, questions, references, strict=True)):
         started = time.perf_counter()
+        # The observation's "Actions left" counts down to the run's limit, and the browser enforces it.
+        browser.settings = replace(browser.settings, max_actions=settings.max_actions)
         browser.reset(question, refs)
         sample = EpisodeSample(question=browser.question, episode_index=first_index + offset)
         sample.env_seconds += time.perf_counter() - started
@@ -171,7 +174,6 @@ def run_episodes(
 
     answering = []
     for i, (sample, browser) in enumerate(zip(samples, browsers, strict=True)):
-        # The browser's own limits end an episode too; our max_actions may be lower than its.
         sample.end_reason = (browser.end_reason or EndReason.ACTION_LIMIT).value
         sample.quotes = browser.quotes
         if browser.quotes and browser.end_reason not in NO_ANSWER:
