@@ -85,43 +85,20 @@ class LocalBackend:
             ) from exc
 
     def _generate(self, requests: list[CompletionRequest]) -> list[Completion]:
+        """Prefill all prompts, then one token per unfinished row per step until every row is done.
+        ``ids`` (batch, tail width + generated): the tails and generated tokens; ``mask`` (batch, shared +
+        tail width + generated): what each row attends to; ``logits`` (batch, vocab): the next token."""
         prompts = [self.encode(request) for request in requests]
-        cache = DynamicCache()
-        shared = _shared_length(prompts) if len(prompts) > 1 else 0
-        if shared >= MIN_SHARED:
-            # The rows' common head (the system prompt and demonstrations of a prompted policy, the first
-            # observation that n samples of a question share) is computed once and copied to every row.
-            self.model(input_ids=torch.tensor([prompts[0][:shared]], device=self.device), cache=cache)
-            cache.batch_repeat_interleave(len(prompts))
-        else:
-            shared = 0
-        tails = [p[shared:] for p in prompts]
-        width = max(map(len, tails))
-        ids = torch.tensor([[self.pad_id] * (width - len(t)) + t for t in tails], device=self.device)
-        tail_mask = torch.tensor([[0] * (width - len(t)) + [1] * len(t) for t in tails], device=self.device)
-        mask = torch.cat(
-            [torch.ones(len(tails), shared, dtype=tail_mask.dtype, device=self.device), tail_mask], 1
-        )
-        # Left padding sits between the shared head and each tail: every row counts on from the head.
-        positions = shared + (tail_mask.cumsum(-1) - 1).clamp(min=0)
+        cache, ids, mask, positions, shared, logits = self._prefill(prompts)
         generators = [torch.Generator(device=self.device).manual_seed(r.seed) for r in requests]
         constraints = [
             r.constraint if r.constraint and (r.constraint.commands or r.constraint.quote_source) else None
             for r in requests
         ]
         processor = (
-            ConstraintProcessor(self.table, constraints, width, self.eos_ids) if any(constraints) else None
-        )
-        logits = (
-            self.model(
-                input_ids=ids,
-                attention_mask=mask,
-                position_ids=positions,
-                cache=cache,
-                logits_to_keep=1,
-            )
-            .logits[:, -1]
-            .float()
+            ConstraintProcessor(self.table, constraints, ids.shape[1], self.eos_ids)
+            if any(constraints)
+            else None
         )
         generated: list[list[int]] = [[] for _ in requests]
         results: list[Completion | None] = [None] * len(requests)
@@ -153,6 +130,33 @@ class LocalBackend:
             for r, q, g, p in zip(results, requests, generated, prompts, strict=True)
         ]
         return [replace(c, details={"shared_prompt_tokens": shared}) for c in finished if c is not None]
+
+    def _prefill(
+        self, prompts: list[list[int]]
+    ) -> tuple[DynamicCache, torch.Tensor, torch.Tensor, torch.Tensor, int, torch.Tensor]:
+        """The KV cache of all prompts, left-padded. The rows' common head (the instructions of a prompted
+        policy, the first observation that n samples of a question share) is computed once and copied
+        to every row. Returns (cache, tail ids (batch, width), mask (batch, shared + width), positions of
+        the tails (batch, width), shared head length, next-token logits (batch, vocab))."""
+        cache = DynamicCache()
+        shared = _shared_length(prompts) if len(prompts) > 1 else 0
+        if shared >= MIN_SHARED:
+            self.model(input_ids=torch.tensor([prompts[0][:shared]], device=self.device), cache=cache)
+            cache.batch_repeat_interleave(len(prompts))
+        else:
+            shared = 0
+        tails = [p[shared:] for p in prompts]
+        width = max(map(len, tails))
+        ids = torch.tensor([[self.pad_id] * (width - len(t)) + t for t in tails], device=self.device)
+        tail_mask = torch.tensor([[0] * (width - len(t)) + [1] * len(t) for t in tails], device=self.device)
+        head_mask = torch.ones(len(tails), shared, dtype=tail_mask.dtype, device=self.device)
+        mask = torch.cat([head_mask, tail_mask], dim=1)
+        # Left padding sits between the shared head and each tail: every row counts on from the head.
+        positions = shared + (tail_mask.cumsum(-1) - 1).clamp(min=0)
+        out = self.model(
+            input_ids=ids, attention_mask=mask, position_ids=positions, cache=cache, logits_to_keep=1
+        )
+        return cache, ids, mask, positions, shared, out.logits[:, -1].float()
 
     def _finished(
         self, request: CompletionRequest, tokens: list[int], prompt_tokens: int, force: bool = False
