@@ -30,13 +30,17 @@ ENV = BrowserSettings(window_lines=6, max_quote_chars=300)
 
 
 @pytest.fixture(scope="module")
-def backend(tmp_path_factory):
+def tiny_dir(tmp_path_factory):
     """The tiny random Llama of ``tiny_llama_dir``, but with fixed weights: what a random model happens
     to write (how soon it ends, which commands) is then the same on every run."""
     with torch.random.fork_rng():
         torch.manual_seed(0)
-        folder = tiny_llama(tmp_path_factory.mktemp("tiny-llama-seeded"))
-    return LocalBackend(folder, device="cpu")
+        return tiny_llama(tmp_path_factory.mktemp("tiny-llama-seeded"))
+
+
+@pytest.fixture(scope="module")
+def backend(tiny_dir):
+    return LocalBackend(tiny_dir, device="cpu")
 
 
 @pytest.fixture(scope="module")
@@ -144,11 +148,29 @@ def test_a_batch_of_episodes_equals_the_same_episodes_one_at_a_time(backend, ind
             a.tokens_generated,
         )
     assert len({tuple(s.commands) for s in batched}) > 1  # different episode indices, different episodes
+    assert sum(s.steps[-1].tokens for s in batched) > 0
+
+
+def test_reused_keys_and_values_change_no_text(backend, tiny_dir, index):
+    """The head of a prompt is taken from an earlier prompt that starts the same way (the previous
+    observation), or computed once for all rows that share it; the texts are those of a backend that
+    recomputes everything."""
+    cold = LocalBackend(tiny_dir, device="cpu", prompt_cache=0)
     env = browser(index)
-    env.reset(questions[0])
-    requests = [policy.command_request(env, run, seed) for seed in range(3)]
-    shared = backend.complete(requests)[0].details["shared_prompt_tokens"]
-    assert shared == len(backend.encode(requests[0])) - 1  # the same observation: all but the last token
+    env.reset(QUESTIONS[0])
+    env.step("Search AFL Grand Final 2022 Geelong Sydney Swans premiership match, the result and the crowd")
+    first = BCPolicy(backend).command_request(env, SamplingSettings(), seed=1)
+    env.step("Scrolled down 1")
+    second = [BCPolicy(backend).command_request(env, SamplingSettings(), seed=s) for s in (2, 3)]
+    backend.complete([first])
+    warm = backend.complete(second)
+    a, b = backend.encode(first), backend.encode(second[0])
+    common = next(i for i, (x, y) in enumerate(zip(a, b, strict=False)) if x != y)
+    assert common >= 32 and [c.details["cached_prompt_tokens"] for c in warm] == [common, common]
+    recomputed = cold.complete(second)  # no cache: the two rows' shared head, computed once
+    assert [c.details["cached_prompt_tokens"] for c in recomputed] == [len(b) - 1] * 2
+    assert [c.text for c in warm] == [c.text for c in recomputed]
+    assert [c.text for c in warm] == [c.text for c in (cold.complete([r])[0] for r in second)]
 
 
 def test_prompted_policy_chat_with_demonstrations(backend, index):

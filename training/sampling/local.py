@@ -9,10 +9,12 @@ batch shapes). Constraints (``constraints.py``) mask each row's logits before sa
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 
+import numpy as np
 import torch
 from transformers import AutoModelForCausalLM, AutoTokenizer, DynamicCache
 
@@ -27,7 +29,9 @@ MIN_SHARED = 32  # below this a shared head is not worth a separate forward pass
 
 class LocalBackend:
     """``model_dir``: a Hugging Face model folder (a registered checkpoint); None: the SmolLM2 default
-    converted into the model store (``training/store.py``). ``threads`` > 0 sets torch's CPU threads."""
+    converted into the model store (``training/store.py``). ``threads`` > 0 sets torch's CPU threads.
+    ``prompt_cache``: how many recent prompts keep their keys and values, so that the next observation of
+    an episode (the same question, quotes and past actions at its head) only computes what changed."""
 
     name = "local"
 
@@ -37,6 +41,7 @@ class LocalBackend:
         device: str | None = None,
         threads: int = 0,
         store: Path | None = None,
+        prompt_cache: int = 16,
     ) -> None:
         if threads > 0:
             torch.set_num_threads(threads)
@@ -52,6 +57,7 @@ class LocalBackend:
         eos = self.model.generation_config.eos_token_id
         eos = [eos] if isinstance(eos, int) else list(eos or [])
         self.eos_ids = sorted({self.tokenizer.eos_token_id, *eos} - {None})
+        self.prompts = PromptCache(prompt_cache)
         self.max_positions = getattr(self.model.config, "max_position_embeddings", None) or 2048
         self._table: TokenTable | None = None
 
@@ -89,7 +95,7 @@ class LocalBackend:
         ``ids`` (batch, tail width + generated): the tails and generated tokens; ``mask`` (batch, shared +
         tail width + generated): what each row attends to; ``logits`` (batch, vocab): the next token."""
         prompts = [self.encode(request) for request in requests]
-        cache, ids, mask, positions, shared, logits = self._prefill(prompts)
+        cache, ids, mask, positions, heads, logits = self._prefill(prompts)
         generators = [torch.Generator(device=self.device).manual_seed(r.seed) for r in requests]
         constraints = [
             r.constraint if r.constraint and (r.constraint.commands or r.constraint.quote_source) else None
@@ -129,34 +135,72 @@ class LocalBackend:
             r if r is not None else self._finished(q, g, len(p), force=True)
             for r, q, g, p in zip(results, requests, generated, prompts, strict=True)
         ]
-        return [replace(c, details={"shared_prompt_tokens": shared}) for c in finished if c is not None]
+        return [
+            replace(c, details={"cached_prompt_tokens": n})
+            for c, n in zip(finished, heads, strict=True)
+            if c is not None
+        ]
 
     def _prefill(
         self, prompts: list[list[int]]
-    ) -> tuple[DynamicCache, torch.Tensor, torch.Tensor, torch.Tensor, int, torch.Tensor]:
-        """The KV cache of all prompts, left-padded. The rows' common head (the instructions of a prompted
-        policy, the first observation that n samples of a question share) is computed once and copied
-        to every row. Returns (cache, tail ids (batch, width), mask (batch, shared + width), positions of
-        the tails (batch, width), shared head length, next-token logits (batch, vocab))."""
-        cache = DynamicCache()
-        shared = _shared_length(prompts) if len(prompts) > 1 else 0
-        if shared >= MIN_SHARED:
-            self.model(input_ids=torch.tensor([prompts[0][:shared]], device=self.device), cache=cache)
-            cache.batch_repeat_interleave(len(prompts))
-        else:
-            shared = 0
-        tails = [p[shared:] for p in prompts]
+    ) -> tuple[DynamicCache, torch.Tensor, torch.Tensor, torch.Tensor, list[int], torch.Tensor]:
+        """The KV cache of all prompts. Each row starts with a head whose keys and values are reused
+        (``_heads``), right-aligned, then its left-padded tail. Returns (cache, tail ids (batch, width),
+        mask (batch, heads + width), positions of the tails (batch, width), head lengths, next-token
+        logits (batch, vocab))."""
+        cache, heads = self._heads(prompts)
+        longest = max(heads)
+        tails = [p[n:] for p, n in zip(prompts, heads, strict=True)]
         width = max(map(len, tails))
         ids = torch.tensor([[self.pad_id] * (width - len(t)) + t for t in tails], device=self.device)
-        tail_mask = torch.tensor([[0] * (width - len(t)) + [1] * len(t) for t in tails], device=self.device)
-        head_mask = torch.ones(len(tails), shared, dtype=tail_mask.dtype, device=self.device)
-        mask = torch.cat([head_mask, tail_mask], dim=1)
-        # Left padding sits between the shared head and each tail: every row counts on from the head.
-        positions = shared + (tail_mask.cumsum(-1) - 1).clamp(min=0)
+        mask = torch.tensor(
+            [
+                [0] * (longest - n) + [1] * n + [0] * (width - len(t)) + [1] * len(t)
+                for n, t in zip(heads, tails, strict=True)
+            ],
+            device=self.device,
+        )
+        # Padding sits before each head and between head and tail: every row counts on from its head.
+        tail_mask = mask[:, longest:]
+        positions = torch.tensor(heads, device=self.device)[:, None] + (tail_mask.cumsum(-1) - 1).clamp(min=0)
         out = self.model(
             input_ids=ids, attention_mask=mask, position_ids=positions, cache=cache, logits_to_keep=1
         )
-        return cache, ids, mask, positions, shared, out.logits[:, -1].float()
+        if self.prompts.size:
+            for row, prompt in enumerate(prompts):
+                kept = mask[row].nonzero().flatten()  # this row's prompt tokens, in order
+                self.prompts.put(prompt, [(k[row][:, kept], v[row][:, kept]) for k, v in _layers(cache)])
+        return cache, ids, mask, positions, heads, out.logits[:, -1].float()
+
+    def _heads(self, prompts: list[list[int]]) -> tuple[DynamicCache, list[int]]:
+        """A cache holding each row's reusable head, right-aligned (batch, heads, longest head, dim), and
+        the head lengths. A head comes from an earlier prompt that starts the same way (the previous
+        observation of the episode), or else from the head all rows share (a prompted policy's
+        instructions, the first observation n samples of a question share), computed once for all."""
+        found = [self.prompts.longest(prompt) for prompt in prompts]
+        found = [
+            (min(n, len(p) - 1), kv) if n >= MIN_SHARED else (0, None)
+            for p, (n, kv) in zip(prompts, found, strict=True)
+        ]
+        cache = DynamicCache()
+        if any(n for n, _ in found):
+            longest = max(n for n, _ in found)
+            layers = next(kv for n, kv in found if n)
+            for index, (k0, _) in enumerate(layers):
+                keys = k0.new_zeros((len(prompts), k0.shape[0], longest, k0.shape[2]))
+                values = torch.zeros_like(keys)
+                for row, (n, kv) in enumerate(found):
+                    if n:
+                        keys[row, :, longest - n :] = kv[index][0][:, :n]
+                        values[row, :, longest - n :] = kv[index][1][:, :n]
+                cache.update(keys, values, index)
+            return cache, [n for n, _ in found]
+        shared = _shared_length(prompts) if len(prompts) > 1 else 0
+        if shared < MIN_SHARED:
+            return cache, [0] * len(prompts)
+        self.model(input_ids=torch.tensor([prompts[0][:shared]], device=self.device), cache=cache)
+        cache.batch_repeat_interleave(len(prompts))
+        return cache, [shared] * len(prompts)
 
     def _finished(
         self, request: CompletionRequest, tokens: list[int], prompt_tokens: int, force: bool = False
@@ -174,6 +218,40 @@ class LocalBackend:
         if force or len(tokens) >= request.max_new_tokens:
             return Completion(text, len(tokens), "length", prompt_tokens)
         return None
+
+
+def _layers(cache: DynamicCache) -> list[tuple[torch.Tensor, torch.Tensor]]:
+    """(keys, values) of each layer, each (batch, kv heads, tokens, head dim)."""
+    return [(layer.keys, layer.values) for layer in cache.layers]
+
+
+class PromptCache:
+    """The keys and values of the ``size`` most recent prompts, per layer (kv heads, tokens, head dim)."""
+
+    def __init__(self, size: int) -> None:
+        self.size = size
+        self.entries: OrderedDict[tuple[int, ...], tuple[np.ndarray, list]] = OrderedDict()
+
+    def longest(self, prompt: list[int]) -> tuple[int, list | None]:
+        """(n, layers) of the entry sharing the longest head with ``prompt``: its first n tokens."""
+        best, layers, key_of_best = 0, None, None
+        ids = np.asarray(prompt)
+        for key, (tokens, kv) in self.entries.items():
+            n = min(len(tokens), len(ids))
+            differ = np.flatnonzero(tokens[:n] != ids[:n])
+            n = int(differ[0]) if differ.size else n
+            if n > best:
+                best, layers, key_of_best = n, kv, key
+        if key_of_best is not None:
+            self.entries.move_to_end(key_of_best)
+        return best, layers
+
+    def put(self, prompt: list[int], layers: list) -> None:
+        key = tuple(prompt)
+        self.entries[key] = (np.asarray(prompt), layers)
+        self.entries.move_to_end(key)
+        while len(self.entries) > self.size:
+            self.entries.popitem(last=False)
 
 
 def _shared_length(prompts: list[list[int]]) -> int:
