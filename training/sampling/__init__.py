@@ -4,5 +4,8 @@
   and the ``Backend`` protocol every backend implements.
 - ``endpoint``: an OpenAI-compatible HTTP backend (vLLM, TGI, llama.cpp's server, hosted APIs).
 - ``local``: transformers on CPU or CUDA, batched across episodes, with constrained decoding.
-- ``episode``: ``run_episode(policy, browser, question, settings)``.
+- ``constraints``: constrained decoding (quotes verbatim spans of the page; commands in the grammar).
+- ``policies``: a BC checkpoint (the bare observation) and a prompted instruct model (chat messages).
+- ``episode``: ``run_episode(policy, browser, question, settings)`` and ``run_episodes`` (batched rounds).
+- ``best_of_n``: scoring samples with a registered reward model, choosing the best, declining below a threshold.
 """
