@@ -24,8 +24,6 @@ from training.sampling.constraints import ConstraintProcessor, TokenTable
 from training.sampling.types import BackendError, Completion, CompletionRequest
 from training.store import default_store, resolve_base_model
 
-MIN_SHARED = 32  # below this a shared head is not worth a separate forward pass
-
 
 class LocalBackend:
     """``model_dir``: a Hugging Face model folder (a registered checkpoint); None: the SmolLM2 default
@@ -91,20 +89,19 @@ class LocalBackend:
             ) from exc
 
     def _generate(self, requests: list[CompletionRequest]) -> list[Completion]:
-        """Prefill all prompts, then one token per unfinished row per step until every row is done.
-        ``ids`` (batch, tail width + generated): the tails and generated tokens; ``mask`` (batch, shared +
-        tail width + generated): what each row attends to; ``logits`` (batch, vocab): the next token."""
+        """Prefill the prompts, then one token per unfinished row per step until every row is done.
+        ``ids`` (batch, generated): the generated tokens; ``mask`` (batch, longest prompt + generated):
+        what each row attends to (left padding excluded); ``logits`` (batch, vocab): the next token."""
         prompts = [self.encode(request) for request in requests]
-        cache, ids, mask, positions, heads, logits = self._prefill(prompts)
+        cache, mask, positions, heads, logits = self._prefill(prompts)
+        ids = torch.empty((len(prompts), 0), dtype=torch.long, device=self.device)  # generated tokens
         generators = [torch.Generator(device=self.device).manual_seed(r.seed) for r in requests]
         constraints = [
             r.constraint if r.constraint and (r.constraint.commands or r.constraint.quote_source) else None
             for r in requests
         ]
         processor = (
-            ConstraintProcessor(self.table, constraints, ids.shape[1], self.eos_ids)
-            if any(constraints)
-            else None
+            ConstraintProcessor(self.table, constraints, 0, self.eos_ids) if any(constraints) else None
         )
         generated: list[list[int]] = [[] for _ in requests]
         results: list[Completion | None] = [None] * len(requests)
@@ -143,64 +140,43 @@ class LocalBackend:
 
     def _prefill(
         self, prompts: list[list[int]]
-    ) -> tuple[DynamicCache, torch.Tensor, torch.Tensor, torch.Tensor, list[int], torch.Tensor]:
-        """The KV cache of all prompts. Each row starts with a head whose keys and values are reused
-        (``_heads``), right-aligned, then its left-padded tail. Returns (cache, tail ids (batch, width),
-        mask (batch, heads + width), positions of the tails (batch, width), head lengths, next-token
-        logits (batch, vocab))."""
-        cache, heads = self._heads(prompts)
-        longest = max(heads)
-        tails = [p[n:] for p, n in zip(prompts, heads, strict=True)]
-        width = max(map(len, tails))
-        ids = torch.tensor([[self.pad_id] * (width - len(t)) + t for t in tails], device=self.device)
-        mask = torch.tensor(
-            [
-                [0] * (longest - n) + [1] * n + [0] * (width - len(t)) + [1] * len(t)
-                for n, t in zip(heads, tails, strict=True)
-            ],
-            device=self.device,
-        )
-        # Padding sits before each head and between head and tail: every row counts on from its head.
-        tail_mask = mask[:, longest:]
-        positions = torch.tensor(heads, device=self.device)[:, None] + (tail_mask.cumsum(-1) - 1).clamp(min=0)
-        out = self.model(
-            input_ids=ids, attention_mask=mask, position_ids=positions, cache=cache, logits_to_keep=1
-        )
-        if self.prompts.size:
-            for row, prompt in enumerate(prompts):
-                kept = mask[row].nonzero().flatten()  # this row's prompt tokens, in order
-                self.prompts.put(prompt, [(k[row][:, kept], v[row][:, kept]) for k, v in _layers(cache)])
-        return cache, ids, mask, positions, heads, out.logits[:, -1].float()
-
-    def _heads(self, prompts: list[list[int]]) -> tuple[DynamicCache, list[int]]:
-        """A cache holding each row's reusable head, right-aligned (batch, heads, longest head, dim), and
-        the head lengths. A head comes from an earlier prompt that starts the same way (the previous
-        observation of the episode), or else from the head all rows share (a prompted policy's
-        instructions, the first observation n samples of a question share), computed once for all."""
-        found = [self.prompts.longest(prompt) for prompt in prompts]
-        found = [
-            (min(n, len(p) - 1), kv) if n >= MIN_SHARED else (0, None)
-            for p, (n, kv) in zip(prompts, found, strict=True)
-        ]
-        cache = DynamicCache()
-        if any(n for n, _ in found):
-            longest = max(n for n, _ in found)
-            layers = next(kv for n, kv in found if n)
-            for index, (k0, _) in enumerate(layers):
-                keys = k0.new_zeros((len(prompts), k0.shape[0], longest, k0.shape[2]))
-                values = torch.zeros_like(keys)
-                for row, (n, kv) in enumerate(found):
-                    if n:
-                        keys[row, :, longest - n :] = kv[index][0][:, :n]
-                        values[row, :, longest - n :] = kv[index][1][:, :n]
-                cache.update(keys, values, index)
-            return cache, [n for n, _ in found]
-        shared = _shared_length(prompts) if len(prompts) > 1 else 0
-        if shared < MIN_SHARED:
-            return cache, [0] * len(prompts)
-        self.model(input_ids=torch.tensor([prompts[0][:shared]], device=self.device), cache=cache)
-        cache.batch_repeat_interleave(len(prompts))
-        return cache, [shared] * len(prompts)
+    ) -> tuple[DynamicCache, torch.Tensor, torch.Tensor, list[int], torch.Tensor]:
+        """Each prompt on its own, so no padding is computed (prompts of one batch differ a lot in what is
+        new: a fresh page or one more past action), from the longest head an earlier prompt shares
+        (the prompt cache: the previous observation of the episode, the instructions of a prompted
+        policy, the same observation for the previous of n samples); then the rows' caches are
+        left-padded into one batch for decoding. Returns (cache, mask (batch, longest prompt), positions
+        of the last prompt tokens (batch, 1), reused head lengths, next-token logits (batch, vocab))."""
+        rows, heads, logits = [], [], []
+        for prompt in prompts:
+            head, layers = self.prompts.longest(prompt)
+            head = min(head, len(prompt) - 1)  # the last token is fed again: its logits start the completion
+            cache = DynamicCache()
+            for index, (keys, values) in enumerate(layers if head else ()):
+                cache.update(keys[None, :, :head], values[None, :, :head], index)
+            out = self.model(
+                input_ids=torch.tensor([prompt[head:]], device=self.device),
+                position_ids=torch.arange(head, len(prompt), device=self.device)[None],
+                cache=cache,
+                logits_to_keep=1,
+            )
+            kv = [(keys[0], values[0]) for keys, values in _layers(cache)]  # (kv heads, tokens, head dim)
+            self.prompts.put(prompt, kv)
+            rows.append(kv)
+            heads.append(head)
+            logits.append(out.logits[0, -1].float())
+        longest = max(map(len, prompts))
+        batch = DynamicCache()
+        for index, (keys, _) in enumerate(rows[0]):
+            shape = (len(prompts), keys.shape[0], longest, keys.shape[2])
+            batch_keys, batch_values = keys.new_zeros(shape), keys.new_zeros(shape)
+            for row, kv in enumerate(rows):
+                batch_keys[row, :, longest - len(prompts[row]) :] = kv[index][0]
+                batch_values[row, :, longest - len(prompts[row]) :] = kv[index][1]
+            batch.update(batch_keys, batch_values, index)
+        mask = torch.tensor([[0] * (longest - len(p)) + [1] * len(p) for p in prompts], device=self.device)
+        positions = torch.tensor([[len(p) - 1] for p in prompts], device=self.device)
+        return batch, mask, positions, heads, torch.stack(logits)
 
     def _finished(
         self, request: CompletionRequest, tokens: list[int], prompt_tokens: int, force: bool = False
@@ -247,22 +223,13 @@ class PromptCache:
         return best, layers
 
     def put(self, prompt: list[int], layers: list) -> None:
+        if not self.size:
+            return
         key = tuple(prompt)
         self.entries[key] = (np.asarray(prompt), layers)
         self.entries.move_to_end(key)
         while len(self.entries) > self.size:
             self.entries.popitem(last=False)
-
-
-def _shared_length(prompts: list[list[int]]) -> int:
-    """How many leading tokens all prompts share, leaving each at least one token of its own (whose
-    logits start the completion)."""
-    shared = 0
-    for column in zip(*prompts, strict=False):
-        if any(token != column[0] for token in column):
-            break
-        shared += 1
-    return min(shared, min(map(len, prompts)) - 1)
 
 
 def _sample(logits: torch.Tensor, temperature: float, generator: torch.Generator) -> int:
