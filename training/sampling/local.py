@@ -1,10 +1,17 @@
 """The local backend: a causal LM from disk with transformers, on CPU or CUDA, a batch at a time.
 
-``complete`` left-pads the batch's prompts (chat requests through the tokenizer's chat template, raw
-prompts as BC training tokenized them: no special tokens), prefills them together and decodes them
-together with a KV cache. Each row samples with its own ``torch.Generator`` seeded from its request, so a
-request with a seed gives the same text whatever its batch partners are (up to float rounding between
-batch shapes). Constraints (``constraints.py``) mask each row's logits before sampling.
+``complete`` encodes each request (chat requests through the tokenizer's chat template, raw prompts as BC
+training tokenized them: no special tokens), prefills each prompt on its own from the longest head an
+earlier prompt shares (the prompt cache: consecutive observations of an episode start with the same
+question, quotes and past actions), then decodes all rows together from one left-padded KV cache. Each
+row samples with its own ``torch.Generator`` seeded from its request, so a request with a seed gives the
+same text whatever its batch partners are (up to float rounding between batch shapes). Constraints
+(``constraints.py``) mask each row's logits before sampling.
+
+Measured on this 2-core CPU (SmolLM2-135M, prompted, 2 questions x best-of-4, 5 actions): 27.6 s against
+42.2 s for the same episodes one at a time without the prompt cache (same commands). Dynamic int8
+quantisation of the linear layers halves prefill and triples decode speed but moves logits by up to ~8,
+so it is not used.
 """
 
 from __future__ import annotations
