@@ -134,6 +134,11 @@ class Browser:
         return max(0, self.settings.max_quote_chars - sum(len(q.extract) for q in self._episode.quotes))
 
     @property
+    def can_go_back(self) -> bool:
+        """Whether ``Back`` has a page to return to."""
+        return bool(self._episode.history)
+
+    @property
     def done(self) -> bool:
         return self._episode.end_reason is not None
 

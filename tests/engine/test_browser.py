@@ -74,8 +74,10 @@ def test_back_restores_the_previous_page_and_its_cursor(browser):
     assert browser.page.url == ALLERGY
     browser.step("Back")
     assert (browser.page.url, browser.top) == (POLLEN, top)
+    assert browser.can_go_back
     browser.step("Back")
     assert browser.page.kind == "search"
+    assert not browser.can_go_back  # what a policy's command grammar reads: Back would be invalid here
     result = browser.step("Back")
     assert not result.valid and "no previous page" in result.message
 

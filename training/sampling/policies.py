@@ -34,8 +34,7 @@ def constraint_for(browser: Browser, settings: SamplingSettings, default: bool =
         forms.remove("Clicked on link <id>")
     if not browser.quotes:
         forms.remove("End: Answer")
-    # The engine has no public "can go back"; its history is what Back pops (an empty one is an error).
-    if not browser._episode.history:
+    if not browser.can_go_back:  # Back on the first page is an invalid action
         forms.remove("Back")
     return Constraint(
         commands=default if settings.constrain_commands is None else settings.constrain_commands,
