@@ -7,5 +7,5 @@
 - ``constraints``: constrained decoding (quotes verbatim spans of the page; commands in the grammar).
 - ``policies``: a BC checkpoint (the bare observation) and a prompted instruct model (chat messages).
 - ``episode``: ``run_episode(policy, browser, question, settings)`` and ``run_episodes`` (batched rounds).
-- ``best_of_n``: scoring samples with a registered reward model, choosing the best, declining below a threshold.
+- ``best_of_n``: scoring samples with a reward model, choosing the best, declining below a threshold.
 """
