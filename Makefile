@@ -58,6 +58,7 @@ bench: $(VENV)/.installed-dev
 	$(PY) bench/bench_tasks.py --concurrency 16 --rounds 10 --think-ms 1000 --out var/bench/tasks-think.json
 	$(PY) bench/bench_exports.py --out var/bench/exports.json
 	$(PY) bench/bench_training.py --out var/bench/training.json
+	$(PY) bench/bench_sampling.py --out var/bench/sampling.json
 	$(PY) bench/bench_training_gpu.py --out var/bench/training-gpu.json
 
 clean:

