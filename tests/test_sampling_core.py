@@ -173,6 +173,26 @@ def test_reused_keys_and_values_change_no_text(backend, tiny_dir, index):
     assert [c.text for c in warm] == [c.text for c in (cold.complete([r])[0] for r in second)]
 
 
+def test_a_batch_larger_than_the_prompt_cache_still_reuses_each_rows_previous_prompt(tiny_dir, index):
+    """The cache keeps at least the last batch: with room for one prompt, two episodes stepped together
+    both start their next prompt from their own previous one (evicting while putting, the first row's
+    new entry pushed out the second row's old one), and the texts are those computed from scratch."""
+    small = LocalBackend(tiny_dir, device="cpu", prompt_cache=1)
+    cold = LocalBackend(tiny_dir, device="cpu", prompt_cache=0)
+    envs = [browser(index) for _ in QUESTIONS[:2]]
+    for env, question in zip(envs, QUESTIONS, strict=False):
+        env.reset(question)
+        env.step(f"Search {question}")
+    small.complete([BCPolicy(small).command_request(env, SamplingSettings(), seed=1) for env in envs])
+    for env in envs:
+        env.step("Scrolled down 1")
+    second = [BCPolicy(small).command_request(env, SamplingSettings(), seed=2) for env in envs]
+    warm = small.complete(second)
+    assert all(c.details["cached_prompt_tokens"] >= 32 for c in warm)
+    assert len(small.prompts.entries) == 2  # trimmed back to one batch, not growing without bound
+    assert [c.text for c in warm] == [c.text for c in cold.complete(second)]
+
+
 def test_prompted_policy_chat_with_demonstrations(backend, index):
     policy = PromptedPolicy(backend, demonstrations=[("♦Question\nWhat is X?\n♦Next action", "Search X")])
     env = browser(index)
