@@ -8,8 +8,8 @@ row samples with its own ``torch.Generator`` seeded from its request, so a reque
 same text whatever its batch partners are (up to float rounding between batch shapes). Constraints
 (``constraints.py``) mask each row's logits before sampling.
 
-Measured on this 2-core CPU (SmolLM2-135M, prompted, 2 questions x best-of-4, 5 actions): 27.6 s against
-42.2 s for the same episodes one at a time without the prompt cache (same commands). Dynamic int8
+Measured on this 2-core CPU by ``bench/bench_sampling.py`` (SmolLM2-135M, prompted, 4 questions x best-of-4,
+6 actions): 2.06x the wall time of a naive ``generate()`` loop (docs/benchmarks.md). Dynamic int8
 quantisation of the linear layers halves prefill and triples decode speed but moves logits by up to ~8,
 so it is not used.
 """
