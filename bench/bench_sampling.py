@@ -205,9 +205,8 @@ def main() -> None:
     model = resolve_base_model(SMOLLM2, args.out.parent / "models")
     rows = [json.loads(line) for line in QUESTIONS.read_text().splitlines() if line.strip()]
     questions = [row["question"] for row in rows[: args.questions]]
-    results: dict[str, Any] = {
-        "model": SMOLLM2,
-        "policy": "prompted, constrained commands",
+    # The run's settings, written into the results and handed to each measuring process.
+    shared = {
         "questions": questions,
         "n": args.n,
         "actions": args.actions,
@@ -215,22 +214,17 @@ def main() -> None:
         "answer_tokens": args.answer_tokens,
         "threads": args.threads,
         "seed": args.seed,
+    }
+    results: dict[str, Any] = {
+        "model": SMOLLM2,
+        "policy": "prompted, constrained commands",
+        **shared,
         "machine": {"cpus": os.cpu_count(), "platform": platform.platform()},
         "runs": {},
     }
     with tempfile.TemporaryDirectory() as tmp:
         LocalIndex.open(Path(tmp) / "freshwiki").add(read_corpus(CORPUS, "freshwiki"))
-        spec = {
-            "model": str(model),
-            "index": str(Path(tmp) / "freshwiki"),
-            "questions": questions,
-            "n": args.n,
-            "actions": args.actions,
-            "command_tokens": args.command_tokens,
-            "answer_tokens": args.answer_tokens,
-            "threads": args.threads,
-            "seed": args.seed,
-        }
+        spec = {"model": str(model), "index": str(Path(tmp) / "freshwiki"), **shared}
         for backend in [args.only] if args.only else ["ours", "naive"]:
             result = measure({**spec, "backend": backend})
             results["runs"][backend] = result
