@@ -42,12 +42,13 @@ format: $(VENV)/.installed-dev
 	$(VENV)/bin/ruff format .
 
 worker: $(VENV)/.installed-app
-	OMP_WAIT_POLICY=PASSIVE $(VENV)/bin/celery -A webgpt_site worker -Q default,exports,training --concurrency 1 --loglevel INFO
+	OMP_WAIT_POLICY=PASSIVE $(VENV)/bin/celery -A webgpt_site worker -Q default,exports,training,sampling --concurrency 1 --loglevel INFO
 
 # Search and browser latency (tantivy vs SQLite FTS5 at 100k pages) and the demonstration UI over HTTP
 # (gunicorn, PostgreSQL, 1 and 8 users), feedback tasks at 100k items, exports of 100k comparisons,
 # training steps of our BC and reward-model trainers vs TRL's SFTTrainer and RewardTrainer on the CPU
-# (and tokens/s on a CUDA GPU where there is one; without, bench_training_gpu.py says so and skips);
+# (and tokens/s on a CUDA GPU where there is one; without, bench_training_gpu.py says so and skips),
+# sampling episodes on the CPU (and on a GPU, local and vLLM, where there is one; else skipped);
 # about 17 minutes; JSON under var/bench/.
 bench: $(VENV)/.installed-dev
 	$(PY) bench/bench_search.py --out var/bench/search.json
@@ -59,6 +60,7 @@ bench: $(VENV)/.installed-dev
 	$(PY) bench/bench_exports.py --out var/bench/exports.json
 	$(PY) bench/bench_training.py --out var/bench/training.json
 	$(PY) bench/bench_sampling.py --out var/bench/sampling.json
+	$(PY) bench/bench_sampling_gpu.py --out var/bench/sampling-gpu.json
 	$(PY) bench/bench_training_gpu.py --out var/bench/training-gpu.json
 
 clean:
