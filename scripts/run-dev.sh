@@ -9,13 +9,17 @@ PY=.venv/bin/python
 $PY manage.py migrate --noinput -v 0
 $PY manage.py load_demo
 mkdir -p var
-# Real worker processes; with no CELERY_BROKER_URL they use the embedded broker in var/. Training gets a
-# worker of its own (one job at a time, passive OpenMP threads) so that a long run never holds up exports.
+# Real worker processes; with no CELERY_BROKER_URL they use the embedded broker in var/. Training and
+# sampling get a worker each (one job at a time, passive OpenMP threads) so that a long run never holds up
+# exports.
 .venv/bin/celery -A webgpt_site worker -n jobs@%h -Q default,exports --concurrency 1 --loglevel INFO \
   >var/celery-worker.log 2>&1 &
 workers=$!
 OMP_WAIT_POLICY=PASSIVE .venv/bin/celery -A webgpt_site worker -n training@%h -Q training --concurrency 1 \
   --loglevel INFO >var/celery-training.log 2>&1 &
+workers="$workers $!"
+OMP_WAIT_POLICY=PASSIVE .venv/bin/celery -A webgpt_site worker -n sampling@%h -Q sampling --concurrency 1 \
+  --loglevel INFO >var/celery-sampling.log 2>&1 &
 workers="$workers $!"
 trap 'kill $workers 2>/dev/null || true; wait $workers 2>/dev/null || true' EXIT INT TERM
 
@@ -23,7 +27,8 @@ cat <<BANNER
 
   WebGPT feedback platform: http://127.0.0.1:${PORT}/
   Demo logins (user name = password): demonstrator, labeler, researcher, admin
-  Celery worker logs: var/celery-worker.log (default, exports), var/celery-training.log (training)
+  Celery worker logs: var/celery-worker.log (default, exports), var/celery-training.log (training),
+                      var/celery-sampling.log (sampling)
 
 BANNER
 $PY manage.py runserver "127.0.0.1:${PORT}"

@@ -5,20 +5,17 @@ samples never win, a threshold declines but keeps the scores, and coverage falls
 from __future__ import annotations
 
 import itertools
-import json
 import math
 from pathlib import Path
 
 import pytest
-import torch
 from hypothesis import given
 from hypothesis import strategies as st
 
 from annotation.exports.formats import rm_pair
 from browser.engine.page import Quote
-from training.config import RMConfig
-from training.reward import OFFSET_FILE, load_reward_model, score
-from training.runtime import save_model
+from tests.tiny_models import tiny_reward_model
+from training.reward import load_reward_model, score
 from training.sampling.best_of_n import RewardScorer, choose, coverage_curve
 from training.sampling.episode import EpisodeSample
 
@@ -47,21 +44,7 @@ ANSWERS = [
 
 @pytest.fixture(scope="module")
 def reward_dir(tiny_bert_dir, tmp_path_factory) -> Path:
-    """A reward checkpoint laid out as ``train_reward_model`` saves one (the model folder, ``training.json``
-    with its config, ``reward.json`` with the demonstrations' offset). Its weights are random, seeded,
-    and wider than BERT's init (std 0.3, not 0.02): at the init every input scores alike to 1e-6, which
-    would let a format mismatch pass unnoticed."""
-    torch.manual_seed(0)
-    model, tokenizer = load_reward_model(tiny_bert_dir)
-    with torch.no_grad():
-        for weight in model.parameters():
-            if weight.dim() >= 2:
-                weight.normal_(0.0, 0.3)
-    folder = tmp_path_factory.mktemp("rm")
-    config = RMConfig(base_model=str(tiny_bert_dir), max_length=MAX_LENGTH).to_dict()
-    save_model(model, tokenizer, folder, {"kind": "rm", "config": config, "metrics": {}})
-    (folder / OFFSET_FILE).write_text(json.dumps({"offset": OFFSET}) + "\n")
-    return folder
+    return tiny_reward_model(tmp_path_factory.mktemp("rm"), tiny_bert_dir, OFFSET, MAX_LENGTH)
 
 
 @pytest.fixture(scope="module")

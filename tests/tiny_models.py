@@ -3,8 +3,10 @@ from its wheel): the trainers' real code path in well under a second a step."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
+import torch
 from transformers import AutoTokenizer, BertConfig, BertModel, LlamaConfig, LlamaForCausalLM
 
 from training.store import SMOLLM2_GGUF, package_folder
@@ -45,4 +47,25 @@ def tiny_bert(folder: Path) -> Path:
     )
     BertModel(config).save_pretrained(folder)
     tokenizer.save_pretrained(folder)
+    return folder
+
+
+def tiny_reward_model(folder: Path, tiny_bert_dir: Path, offset: float, max_length: int) -> Path:
+    """A reward checkpoint laid out as ``train_reward_model`` saves one (the model folder, ``training.json``
+    with its config, ``reward.json`` with the demonstrations' offset). Its weights are random, seeded,
+    and wider than BERT's init (std 0.3, not 0.02): at the init every input scores alike to 1e-6, which
+    would let a format mismatch pass unnoticed."""
+    from training.config import RMConfig
+    from training.reward import OFFSET_FILE, load_reward_model
+    from training.runtime import save_model
+
+    torch.manual_seed(0)
+    model, tokenizer = load_reward_model(tiny_bert_dir)
+    with torch.no_grad():
+        for weight in model.parameters():
+            if weight.dim() >= 2:
+                weight.normal_(0.0, 0.3)
+    config = RMConfig(base_model=str(tiny_bert_dir), max_length=max_length).to_dict()
+    save_model(model, tokenizer, folder, {"kind": "rm", "config": config, "metrics": {}})
+    (folder / OFFSET_FILE).write_text(json.dumps({"offset": offset}) + "\n")
     return folder

@@ -13,7 +13,7 @@ from typing import Any
 
 from django.conf import settings
 from django.db import transaction
-from django.db.models import QuerySet
+from django.db.models import Q, QuerySet
 from django.utils import timezone
 
 from annotation.exports.service import export_path
@@ -22,7 +22,7 @@ from training.config import RMConfig
 from training.data import question_ids, read_rows
 from training.hooks import Hooks
 from training.inputs import RunError, check_run, config_for
-from training.models import ModelCheckpoint, RunKind, TrainingRun
+from training.models import ModelCheckpoint, RunKind, SamplingRun, TrainingRun
 from training.models import RunStatus as Status
 from webgpt_site.models import log_action
 
@@ -85,8 +85,12 @@ def checkpoint_users(checkpoint: ModelCheckpoint) -> QuerySet[TrainingRun]:
 
 def delete_checkpoint(user: Any, checkpoint: ModelCheckpoint) -> None:
     """The registry row and its folder (only folders inside the model store are ever removed). Refused
-    while a queued or running job starts from it: that job still has to read the folder."""
-    if checkpoint_users(checkpoint).exists():
+    while a queued or running job starts from it, samples with it or scores with it: that job still has
+    to read the folder. Finished sampling runs keep the model's name."""
+    active = (Status.QUEUED, Status.RUNNING)
+    uses = Q(policy=checkpoint) | Q(reward_model=checkpoint)
+    sampling = SamplingRun.objects.filter(uses, status__in=active)
+    if checkpoint_users(checkpoint).exists() or sampling.exists():
         raise RunError(f"{checkpoint.name} is in use by a queued or running run: nothing deleted")
     folder = Path(checkpoint.path).resolve()
     if store_dir().resolve() in folder.parents:

@@ -93,3 +93,90 @@ class ModelCheckpoint(models.Model):
 
     def __str__(self) -> str:
         return f"{self.name} ({self.get_kind_display()})"
+
+
+class SamplingRun(models.Model):
+    """Best-of-n sampling of a question set by a policy, scored by a reward model (a job on the ``sampling``
+    queue). The questions are resolved when the run is requested and kept in ``question_ids``, so the run
+    can be reproduced from its row; each sample is an episode (kind model) with a ``Sample`` row."""
+
+    owner = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
+    policy = models.ForeignKey(
+        ModelCheckpoint,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="sampling_runs",
+        help_text="A BC model from the registry; empty: the prompted SmolLM2-135M-Instruct default",
+    )
+    policy_name = models.CharField(max_length=200, help_text="The policy as recorded on its episodes")
+    reward_model = models.ForeignKey(
+        ModelCheckpoint,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="scoring_runs",
+        help_text="The reward model that scores the samples; empty: unscored (the first answer is kept)",
+    )
+    reward_model_name = models.CharField(max_length=200, blank=True, help_text="Kept if the model is deleted")
+    backend = models.CharField(max_length=100, default="local", help_text="local, or an endpoint's name")
+    n = models.PositiveSmallIntegerField(default=4, help_text="Samples per question")
+    settings = models.JSONField(default=dict, help_text="training.sampling.SamplingSettings and the rest")
+    question_source = models.JSONField(default=dict, help_text="How the questions were chosen")
+    question_ids = models.JSONField(default=list)
+    status = models.CharField(max_length=10, choices=RunStatus.choices, default=RunStatus.QUEUED)
+    cancel_requested = models.BooleanField(default=False)
+    episodes_done = models.PositiveIntegerField(default=0)
+    episodes_total = models.PositiveIntegerField(default=0)
+    tokens_generated = models.PositiveBigIntegerField(default=0)
+    tokens_per_second = models.FloatField(default=0.0)
+    metrics = models.JSONField(default=dict, blank=True)
+    log = models.TextField(blank=True)
+    error = models.TextField(blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    objects = ResearchTeamQuerySet.as_manager()
+
+    class Meta:
+        ordering = ("-created_at", "-id")
+
+    def __str__(self) -> str:
+        return f"sampling run {self.pk} ({self.status})"
+
+    @property
+    def percent(self) -> int:
+        if self.status == RunStatus.DONE:
+            return 100
+        return int(100 * self.episodes_done / self.episodes_total) if self.episodes_total else 0
+
+    @property
+    def is_finished(self) -> bool:
+        return self.status in FINISHED
+
+
+class Sample(models.Model):
+    """One of a run's n samples of a question: its episode, reward and whether best-of-n chose it."""
+
+    run = models.ForeignKey(SamplingRun, on_delete=models.CASCADE, related_name="samples")
+    episode = models.OneToOneField("annotation.Episode", on_delete=models.CASCADE, related_name="sample")
+    question = models.ForeignKey("annotation.Question", on_delete=models.PROTECT, related_name="samples")
+    index = models.PositiveSmallIntegerField(help_text="0 .. n-1 within its question")
+    score = models.FloatField(null=True, blank=True, help_text="Reward minus the model's offset")
+    chosen = models.BooleanField(default=False, help_text="The run's answer to this question")
+    declined = models.BooleanField(
+        default=False, help_text="The best answer to this question scored under the threshold"
+    )
+    invalid_actions = models.PositiveIntegerField(default=0)
+    actions = models.PositiveIntegerField(default=0)
+    tokens = models.PositiveIntegerField(default=0)
+
+    class Meta:
+        ordering = ("run", "question", "index")
+        constraints = [
+            models.UniqueConstraint(fields=("run", "question", "index"), name="sample_unique_index"),
+        ]
+
+    def __str__(self) -> str:
+        return f"sample {self.index} of question {self.question_id} in run {self.run_id}"

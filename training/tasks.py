@@ -1,10 +1,17 @@
-"""Training jobs on the ``training`` queue (run its worker with concurrency 1: a job uses every core)."""
+"""Jobs of the ``training`` and ``sampling`` queues (run each queue's worker with concurrency 1: a job
+uses every core it is given)."""
 
 from celery import shared_task
 
 from training.jobs import run_training_job
+from training.sampling_jobs import run_sampling_job
 
 
 @shared_task(name="training.run_training", ignore_result=True, acks_late=True)
 def run_training(*, run_id: int) -> None:
     run_training_job(run_id)
+
+
+@shared_task(name="training.run_sampling", ignore_result=True, acks_late=True)
+def run_sampling(*, run_id: int) -> None:
+    run_sampling_job(run_id)

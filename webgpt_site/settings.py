@@ -16,6 +16,7 @@ import dj_database_url
 from csp.constants import NONE, SELF
 from django.core.exceptions import ImproperlyConfigured
 
+from training.sampling.endpoints import parse_endpoints
 from webgpt_site.env import env_bool, env_int, env_list, env_rate, env_ratios, env_str
 
 BASE_DIR = Path(__file__).resolve().parent.parent
@@ -241,7 +242,7 @@ CACHES = {
 # --- Celery ---------------------------------------------------------------------------------------
 # With CELERY_BROKER_URL (Redis) real workers consume the queues. Without it (first run), the broker
 # is kombu's filesystem transport in var/: still a separate worker process, never eager execution.
-CELERY_QUEUES = ("default", "exports", "training")
+CELERY_QUEUES = ("default", "exports", "training", "sampling")
 CELERY_BROKER_URL = env_str("CELERY_BROKER_URL") or "filesystem://"
 if CELERY_BROKER_URL.partition("://")[0] not in {"redis", "rediss", "filesystem"}:
     raise ImproperlyConfigured(
@@ -339,6 +340,20 @@ MODEL_STORE_DIR = Path(env_str("MODEL_STORE_DIR") or VAR_DIR / "models")
 # CPU threads per training job (0 = torch's default: one per core). Run the `training` queue with
 # concurrency 1; on a shared machine fewer threads avoid contention.
 TRAINING_THREADS = env_int("TRAINING_THREADS", 0, minimum=0)
+
+# --- Sampling (training/sampling_runs.py, training/sampling_jobs.py) --------------------------------------
+# Episodes the local backend steps together (one batch per round); more use more memory, not more cores.
+SAMPLING_BATCH = env_int("SAMPLING_BATCH", 8, minimum=1)
+# CPU threads per sampling job (0 = torch's default). Run the `sampling` queue with concurrency 1.
+SAMPLING_THREADS = env_int("SAMPLING_THREADS", 0, minimum=0)
+# OpenAI-compatible endpoints (vLLM, TGI, llama.cpp's server, hosted APIs), chosen by name when a run is
+# requested: a request never carries a URL. JSON: {"name": {"base_url": ..., "model": ..., "api_key_env":
+# "VARIABLE_NAME", "policy": "prompted" | "bc", "timeout_s": 60, "max_parallel": 8}}; keys are read from the
+# named variables by the worker at run time and never stored or shown.
+try:
+    SAMPLING_ENDPOINTS = parse_endpoints(env_str("SAMPLING_ENDPOINTS") or "{}")
+except ValueError as exc:
+    raise ImproperlyConfigured(f"SAMPLING_ENDPOINTS: {exc}") from None
 
 # --- The browsing environment ----------------------------------------------------------------------
 CORPUS_INDEX_DIR = Path(env_str("CORPUS_INDEX_DIR") or VAR_DIR / "corpora")

@@ -73,7 +73,8 @@ def _pick_question(user: AnyUser) -> tuple[Question | None, DemonstrationBatch |
     done_by_user = Episode.objects.filter(question=OuterRef("pk"), user=user)
     for batch in DemonstrationBatch.objects.filter(is_active=True):
         taken = (
-            Episode.objects.filter(question=OuterRef("pk"), batch=batch)
+            Episode.objects.human()
+            .filter(question=OuterRef("pk"), batch=batch)
             .exclude(status=EpisodeStatus.SKIPPED)
             .values("question")
             .annotate(n=Count("pk"))
@@ -88,7 +89,10 @@ def _pick_question(user: AnyUser) -> tuple[Question | None, DemonstrationBatch |
         )
         if question is not None:
             return question, batch
-    taken_by_anyone = Episode.objects.filter(question=OuterRef("pk")).exclude(status=EpisodeStatus.SKIPPED)
+    # Model samples never take a question from the people who demonstrate it.
+    taken_by_anyone = (
+        Episode.objects.human().filter(question=OuterRef("pk")).exclude(status=EpisodeStatus.SKIPPED)
+    )
     in_active_batch = DemonstrationBatch.objects.filter(is_active=True, questions=OuterRef("pk"))
     question = (
         Question.objects.filter(split=Split.BC)
@@ -271,5 +275,5 @@ def skip_episode(episode_id: int, user: AnyUser, reason: str) -> None:
 
 def open_question_count() -> int:
     """How many bc questions are waiting for anyone (an indication for the landing page)."""
-    taken = Episode.objects.filter(question=OuterRef("pk")).exclude(status=EpisodeStatus.SKIPPED)
+    taken = Episode.objects.human().filter(question=OuterRef("pk")).exclude(status=EpisodeStatus.SKIPPED)
     return Question.objects.filter(split=Split.BC).filter(~Exists(taken)).count()

@@ -90,7 +90,7 @@ def group_answers(answers: Iterable[Answer], template: str) -> list[list[Answer]
 def demonstration_answers(episodes: Iterable[Episode] | None = None) -> list[Answer]:
     """Answers for finished demonstrations (all of them by default)."""
     if episodes is None:
-        episodes = Episode.objects.filter(status=EpisodeStatus.FINISHED).exclude(answer="")
+        episodes = Episode.objects.human().filter(status=EpisodeStatus.FINISHED).exclude(answer="")
     return [answer_from_episode(episode) for episode in episodes]
 
 

@@ -1,6 +1,12 @@
 """Annotation data: the question bank, demonstrations and feedback tasks."""
 
-from annotation.models.demonstrations import DemonstrationBatch, Episode, EpisodeAction, EpisodeStatus
+from annotation.models.demonstrations import (
+    DemonstrationBatch,
+    Episode,
+    EpisodeAction,
+    EpisodeKind,
+    EpisodeStatus,
+)
 from annotation.models.exports import Export, ExportFormat, ExportStatus, ImportedComparison
 from annotation.models.feedback import (
     Answer,
@@ -23,6 +29,7 @@ __all__ = [
     "DemonstrationBatch",
     "Episode",
     "EpisodeAction",
+    "EpisodeKind",
     "EpisodeStatus",
     "Export",
     "ExportFormat",

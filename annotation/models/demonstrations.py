@@ -43,6 +43,11 @@ class EpisodeStatus(models.TextChoices):
 OPEN_STATUSES = (EpisodeStatus.BROWSING, EpisodeStatus.ANSWERING)
 
 
+class EpisodeKind(models.TextChoices):
+    HUMAN = "human", "Human demonstration"
+    MODEL = "model", "Model sample"
+
+
 class EpisodeQuerySet(models.QuerySet):
     def visible_to(self, user: AnyUser) -> EpisodeQuerySet:
         """Demonstrators see their own episodes; researchers see everyone's."""
@@ -55,12 +60,21 @@ class EpisodeQuerySet(models.QuerySet):
     def open(self) -> EpisodeQuerySet:
         return self.filter(status__in=OPEN_STATUSES)
 
+    def human(self) -> EpisodeQuerySet:
+        return self.filter(kind=EpisodeKind.HUMAN)
+
 
 class Episode(models.Model):
-    """One demonstrator answering one question. ``state`` is the browser engine's state with its pages
-    replaced by snapshot digests; ``version`` increases with every change so stale tabs are detected."""
+    """One demonstrator (or one model sample) answering one question. ``state`` is the browser engine's
+    state with its pages replaced by snapshot digests; ``version`` increases with every change so stale
+    tabs are detected. A model sample (``kind`` model) has no user: ``policy`` names the model, and its
+    ``training.Sample`` row the sampling run and the sample index."""
 
-    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="episodes")
+    kind = models.CharField(max_length=10, choices=EpisodeKind.choices, default=EpisodeKind.HUMAN)
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT, related_name="episodes"
+    )
+    policy = models.CharField(max_length=200, blank=True, help_text="The model that sampled it (kind model)")
     question = models.ForeignKey(Question, on_delete=models.PROTECT, related_name="episodes")
     batch = models.ForeignKey(DemonstrationBatch, null=True, blank=True, on_delete=models.SET_NULL)
     status = models.CharField(max_length=10, choices=EpisodeStatus.choices, default=EpisodeStatus.BROWSING)
@@ -89,10 +103,15 @@ class Episode(models.Model):
             models.UniqueConstraint(
                 fields=("user",), condition=Q(status__in=OPEN_STATUSES), name="one_open_episode_per_user"
             ),
+            models.CheckConstraint(
+                condition=Q(kind=EpisodeKind.HUMAN, user__isnull=False)
+                | Q(kind=EpisodeKind.MODEL, user__isnull=True),
+                name="episode_human_has_user_model_has_none",
+            ),
         ]
 
     def __str__(self) -> str:
-        return f"episode {self.pk} ({self.user}, {self.status})"
+        return f"episode {self.pk} ({self.user or self.policy}, {self.status})"
 
     @property
     def is_open(self) -> bool:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Protocol
 
@@ -68,13 +68,16 @@ class Policy(Protocol):
 
 @dataclass(frozen=True)
 class Step:
-    """One action: the observation the policy saw, the command it wrote, and what the browser said."""
+    """One action: the observation the policy saw, the command it wrote, what the browser said, and the
+    digests of the pages shown before and after it (to store the episode like a human demonstration)."""
 
     observation: str
     command: str
     valid: bool
     message: str
     tokens: int
+    page_before: str = ""
+    page_after: str = ""
 
 
 @dataclass
@@ -132,11 +135,14 @@ def run_episodes(
     *,
     first_index: int = 0,
     reference_answers: Sequence[Sequence[str]] | None = None,
+    on_round: Callable[[Sequence[EpisodeSample], int], None] | None = None,
 ) -> list[EpisodeSample]:
     """Episodes stepped together: episode ``i`` runs ``questions[i]`` in ``browsers[i]`` (distinct browser
     objects, their action limit set to ``settings.max_actions``) with episode index ``first_index + i``.
     Each round sends the command requests of all unfinished episodes as one batch, then all answer
-    requests go as one batch at the end."""
+    requests go as one batch at the end. ``on_round(samples, running)`` is called after each round with
+    how many episodes are still browsing (0 after the answers): a job reports progress there, and may
+    raise to stop."""
     if len(browsers) != len(questions) or len({id(browser) for browser in browsers}) != len(browsers):
         raise ValueError("one distinct browser per question")
     references = reference_answers or [()] * len(questions)
@@ -164,13 +170,24 @@ def run_episodes(
         for i, observation, completion in zip(running, observations, completions, strict=True):
             started = time.perf_counter()
             command = policy.command_from(completion)
+            page_before = browsers[i].page.digest
             result = browsers[i].step(command)
             samples[i].steps.append(
-                Step(observation, command, result.valid, result.message, completion.tokens)
+                Step(
+                    observation,
+                    command,
+                    result.valid,
+                    result.message,
+                    completion.tokens,
+                    page_before,
+                    browsers[i].page.digest,
+                )
             )
             samples[i].env_seconds += time.perf_counter() - started
         step += 1
         running = [i for i in running if not browsers[i].done and step < settings.max_actions]
+        if on_round is not None:
+            on_round(samples, len(running))
 
     answering = []
     for i, (sample, browser) in enumerate(zip(samples, browsers, strict=True)):
@@ -188,6 +205,8 @@ def run_episodes(
     answered = [samples[i] for i in answering]
     for sample, completion in zip(answered, _complete(policy.backend, requests, answered), strict=True):
         sample.answer = completion.text.strip()
+    if on_round is not None and answered:
+        on_round(samples, 0)
     return samples
 
 

@@ -1,0 +1,185 @@
+"""Sampling runs as the web app, the API and the ``sample_answers`` command ask for them: one check of
+every input (``check_sampling``), the questions resolved into the row, the job queued on the ``sampling``
+queue once the row is committed, and cancelling. Nothing here loads torch.
+
+Splits are honoured by what each split is for: sampling answers to ``eval`` questions is allowed (that is
+how a policy is evaluated); training on them stays refused by the training jobs."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from django.conf import settings
+from django.db import transaction
+from django.utils import timezone
+
+from annotation.models import DemonstrationBatch, Question, Split
+from training.config import SMOLLM2
+from training.inputs import RunError
+from training.models import ModelCheckpoint, RunKind, RunStatus, SamplingRun
+from webgpt_site.models import log_action
+
+# Each number's range: (low, high). The paper's best-of-n goes to 64; 100 actions is its action limit.
+BOUNDS: dict[str, tuple[float, float]] = {
+    "n": (1, 64),
+    "temperature": (0.0, 2.0),
+    "max_actions": (1, 100),
+    "max_answer_tokens": (1, 1000),
+    "seed": (0, 2**31 - 1),
+    "limit": (1, 10_000),
+    "examples": (0, 8),
+}
+DEFAULTS: dict[str, Any] = {
+    "n": 4,
+    "temperature": 0.8,
+    "max_actions": 100,
+    "max_answer_tokens": 200,
+    "seed": 0,
+    "limit": 20,
+    "examples": 3,
+    "constrain_commands": None,
+    "decline_threshold": None,
+}
+SETTABLE = frozenset(DEFAULTS)
+PROMPTED_DEFAULT = f"{SMOLLM2} (prompted)"
+
+
+@dataclass(frozen=True)
+class QuestionSet:
+    """Which questions: those of a demonstration batch, a split, a dataset (any combination, all must
+    hold), the first ``limit`` of them by id."""
+
+    batch: DemonstrationBatch | None = None
+    split: str = ""
+    dataset: str = ""
+    limit: int = DEFAULTS["limit"]
+
+    def describe(self) -> dict[str, Any]:
+        return {
+            "batch": self.batch.pk if self.batch else None,
+            "split": self.split,
+            "dataset": self.dataset,
+            "limit": self.limit,
+        }
+
+
+@dataclass(frozen=True)
+class SamplingRequest:
+    policy: ModelCheckpoint | None = None
+    reward_model: ModelCheckpoint | None = None
+    backend: str = "local"
+    questions: QuestionSet = field(default_factory=QuestionSet)
+    settings: dict[str, Any] = field(default_factory=dict)
+
+
+def check_sampling(request: SamplingRequest) -> tuple[dict[str, Any], list[int]]:
+    """The run's full settings and its question ids, or RunError naming the input it is about."""
+    values = check_settings(request.settings)
+    if request.policy is not None and request.policy.kind != RunKind.BC:
+        raise RunError("the policy must be a BC model (or empty: the prompted SmolLM2 default)", "policy")
+    if request.reward_model is not None and request.reward_model.kind != RunKind.RM:
+        raise RunError("the reward model must be a registered reward model", "reward_model")
+    if values["decline_threshold"] is not None and request.reward_model is None:
+        raise RunError("declining below a threshold needs a reward model to score", "decline_threshold")
+    if request.backend != "local":
+        if request.backend not in settings.SAMPLING_ENDPOINTS:
+            names = ", ".join(["local", *settings.SAMPLING_ENDPOINTS])
+            raise RunError(f"unknown backend; expected one of {names}", "backend")
+        if request.policy is not None:
+            raise RunError("an endpoint serves its own model: leave the policy empty", "policy")
+    ids = question_ids(request.questions)
+    return values, ids
+
+
+def check_settings(given: dict[str, Any]) -> dict[str, Any]:
+    if not isinstance(given, dict):
+        raise RunError("expected an object of setting names and values", "settings")
+    unknown = sorted(str(name) for name in given if name not in SETTABLE)
+    if unknown:
+        raise RunError(f"unknown setting(s): {', '.join(unknown)}"[:300], "settings")
+    values = DEFAULTS | {k: v for k, v in given.items() if v is not None}
+    for name, (low, high) in BOUNDS.items():
+        value = values[name]
+        number_type = float if name == "temperature" else int
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            raise RunError(f"expected a number, got {type(value).__name__}", name)
+        if number_type is int and value != int(value):
+            raise RunError("expected a whole number", name)
+        if not low <= value <= high:
+            raise RunError(f"must be between {low:g} and {high:g}", name)
+        values[name] = number_type(value)
+    if values["constrain_commands"] is not None and not isinstance(values["constrain_commands"], bool):
+        raise RunError("expected true, false or null (the policy's default)", "constrain_commands")
+    threshold = values["decline_threshold"]
+    if threshold is not None:
+        if isinstance(threshold, bool) or not isinstance(threshold, int | float) or abs(threshold) > 1e6:
+            raise RunError("expected a number (a reward, 0 = the average demonstration)", "decline_threshold")
+        values["decline_threshold"] = float(threshold)
+    return values
+
+
+def question_ids(chosen: QuestionSet) -> list[int]:
+    if chosen.split and chosen.split not in Split.values:
+        raise RunError(f"expected one of {', '.join(Split.values)}", "split")
+    if not (chosen.batch or chosen.split or chosen.dataset):
+        raise RunError("choose the questions: a demonstration batch, a split or a dataset", "questions")
+    if isinstance(chosen.limit, bool) or not isinstance(chosen.limit, int):
+        raise RunError("expected a whole number", "limit")
+    low, high = BOUNDS["limit"]
+    if not low <= chosen.limit <= high:
+        raise RunError(f"must be between {low:g} and {high:g}", "limit")
+    found = chosen.batch.questions.all() if chosen.batch else Question.objects.all()
+    if chosen.split:
+        found = found.filter(split=chosen.split)
+    if chosen.dataset:
+        found = found.filter(dataset=chosen.dataset)
+    ids = list(found.order_by("id").values_list("pk", flat=True)[: chosen.limit])
+    if not ids:
+        raise RunError("no question matches this choice", "questions")
+    return ids
+
+
+def policy_name(policy: ModelCheckpoint | None, backend: str) -> str:
+    if backend != "local":
+        endpoint = settings.SAMPLING_ENDPOINTS[backend]
+        return f"{backend}:{endpoint.model}"
+    return policy.name if policy is not None else PROMPTED_DEFAULT
+
+
+def request_sampling(user: Any, request: SamplingRequest, *, queue: bool = True) -> SamplingRun:
+    """Check, create the row and queue the job once committed. Raises RunError with the reason."""
+    values, ids = check_sampling(request)
+    with transaction.atomic():
+        run = SamplingRun.objects.create(
+            owner=user if getattr(user, "is_authenticated", False) else None,
+            policy=request.policy,
+            policy_name=policy_name(request.policy, request.backend),
+            reward_model=request.reward_model,
+            reward_model_name=request.reward_model.name if request.reward_model else "",
+            backend=request.backend,
+            n=values["n"],
+            settings={k: v for k, v in values.items() if k not in ("n", "limit")},
+            question_source=request.questions.describe(),
+            question_ids=ids,
+            episodes_total=len(ids) * values["n"],
+        )
+        log_action(user, "sampling.request", run, questions=len(ids), n=run.n, backend=run.backend)
+        if queue:
+            from training.tasks import run_sampling
+
+            transaction.on_commit(
+                lambda: run_sampling.apply_async(kwargs={"run_id": run.pk}, queue="sampling")
+            )
+    return run
+
+
+def cancel_sampling(user: Any, run: SamplingRun) -> None:
+    """A queued run is cancelled at once; a running one stops after its current round of actions,
+    keeping the questions it finished."""
+    active = (RunStatus.QUEUED, RunStatus.RUNNING)
+    SamplingRun.objects.filter(pk=run.pk, status__in=active).update(cancel_requested=True)
+    SamplingRun.objects.filter(pk=run.pk, status=RunStatus.QUEUED).update(
+        status=RunStatus.CANCELLED, finished_at=timezone.now()
+    )
+    log_action(user, "sampling.cancel", run)
