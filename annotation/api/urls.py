@@ -6,6 +6,7 @@ from django.urls import path
 
 from annotation.api import exports, tasks, views
 from training import api as training
+from training import sampling_api as sampling
 
 urlpatterns = [
     path("questions", views.QuestionList.as_view(), name="api-questions"),
@@ -32,4 +33,11 @@ urlpatterns = [
     ),
     path("models", training.CheckpointList.as_view(), name="api-models"),
     path("models/<int:pk>", training.CheckpointDetail.as_view(), name="api-model"),
+    path("sampling-runs", sampling.SamplingRunList.as_view(), name="api-sampling-runs"),
+    path("sampling-runs/<int:pk>", sampling.SamplingRunDetail.as_view(), name="api-sampling-run"),
+    path(
+        "sampling-runs/<int:pk>/cancel", sampling.SamplingRunCancel.as_view(), name="api-sampling-run-cancel"
+    ),
+    path("sampling-runs/<int:pk>/samples", sampling.SampleList.as_view(), name="api-sampling-run-samples"),
+    path("sampling-endpoints", sampling.BackendList.as_view(), name="api-sampling-endpoints"),
 ]
