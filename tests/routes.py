@@ -114,6 +114,8 @@ OBJECT_OF = {
     "api-training-run-cancel": "run",
     "training:delete_model": "checkpoint",
     "api-model": "checkpoint",
+    "training:sampling_run": "sampling_run",
+    "training:sampling_cancel": "sampling_run",
     "api-sampling-run": "sampling_run",
     "api-sampling-run-cancel": "sampling_run",
     "api-sampling-run-samples": "sampling_run",
