@@ -113,7 +113,7 @@ def _build_world(tmp: Any) -> World:
     from annotation.models import Assignment, Export, ExportStatus, Question
     from annotation.questions.service import import_questions
     from browser.models import Corpus
-    from training.models import ModelCheckpoint, TrainingRun
+    from training.models import ModelCheckpoint, SamplingRun, TrainingRun
 
     users: dict[str, Any] = {"anonymous": None}
     for name, role in (
@@ -179,6 +179,9 @@ def _build_world(tmp: Any) -> World:
         "import": [report],
         "run": [run],
         "checkpoint": [checkpoint],
+        "sampling_run": [
+            SamplingRun.objects.create(owner=users["alice"], policy_name="tiny", n=1, episodes_total=1)
+        ],
         "answer": answers[:1],
     }
     return World(users, objects, forms.fields, forms.defaults, forms.typed, forms.files)

@@ -23,7 +23,7 @@ from annotation.models import Answer, Export, FeedbackBatch, Question
 from annotation.questions.service import import_questions
 from tests.conftest import make_user
 from tests.routes import Route, all_routes, object_kind
-from training.models import ModelCheckpoint, TrainingRun
+from training.models import ModelCheckpoint, SamplingRun, TrainingRun
 
 pytestmark = pytest.mark.django_db
 
@@ -78,6 +78,10 @@ EXPECTED: dict[str, tuple] = {
     "training:cancel": RESEARCH_OBJECT,
     "training:models": RESEARCHER,
     "training:delete_model": RESEARCH_OBJECT,
+    "training:sampling_runs": RESEARCHER,
+    "training:sampling_new": RESEARCHER,
+    "training:sampling_run": RESEARCH_OBJECT,
+    "training:sampling_cancel": RESEARCH_OBJECT,
     "api-schema": API_SIGNED_IN,
     "api-docs": PUBLIC,  # the page only; the schema it loads needs a signed-in user
     "api-questions": API_RESEARCHER,
@@ -152,6 +156,7 @@ def world(
         "import": report,
         "run": run,
         "checkpoint": checkpoint,
+        "sampling_run": SamplingRun.objects.create(owner=alice, policy_name="tiny", n=1, episodes_total=1),
         "answer": Answer.objects.first(),
     }
     users = {"alice": alice, "bob": bob, "dana": dana, "charlie": charlie, "anonymous": None, "erin": erin}

@@ -76,7 +76,11 @@ def nice_ticks(low: float, high: float, count: int = 5) -> list[float]:
 
 
 def line_chart(
-    series: Sequence[Series], title: str, left_label: str = "loss", right_label: str = "accuracy"
+    series: Sequence[Series],
+    title: str,
+    left_label: str = "loss",
+    right_label: str = "accuracy",
+    x_label: str = "step",
 ) -> SafeString:
     """The chart as an ``<svg>`` element, or an empty string when no series has a point."""
     series = [s for s in series if s.points]
@@ -90,7 +94,7 @@ def line_chart(
     height = TOP + PLOT_HEIGHT + BOTTOM + LEGEND_ROW * math.ceil(len(series) / columns)
     x = _scale(x_ticks[0], x_ticks[-1], LEFT, WIDTH - RIGHT)
 
-    parts = [_x_axis(x_ticks, x)]
+    parts = [_x_axis(x_ticks, x, x_label)]
     for ticks, on_right, label in ((left_ticks, False, left_label), (right_ticks, True, right_label)):
         if ticks:  # grid lines for one axis only: two misaligned sets would be noise
             parts.append(_y_axis(ticks, on_right, label, grid=not (on_right and left_ticks)))
@@ -130,7 +134,7 @@ def _at(coordinate: float) -> str:
     return f"{coordinate:.1f}"
 
 
-def _x_axis(ticks: list[float], x: Callable[[float], float]) -> SafeString:
+def _x_axis(ticks: list[float], x: Callable[[float], float], label: str) -> SafeString:
     baseline = TOP + PLOT_HEIGHT
     labels = format_html_join(
         "",
@@ -140,7 +144,7 @@ def _x_axis(ticks: list[float], x: Callable[[float], float]) -> SafeString:
     )
     return format_html(
         '<g class="axis"><line x1="{}" x2="{}" y1="{}" y2="{}"/>{}'
-        '<text x="{}" y="{}" text-anchor="middle">step</text></g>',
+        '<text x="{}" y="{}" text-anchor="middle">{}</text></g>',
         LEFT,
         WIDTH - RIGHT,
         baseline,
@@ -148,6 +152,7 @@ def _x_axis(ticks: list[float], x: Callable[[float], float]) -> SafeString:
         labels,
         (LEFT + WIDTH - RIGHT) // 2,
         baseline + 32,
+        label,
     )
 
 

@@ -1,6 +1,6 @@
 from django.urls import path
 
-from training import views
+from training import sampling_views, views
 
 app_name = "training"
 urlpatterns = [
@@ -11,4 +11,8 @@ urlpatterns = [
     path("<int:pk>/cancel/", views.run_cancel, name="cancel"),
     path("models/", views.model_list, name="models"),
     path("models/<int:pk>/delete/", views.model_delete, name="delete_model"),
+    path("sampling/", sampling_views.sampling_list, name="sampling_runs"),
+    path("sampling/new/", sampling_views.sampling_new, name="sampling_new"),
+    path("sampling/<int:pk>/", sampling_views.sampling_detail, name="sampling_run"),
+    path("sampling/<int:pk>/cancel/", sampling_views.sampling_cancel, name="sampling_cancel"),
 ]

@@ -46,7 +46,8 @@ def start(request: HttpRequest) -> HttpResponse:
 @login_required
 def episode_page(request: HttpRequest, pk: int) -> HttpResponse:
     """The episode as its current step: browsing, answering, or (finished, or someone else's) read-only."""
-    episode = get_visible_or_404(Episode.objects.select_related("question", "user"), request.user, pk=pk)
+    episodes = Episode.objects.select_related("question", "user", "sample__run")
+    episode = get_visible_or_404(episodes, request.user, pk=pk)
     refused: dict = {}
     if episode.user_id == request.user.pk:
         # What the last refused answer left for this page (POST-redirect-GET: a reload never re-posts).
@@ -68,6 +69,8 @@ def _detail(request: HttpRequest, episode: Episode, refused: dict) -> HttpRespon
     browser = service.open_browser(episode)
     actions = episode.actions.only("index", "command", "valid", "message", "created_at")
     context = {"episode": episode, "quotes": browser.quotes, "actions": actions, "note_form": NoteForm()}
+    # A model's sample has no demonstrator: the page names its policy and links back to its run.
+    context["sample"] = getattr(episode, "sample", None)
     return render(request, "demonstrations/detail.html", {**context, "refused": refused})
 
 

@@ -1,0 +1,141 @@
+"""The "Sample answers" form: a policy, a reward model, a backend, the settings and the question set of a
+sampling run. Ranges are not checked here: ``training.sampling_runs.request_sampling`` checks every input
+for the pages, the API and the ``sample_answers`` command alike, and its refusal lands on the field it
+names (``add_run_error``)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django import forms
+from django.conf import settings
+from django.core.exceptions import ValidationError
+from django.http import QueryDict
+
+from annotation.models import DemonstrationBatch, Question, Split
+from training.forms import checkpoint_label
+from training.inputs import RunError
+from training.models import ModelCheckpoint, RunKind
+from training.sampling_runs import BOUNDS, DEFAULTS, QuestionSet, SamplingRequest
+from webgpt_site.permissions import AnyUser
+
+# The form's settings that go into SamplingRequest.settings (the rest name models and questions).
+SETTINGS = (
+    "n",
+    "temperature",
+    "max_actions",
+    "max_answer_tokens",
+    "seed",
+    "examples",
+    "constrain_commands",
+    "decline_threshold",
+)
+CONSTRAIN = {"": None, "on": True, "off": False}
+PROMPTED_LABEL = "SmolLM2-135M-Instruct, prompted (default)"
+
+
+def dataset_choices() -> list[tuple[str, str]]:
+    names = Question.objects.order_by("dataset").values_list("dataset", flat=True).distinct()
+    return [("", "Any dataset"), *((name, name) for name in names)]
+
+
+class SamplingForm(forms.Form):
+    policy = forms.ModelChoiceField(
+        queryset=ModelCheckpoint.objects.none(),
+        required=False,
+        empty_label=PROMPTED_LABEL,
+        help_text="A behaviour-cloned model from the registry, or the prompted instruct model.",
+    )
+    reward_model = forms.ModelChoiceField(
+        queryset=ModelCheckpoint.objects.none(),
+        required=False,
+        empty_label="None (unscored: the first answer is kept)",
+        help_text="Scores every sample; best-of-n keeps the highest.",
+    )
+    backend = forms.ChoiceField(
+        choices=(),
+        help_text="local: this worker's CPU or GPU; an endpoint: an OpenAI-compatible server the "
+        "operator configured (it serves its own model: leave the policy empty).",
+    )
+    n = forms.IntegerField(label="Samples per question (n)")
+    temperature = forms.FloatField()
+    max_actions = forms.IntegerField(help_text="Browsing actions per episode before it must answer.")
+    max_answer_tokens = forms.IntegerField()
+    seed = forms.IntegerField(help_text="The same seed gives the same samples.")
+    constrain_commands = forms.ChoiceField(
+        choices=[("", "Policy default (on for prompted models)"), ("on", "On"), ("off", "Off")],
+        required=False,
+        help_text="Only commands valid on the current page can be sampled.",
+    )
+    decline_threshold = forms.FloatField(
+        required=False,
+        help_text="Optional: a best score below it declines to answer (0 = the average demonstration).",
+    )
+    examples = forms.IntegerField(
+        label="Few-shot examples", help_text="Demonstrations shown to a prompted policy as examples."
+    )
+    batch = forms.ModelChoiceField(
+        queryset=DemonstrationBatch.objects.all(),
+        required=False,
+        label="Demonstration batch",
+        empty_label="Any batch",
+    )
+    split = forms.ChoiceField(choices=[("", "Any split"), *Split.choices], required=False)
+    dataset = forms.ChoiceField(choices=(), required=False)
+    limit = forms.IntegerField(help_text="The first questions (by id) of those chosen above.")
+
+    def __init__(self, *args: Any, user: AnyUser, **kwargs: Any) -> None:
+        defaults = {name: DEFAULTS[name] for name in (*SETTINGS, "limit")} | {"backend": "local"}
+        kwargs["initial"] = defaults | kwargs.get("initial", {})
+        super().__init__(*args, **kwargs)
+        models = ModelCheckpoint.objects.visible_to(user)
+        self.fields["policy"].queryset = models.filter(kind=RunKind.BC)
+        self.fields["reward_model"].queryset = models.filter(kind=RunKind.RM)
+        for name in ("policy", "reward_model"):
+            self.fields[name].label_from_instance = checkpoint_label
+        self.fields["backend"].choices = [("local", "local"), *((n, n) for n in settings.SAMPLING_ENDPOINTS)]
+        self.fields["dataset"].choices = dataset_choices()
+        for name, (low, high) in BOUNDS.items():
+            # The browser is told the range, to say so before a round trip; the service decides.
+            self.fields[name].widget.attrs.update(min=low, max=high)
+        self.fields["temperature"].widget.attrs["step"] = "any"
+        self.fields["decline_threshold"].widget.attrs["step"] = "any"
+
+    @classmethod
+    def prefill(cls, query: QueryDict, user: AnyUser) -> dict[str, Any]:
+        """Initial values from a link (``?reward_model=3&dataset=demo&n=2``): each value its field accepts;
+        anything else is left at the default, never an error."""
+        fields = cls(user=user).fields
+        initial: dict[str, Any] = {}
+        for name, field in fields.items():
+            raw = query.get(name)
+            if raw is None:
+                continue
+            try:
+                value = field.clean(raw)
+            except ValidationError:
+                continue
+            initial[name] = value.pk if isinstance(value, ModelCheckpoint | DemonstrationBatch) else value
+        return initial
+
+    def sampling_request(self) -> SamplingRequest:
+        data = self.cleaned_data
+        values = {name: data[name] for name in SETTINGS}
+        values["constrain_commands"] = CONSTRAIN[data["constrain_commands"]]
+        return SamplingRequest(
+            policy=data["policy"],
+            reward_model=data["reward_model"],
+            backend=data["backend"],
+            questions=QuestionSet(
+                batch=data["batch"], split=data["split"], dataset=data["dataset"], limit=data["limit"]
+            ),
+            settings=values,
+        )
+
+    def add_run_error(self, exc: RunError) -> None:
+        """The service's refusal on the field it names, or on the whole form."""
+        if exc.field in self.fields:
+            self.add_error(exc.field, exc.reason[0].upper() + exc.reason[1:] + ".")
+        else:
+            message = str(exc)
+            self.add_error(None, message[0].upper() + message[1:] + ". Nothing was started.")

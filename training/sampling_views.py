@@ -1,0 +1,166 @@
+"""Researcher pages for sampling runs: the runs, "Sample answers" (a new run), and a run's live progress,
+results and samples, each sample's trajectory one click away (the episode page). Runs are jobs on the
+``sampling`` queue; these pages only read their rows and ask training.sampling_runs to start or cancel."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.core.paginator import Paginator
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
+from django.views.decorators.vary import vary_on_headers
+
+from annotation.models import Question
+from training.inputs import RunError
+from training.models import Sample, SamplingRun
+from training.plot import DOTTED, Series, line_chart
+from training.sampling_forms import SamplingForm
+from training.sampling_runs import cancel_sampling, request_sampling
+from training.views import PAGE_SIZE, shown
+from webgpt_site.permissions import Role, get_visible_or_404, role_required
+
+# Settings shown with a run, in this order.
+SHOWN_SETTINGS = (
+    "temperature",
+    "max_actions",
+    "max_answer_tokens",
+    "seed",
+    "examples",
+    "constrain_commands",
+    "decline_threshold",
+)
+THRESHOLD_STEPS = 40  # points of the coverage curve
+
+
+@require_GET
+@role_required(Role.RESEARCHER)
+def sampling_list(request: HttpRequest) -> HttpResponse:
+    # Logs grow with every chunk and the scores with every question: a list needs neither.
+    runs = SamplingRun.objects.select_related("owner").defer("log", "metrics", "question_ids")
+    page = Paginator(runs, PAGE_SIZE).get_page(request.GET.get("page"))
+    return render(request, "training/sampling_runs.html", {"page": page})
+
+
+@require_http_methods(["GET", "POST"])
+@role_required(Role.RESEARCHER)
+def sampling_new(request: HttpRequest) -> HttpResponse:
+    initial = SamplingForm.prefill(request.GET, request.user)
+    form = SamplingForm(request.POST or None, user=request.user, initial=initial)
+    if request.method == "POST" and form.is_valid():
+        try:
+            run = request_sampling(request.user, form.sampling_request())
+        except RunError as exc:
+            form.add_run_error(exc)
+        else:
+            messages.success(
+                request, f"Sampling run {run.pk} queued: a worker on the sampling queue will start it."
+            )
+            return redirect("training:sampling_run", pk=run.pk)
+    status = 400 if form.errors else 200
+    return render(request, "training/sampling_new.html", {"form": form}, status=status)
+
+
+@dataclass(frozen=True)
+class QuestionSamples:
+    question: Question
+    samples: list[Sample]
+
+    @property
+    def declined(self) -> bool:
+        return any(sample.declined for sample in self.samples)
+
+    @property
+    def answered(self) -> bool:
+        return any(sample.chosen for sample in self.samples)
+
+
+@require_GET
+@login_required  # visibility decides: for anyone but researchers a run does not exist (404)
+@vary_on_headers("HX-Request")
+def sampling_detail(request: HttpRequest, pk: int) -> HttpResponse:
+    run = get_visible_or_404(
+        SamplingRun.objects.select_related("owner", "policy", "reward_model"), request.user, pk=pk
+    )
+    metrics = run.metrics or {}
+    context = {
+        "run": run,
+        "metrics": metrics,
+        "invalid_rate": shown(metrics.get("invalid_action_rate")),
+        "chart": coverage_chart(run),
+        # Every sample is sent once the run has finished (the last poll stops polling), not every 2 s.
+        "groups": question_groups(run) if run.is_finished else [],
+    }
+    if request.htmx:
+        return render(request, "training/_sampling_status.html", context)
+    context["settings"] = [(name, setting_text(name, run.settings.get(name))) for name in SHOWN_SETTINGS]
+    context["source"] = [(name, shown(value)) for name, value in (run.question_source or {}).items()]
+    return render(request, "training/sampling_detail.html", context)
+
+
+def setting_text(name: str, value: Any) -> str:
+    if name == "constrain_commands":
+        return {None: "policy default", True: "on", False: "off"}.get(value, shown(value))
+    if name == "decline_threshold" and value is None:
+        return "none"
+    return shown(value)
+
+
+def question_groups(run: SamplingRun) -> list[QuestionSamples]:
+    """The run's samples, grouped by question in the run's order; each episode with its answer and state
+    (its quotes), its actions counted on the Sample row."""
+    samples = (
+        Sample.objects.filter(run=run).select_related("question", "episode").order_by("question", "index")
+    )
+    groups: dict[int, QuestionSamples] = {}
+    for sample in samples:
+        groups.setdefault(sample.question_id, QuestionSamples(sample.question, [])).samples.append(sample)
+    order = {pk: i for i, pk in enumerate(run.question_ids)}
+    return sorted(groups.values(), key=lambda group: order.get(group.question.pk, len(order)))
+
+
+def coverage_curve(
+    best_scores: Sequence[float | None], thresholds: Sequence[float]
+) -> list[tuple[float, float]]:
+    """training.sampling.best_of_n.coverage_curve, which this mirrors, imports torch with its module, and
+    the web app never loads torch: (threshold, share of questions whose best score is at least it)."""
+    total = len(best_scores)
+    present = [s for s in best_scores if s is not None]
+    return [(t, sum(s >= t for s in present) / total if total else 0.0) for t in sorted(thresholds)]
+
+
+def coverage_chart(run: SamplingRun) -> str:
+    """Coverage (share of questions answered) against a decline threshold swept over the scores seen."""
+    scores = [s for s in (run.metrics or {}).get("best_scores", []) if isinstance(s, int | float)]
+    if not scores:
+        return ""
+    low, high = min(scores), max(scores)
+    margin = (high - low) * 0.05 or 0.5
+    low, high = low - margin, high + margin
+    thresholds = [low + (high - low) * i / THRESHOLD_STEPS for i in range(THRESHOLD_STEPS + 1)]
+    points = coverage_curve(run.metrics["best_scores"], thresholds)
+    series = [Series("questions answered at this threshold", points)]
+    threshold = run.settings.get("decline_threshold")
+    if isinstance(threshold, int | float):
+        series.append(Series("this run's threshold", [(threshold, 0.0), (threshold, 1.0)], 1, DOTTED))
+    title = f"Sampling run {run.pk}: coverage against the decline threshold"
+    return line_chart(series, title, left_label="share answered", x_label="decline threshold")
+
+
+@require_POST
+@login_required
+def sampling_cancel(request: HttpRequest, pk: int) -> HttpResponse:
+    run = get_visible_or_404(SamplingRun.objects, request.user, pk=pk)
+    if run.is_finished:
+        messages.info(
+            request, f"Sampling run {run.pk} had already finished ({run.get_status_display().lower()})."
+        )
+    else:
+        cancel_sampling(request.user, run)
+        messages.info(request, f"Sampling run {run.pk}: cancel requested.")
+    return redirect("training:sampling_run", pk=run.pk)
