@@ -1,0 +1,249 @@
+"""Sampling runs as jobs: one check of every input before anything is created, samples stored as episodes
+of kind model (actions, pages, answers) with their scores and best-of-n's choice, seeded runs that
+reproduce, declining below a threshold, cancel and crash recorded, an unreachable endpoint failing with
+the reason, and the whole path on a real Celery worker on the ``sampling`` queue."""
+
+from __future__ import annotations
+
+import socket
+import time
+
+import pytest
+
+from annotation.demonstrations.service import next_episode
+from annotation.models import EpisodeAction, EpisodeKind, EpisodeStatus, Question, Split
+from browser.models import PageSnapshot
+from tests.conftest import make_user, running_worker
+from tests.test_training_jobs import worker_env
+from tests.tiny_models import tiny_reward_model
+from training.inputs import RunError
+from training.jobs import delete_checkpoint
+from training.models import ModelCheckpoint, RunKind, RunStatus, Sample, SamplingRun
+from training.sampling.endpoints import EndpointConfig
+from training.sampling_jobs import run_sampling_job
+from training.sampling_runs import QuestionSet, SamplingRequest, cancel_sampling, request_sampling
+
+pytestmark = pytest.mark.django_db
+# Seed 1 of the tiny random policy, constrained to the command grammar, quotes and answers on these
+# questions (some samples answer, some do not): both sides of best-of-n are exercised.
+TINY = {
+    "n": 2,
+    "max_actions": 4,
+    "max_answer_tokens": 12,
+    "examples": 0,
+    "constrain_commands": True,
+    "seed": 1,
+}
+
+
+@pytest.fixture(scope="module")
+def reward_dir(tiny_bert_dir, tmp_path_factory):
+    return tiny_reward_model(tmp_path_factory.mktemp("rm"), tiny_bert_dir, offset=0.25, max_length=64)
+
+
+@pytest.fixture
+def policy(tiny_llama_dir) -> ModelCheckpoint:
+    return ModelCheckpoint.objects.create(
+        kind=RunKind.BC, name="tiny-bc", base_model="random", path=str(tiny_llama_dir)
+    )
+
+
+@pytest.fixture
+def reward_model(reward_dir) -> ModelCheckpoint:
+    return ModelCheckpoint.objects.create(
+        kind=RunKind.RM, name="tiny-rm", base_model="random", path=str(reward_dir)
+    )
+
+
+def questions(count: int, split: str = Split.EVAL) -> list[Question]:
+    texts = ["Who won the 2022 AFL Grand Final?", "What happened to the Crimean Bridge in October 2022?"]
+    return [
+        Question.objects.create(text=texts[i % 2] + f" ({i})", key=f"q{i}", dataset="demo", split=split)
+        for i in range(count)
+    ]
+
+
+def sample(user, policy, reward_model=None, **settings) -> SamplingRun:
+    request = SamplingRequest(
+        policy=policy,
+        reward_model=reward_model,
+        questions=QuestionSet(dataset="demo", limit=10),
+        settings=TINY | settings,
+    )
+    return run_sampling_job(request_sampling(user, request, queue=False).pk)
+
+
+def test_every_input_is_checked_before_anything_is_created(alice, policy, reward_model):
+    questions(1)
+    cases = [
+        ({"settings": {"n": 0}}, "n"),
+        ({"settings": {"n": 65}}, "n"),
+        ({"settings": {"temperature": "hot"}}, "temperature"),
+        ({"settings": {"max_actions": 2.5}}, "max_actions"),
+        ({"settings": {"max_actions": True}}, "max_actions"),
+        ({"settings": {"beam": 3}}, "settings"),
+        ({"settings": {"decline_threshold": 0.5}}, "decline_threshold"),  # no reward model to score
+        ({"backend": "http://169.254.169.254/v1"}, "backend"),  # names only, never a URL
+        ({"policy": reward_model}, "policy"),
+        ({"reward_model": policy}, "reward_model"),
+        ({"questions": QuestionSet()}, "questions"),
+        ({"questions": QuestionSet(dataset="nowhere")}, "questions"),
+        ({"questions": QuestionSet(split="test")}, "split"),
+        ({"questions": QuestionSet(dataset="demo", limit=0)}, "limit"),
+    ]
+    for change, field in cases:
+        values = {"policy": policy, "questions": QuestionSet(dataset="demo")} | change
+        with pytest.raises(RunError) as refused:
+            request_sampling(alice, SamplingRequest(**values), queue=False)
+        assert refused.value.field == field, (change, refused.value)
+    assert not SamplingRun.objects.exists()
+
+
+def test_a_run_stores_every_sample_as_a_model_episode_scored_and_chosen(
+    alice, freshwiki, policy, reward_model
+):
+    asked = questions(2)
+    run = sample(alice, policy, reward_model)
+    assert run.status == RunStatus.DONE, run.error
+    assert run.episodes_done == run.episodes_total == 4 and run.percent == 100
+    assert run.tokens_generated > 0 and run.tokens_per_second > 0
+    assert run.metrics["questions"] == 2 and run.metrics["episodes"] == 4
+    assert 0 <= run.metrics["invalid_action_rate"] <= 1
+    samples = list(Sample.objects.filter(run=run).select_related("episode"))
+    assert any(s.score is not None for s in samples) and any(s.score is None for s in samples)
+    assert sorted((s.question_id, s.index) for s in samples) == sorted(
+        (q.pk, i) for q in asked for i in range(2)
+    )
+    for s in samples:
+        episode = s.episode
+        assert episode.kind == EpisodeKind.MODEL and episode.user is None and episode.policy == "tiny-bc"
+        assert episode.status == EpisodeStatus.FINISHED and episode.question_id == s.question_id
+        actions = list(EpisodeAction.objects.filter(episode=episode))
+        assert len(actions) == s.actions >= 1 and sum(not a.valid for a in actions) == s.invalid_actions
+        assert {a.page_before for a in actions} <= set(PageSnapshot.objects.values_list("digest", flat=True))
+        assert (s.score is None) == (episode.answer == "")  # every answer is scored, nothing else
+    for question in asked:
+        group = [s for s in samples if s.question_id == question.pk]
+        answered = [s for s in group if s.score is not None]
+        chosen = [s for s in group if s.chosen]
+        if answered:
+            assert chosen == [max(answered, key=lambda s: (s.score, -s.index))]
+        else:
+            assert not chosen
+
+
+def test_samples_take_no_question_from_demonstrators(dana, freshwiki, policy, django_user_model):
+    """Samples are the team's data, not a person's work: a sampled bc question is still handed out."""
+    question = Question.objects.create(
+        text="Who won the 2022 AFL Grand Final?", key="bc1", dataset="demo", split=Split.BC
+    )
+    researcher = make_user(django_user_model, "r", "researcher")
+    run = sample(researcher, policy, n=1)
+    assert run.status == RunStatus.DONE, run.error
+    assert next_episode(dana).question == question
+
+
+def test_the_same_seed_gives_the_same_samples(alice, freshwiki, policy):
+    questions(1)
+    runs = [sample(alice, policy, seed=seed) for seed in (7, 7, 8)]
+
+    def commands(run: SamplingRun) -> list[list[str]]:
+        return [
+            list(s.episode.actions.order_by("index").values_list("command", flat=True))
+            for s in run.samples.order_by("index").select_related("episode")
+        ]
+
+    assert commands(runs[0]) == commands(runs[1])
+    assert commands(runs[0]) != commands(runs[2])
+
+
+def test_a_threshold_above_every_score_declines_and_keeps_the_scores(alice, freshwiki, policy, reward_model):
+    questions(2)
+    run = sample(alice, policy, reward_model, decline_threshold=1e6)
+    assert run.status == RunStatus.DONE, run.error
+    scored = Sample.objects.filter(run=run, score__isnull=False)
+    assert scored.exists() and not Sample.objects.filter(run=run, chosen=True).exists()
+    assert all(s.declined for s in scored)
+    assert (
+        run.metrics["answered"] == 0
+        and run.metrics["declined"] == scored.values("question").distinct().count()
+    )
+
+
+def test_cancel_queued_at_once_and_running_after_its_round(alice, freshwiki, policy, monkeypatch):
+    questions(1)
+    request = SamplingRequest(policy=policy, questions=QuestionSet(dataset="demo"), settings=TINY)
+    queued = request_sampling(alice, request, queue=False)
+    cancel_sampling(alice, queued)
+    queued.refresh_from_db()
+    assert queued.status == RunStatus.CANCELLED and run_sampling_job(queued.pk).status == RunStatus.CANCELLED
+
+    monkeypatch.setattr("training.sampling_jobs.SAVE_EVERY_S", 0.0)
+    running = request_sampling(alice, request, queue=False)
+
+    def cancel_from_the_page(run: SamplingRun) -> None:
+        SamplingRun.objects.filter(pk=run.pk).update(cancel_requested=True)
+
+    running = run_sampling_job(running.pk, echo=cancel_from_the_page)
+    assert running.status == RunStatus.CANCELLED and running.finished_at is not None
+    assert not Sample.objects.filter(run=running).exists()  # the unfinished question left nothing behind
+
+
+def test_a_worker_that_died_leaves_the_run_failed_with_the_reason(alice, freshwiki, policy):
+    questions(1)
+    run = request_sampling(
+        alice, SamplingRequest(policy=policy, questions=QuestionSet(dataset="demo")), queue=False
+    )
+    SamplingRun.objects.filter(pk=run.pk).update(status=RunStatus.RUNNING)  # as the dead worker left it
+    run = run_sampling_job(run.pk)  # the redelivered message
+    assert run.status == RunStatus.FAILED and "worker" in run.error
+
+
+def test_an_unreachable_endpoint_fails_the_run_with_the_reason(alice, freshwiki, settings):
+    with socket.socket() as probe:  # a port nobody listens on
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    settings.SAMPLING_ENDPOINTS = {
+        "gpu": EndpointConfig("gpu", f"http://127.0.0.1:{port}/v1", "smollm2", max_retries=0, timeout_s=2)
+    }
+    questions(1)
+    request = SamplingRequest(backend="gpu", questions=QuestionSet(dataset="demo"), settings=TINY)
+    run = run_sampling_job(request_sampling(alice, request, queue=False).pk)
+    assert run.status == RunStatus.FAILED and "127.0.0.1" in run.error
+    assert run.policy_name == "gpu:smollm2"
+
+
+def test_a_model_in_use_by_a_sampling_run_is_not_deleted(alice, policy, reward_model):
+    questions(1)
+    request = SamplingRequest(policy=policy, reward_model=reward_model, questions=QuestionSet(dataset="demo"))
+    run = request_sampling(alice, request, queue=False)
+    for model in (policy, reward_model):
+        with pytest.raises(RunError, match="in use"):
+            delete_checkpoint(alice, model)
+    SamplingRun.objects.filter(pk=run.pk).update(status=RunStatus.DONE)
+    delete_checkpoint(alice, reward_model)
+    run.refresh_from_db()
+    assert run.reward_model is None and run.reward_model_name == "tiny-rm"
+
+
+@pytest.mark.worker
+@pytest.mark.django_db(transaction=True)
+def test_a_run_reaches_done_on_a_real_worker_on_the_sampling_queue(
+    settings, tmp_path, alice, freshwiki, policy, reward_model, broker_namespace, model_store
+):
+    questions(1)
+    request = SamplingRequest(
+        policy=policy, reward_model=reward_model, questions=QuestionSet(dataset="demo"), settings=TINY
+    )
+    run = request_sampling(alice, request)  # queued on commit (no transaction wraps this test)
+    env = worker_env(settings, tmp_path) | {
+        "CORPUS_INDEX_DIR": str(settings.CORPUS_INDEX_DIR),
+        "DEFAULT_CORPUS": settings.DEFAULT_CORPUS,
+    }
+    with running_worker(env, queues="sampling"):
+        deadline = time.monotonic() + 180
+        while time.monotonic() < deadline and not SamplingRun.objects.get(pk=run.pk).is_finished:
+            time.sleep(0.3)
+    run.refresh_from_db()
+    assert run.status == RunStatus.DONE, run.error
+    assert Sample.objects.filter(run=run).count() == 2 and run.episodes_done == 2
