@@ -1,0 +1,218 @@
+"""The sampling pages: Sample answers (the service's refusal on the field it names, nothing created; a valid
+request queued and shown), a finished run's page with its samples, scores and choices (from a real job on
+tiny models), the htmx partial while a run works, cancel, who may see them, and a model sample's episode
+page (its policy and run, every text escaped)."""
+
+from __future__ import annotations
+
+import pytest
+from django.urls import reverse
+from django.utils.html import escape
+
+from annotation.models import Episode, EpisodeKind, Question, Split
+from tests.tiny_models import tiny_reward_model
+from training.models import ModelCheckpoint, RunKind, RunStatus, Sample, SamplingRun
+from training.sampling_jobs import run_sampling_job
+from training.sampling_runs import DEFAULTS, QuestionSet, SamplingRequest, request_sampling
+from training.sampling_views import coverage_curve
+
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("model_store")]
+TINY = {"n": 2, "max_actions": 3, "max_answer_tokens": 16, "examples": 0}
+NASTY = '<script>alert("x")</script>'
+
+
+@pytest.fixture(scope="module")
+def reward_dir(tiny_bert_dir, tmp_path_factory):
+    return tiny_reward_model(tmp_path_factory.mktemp("rm"), tiny_bert_dir, offset=0.25, max_length=64)
+
+
+@pytest.fixture
+def policy(tiny_llama_dir) -> ModelCheckpoint:
+    return ModelCheckpoint.objects.create(
+        kind=RunKind.BC, name="tiny-bc", base_model="random", path=str(tiny_llama_dir)
+    )
+
+
+@pytest.fixture
+def reward_model(reward_dir) -> ModelCheckpoint:
+    return ModelCheckpoint.objects.create(
+        kind=RunKind.RM, name="tiny-rm", base_model="random", path=str(reward_dir)
+    )
+
+
+def ask(count: int = 1, text: str = "Who won the 2022 AFL Grand Final?") -> list[Question]:
+    return [
+        Question.objects.create(text=f"{text} ({i})", key=f"q{i}", dataset="demo", split=Split.EVAL)
+        for i in range(count)
+    ]
+
+
+def form_data(**changes) -> dict:
+    values = {name: value for name, value in DEFAULTS.items() if value is not None}
+    values |= {"backend": "local", "dataset": "demo", "constrain_commands": ""} | TINY
+    return {name: value for name, value in (values | changes).items() if value is not None}
+
+
+def finished_run(user, policy, reward_model, **settings) -> SamplingRun:
+    request = SamplingRequest(
+        policy=policy,
+        reward_model=reward_model,
+        questions=QuestionSet(dataset="demo"),
+        settings=TINY | settings,
+    )
+    run = run_sampling_job(request_sampling(user, request, queue=False).pk)
+    assert run.status == RunStatus.DONE, run.error
+    return run
+
+
+def test_a_refusal_lands_on_its_field_and_creates_nothing(client_for, alice, policy, reward_model):
+    ask()
+    client = client_for(alice)
+    url = reverse("training:sampling_new")
+    cases = [
+        ({"n": 65}, "n", "Must be between 1 and 64."),
+        ({"max_actions": 0}, "max_actions", "Must be between 1 and 100."),
+        ({"decline_threshold": 0.5}, "decline_threshold", "Declining below a threshold needs a reward model"),
+        ({"dataset": "", "split": ""}, None, "Questions: choose the questions"),
+    ]
+    for change, field, message in cases:
+        response = client.post(url, form_data(policy=policy.pk, **change))
+        assert response.status_code == 400, change
+        form = response.context["form"]
+        errors = form.errors.get(field or "__all__", [])
+        assert any(message in error for error in errors), (change, form.errors)
+        assert message in response.content.decode()
+    assert not SamplingRun.objects.exists()
+
+
+def test_a_valid_request_queues_a_run_and_redirects_to_its_page(
+    client_for, alice, policy, reward_model, django_capture_on_commit_callbacks
+):
+    asked = ask(2)
+    client = client_for(alice)
+    data = form_data(policy=policy.pk, reward_model=reward_model.pk, limit=1, constrain_commands="on")
+    response = client.post(reverse("training:sampling_new"), data)
+    run = SamplingRun.objects.get()
+    assert response.status_code == 302 and response.url == reverse("training:sampling_run", args=[run.pk])
+    assert run.owner == alice and run.policy == policy and run.reward_model == reward_model and run.n == 2
+    assert run.question_ids == [asked[0].pk] and run.settings["constrain_commands"] is True
+    page = client.get(response.url).content.decode()
+    assert "Queued" in page and "waiting for a worker on the <code>sampling</code> queue" in page
+    assert 'hx-trigger="every 2s"' in page and "Cancel run" in page
+
+
+def test_links_prefill_the_form(client_for, alice, policy, reward_model):
+    ask()
+    client = client_for(alice)
+    registry = client.get(reverse("training:models")).content.decode()
+    new = reverse("training:sampling_new")
+    assert f"{new}?policy={policy.pk}" in registry and f"{new}?reward_model={reward_model.pk}" in registry
+    page = client.get(f"{new}?reward_model={reward_model.pk}&dataset=demo&n=2&max_actions=10&limit=4&seed=x")
+    form = page.context["form"]
+    assert page.status_code == 200 and not form.is_bound
+    assert form.initial["reward_model"] == reward_model.pk and form.initial["dataset"] == "demo"
+    assert (form.initial["n"], form.initial["max_actions"], form.initial["limit"]) == (2, 10, 4)
+    assert form.initial["seed"] == DEFAULTS["seed"]  # not a number: the default stays
+    assert "SmolLM2-135M-Instruct, prompted (default)" in page.content.decode()
+
+
+def test_a_finished_run_shows_its_samples_scores_and_choices(
+    client_for, alice, freshwiki, policy, reward_model
+):
+    ask(2)
+    run = finished_run(alice, policy, reward_model)
+    samples = list(Sample.objects.filter(run=run).select_related("episode"))
+    assert len(samples) == 4
+    page = client_for(alice).get(reverse("training:sampling_run", args=[run.pk]))
+    html = page.content.decode()
+    assert page.status_code == 200 and "Done" in html and 'value="100"' in html
+    assert 'hx-trigger="every 2s"' not in html and "Cancel run" not in html
+    assert "4 of 4 episodes" in html and "Invalid-action rate" in html
+    for sample in samples:
+        assert reverse("annotation:episode", args=[sample.episode_id]) in html
+        if sample.score is not None:
+            assert f"{sample.score:.3f}" in html
+    assert html.count('run-done">chosen') == sum(sample.chosen for sample in samples)
+    if any(s.score is not None for s in samples):
+        assert "<svg" in html and "decline threshold" in html  # the coverage chart
+    for question in Question.objects.all():
+        assert question.text in html
+    listing = client_for(alice).get(reverse("training:sampling_runs")).content.decode()
+    assert reverse("training:sampling_run", args=[run.pk]) in listing and "tiny-bc" in listing
+
+
+def test_the_htmx_partial_polls_while_running_and_shows_the_progress(client_for, alice):
+    run = SamplingRun.objects.create(
+        owner=alice,
+        policy_name="tiny",
+        n=2,
+        status=RunStatus.RUNNING,
+        episodes_done=3,
+        episodes_total=8,
+        tokens_per_second=12.34,
+    )
+    response = client_for(alice).get(reverse("training:sampling_run", args=[run.pk]), HTTP_HX_REQUEST="true")
+    html = response.content.decode()
+    assert response.status_code == 200 and "<html" not in html
+    assert 'hx-trigger="every 2s"' in html and 'value="37"' in html and "3 of 8 episodes" in html
+    assert "12.3" in html and "once the run has finished" in html
+
+
+def test_cancel_a_queued_run(client_for, alice):
+    run = SamplingRun.objects.create(owner=alice, policy_name="tiny", n=1, episodes_total=1)
+    client = client_for(alice)
+    response = client.post(reverse("training:sampling_cancel", args=[run.pk]), follow=True)
+    run.refresh_from_db()
+    assert run.status == RunStatus.CANCELLED and run.cancel_requested
+    assert f"Sampling run {run.pk}: cancel requested." in response.content.decode()
+    again = client.post(reverse("training:sampling_cancel", args=[run.pk]), follow=True)
+    assert "had already finished (cancelled)" in again.content.decode()
+    assert client.get(reverse("training:sampling_cancel", args=[run.pk])).status_code == 405
+
+
+def test_only_researchers_see_sampling_runs(client_for, alice, bob, dana, charlie):
+    run = SamplingRun.objects.create(owner=alice, policy_name="tiny", n=1, episodes_total=1)
+    for user in (bob, dana, charlie):
+        client = client_for(user)
+        assert client.get(reverse("training:sampling_runs")).status_code == 403
+        assert client.get(reverse("training:sampling_new")).status_code == 403
+        assert client.post(reverse("training:sampling_new"), form_data()).status_code == 403
+        assert client.get(reverse("training:sampling_run", args=[run.pk])).status_code == 404
+        assert client.post(reverse("training:sampling_cancel", args=[run.pk])).status_code == 404
+    run.refresh_from_db()
+    assert run.status == RunStatus.QUEUED and not run.cancel_requested
+    assert not SamplingRun.objects.exclude(pk=run.pk).exists()
+    anonymous = client_for(None).get(reverse("training:sampling_runs"))
+    assert anonymous.status_code == 302 and anonymous.url.startswith(reverse("login"))
+
+
+def test_a_model_sample_page_names_its_policy_and_run_and_escapes_text(
+    client_for, alice, dana, freshwiki, policy, reward_model
+):
+    ask(1, text=f"Is {NASTY} a question?")
+    run = finished_run(alice, policy, reward_model, n=1)
+    sample = Sample.objects.select_related("episode").get(run=run)
+    episode = sample.episode
+    Episode.objects.filter(pk=episode.pk).update(answer=f"An answer {NASTY}", policy=f"tiny {NASTY}")
+    assert episode.kind == EpisodeKind.MODEL and episode.user is None
+    page = client_for(alice).get(reverse("annotation:episode", args=[episode.pk]))
+    html = page.content.decode()
+    assert page.status_code == 200
+    assert NASTY not in html and "&lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt;" in html
+    assert "Model sample" in html and "by None" not in html
+    assert reverse("training:sampling_run", args=[run.pk]) in html
+    for command in episode.actions.values_list("command", flat=True):
+        assert escape(command) in html
+    # Demonstrators see only their own episodes: a model's sample is not theirs.
+    assert client_for(dana).get(reverse("annotation:episode", args=[episode.pk])).status_code == 404
+    # The run page escapes the same texts.
+    run_page = client_for(alice).get(reverse("training:sampling_run", args=[run.pk])).content.decode()
+    assert NASTY not in run_page and "An answer &lt;script&gt;" in run_page
+
+
+def test_coverage_curve_mirrors_best_of_n():
+    from training.sampling.best_of_n import coverage_curve as original
+
+    scores, thresholds = [0.5, None, -1.0, 2.0], [3.0, -2.0, 0.5, 0.0]
+    assert coverage_curve(scores, thresholds) == original(scores, thresholds)
+    assert coverage_curve([], [0.0]) == original([], [0.0]) == [(0.0, 0.0)]
