@@ -54,8 +54,9 @@ class EpisodeActionInline(admin.TabularInline):
 
 @admin.register(Episode)
 class EpisodeAdmin(admin.ModelAdmin):
-    list_display = ("id", "user", "question", "status", "end_reason", "started_at", "active_seconds")
-    list_filter = ("status", "end_reason")
+    # A model sample has no user: its policy says who answered.
+    list_display = ("id", "kind", "user", "policy", "question", "status", "end_reason", "started_at")
+    list_filter = ("kind", "status", "end_reason")
     raw_id_fields = ("user", "question", "batch")
     readonly_fields = ("state", "settings", "version", "started_at", "finished_at", "last_seen_at")
     inlines = (EpisodeActionInline,)

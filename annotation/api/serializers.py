@@ -9,8 +9,15 @@ from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
+from annotation.exports.rules import EPISODE_KINDS as EXPORT_EPISODE_KINDS
 from annotation.exports.rules import FILE_TYPES as EXPORT_FILE_TYPES
-from annotation.exports.rules import PARQUET_HELP, ExportRequestError, check_batch, clean_export_request
+from annotation.exports.rules import (
+    PARQUET_HELP,
+    ExportRequestError,
+    check_batch,
+    check_sampling_run,
+    clean_export_request,
+)
 from annotation.exports.rules import SOURCES as EXPORT_SOURCES
 from annotation.feedback.batches import MAX_NAME as MAX_BATCH_NAME
 from annotation.feedback.batches import SOURCES as BATCH_SOURCES
@@ -83,8 +90,12 @@ class EpisodeActionSerializer(serializers.ModelSerializer):
 
 
 class EpisodeSerializer(serializers.ModelSerializer):
+    """A human demonstration (``kind`` human: ``user`` is its demonstrator) or a model sample (``kind``
+    model: no user, ``policy`` names the model)."""
+
     question = serializers.CharField(source="question.text", read_only=True)
-    user = serializers.CharField(source="user.get_username", read_only=True)
+    user = serializers.SerializerMethodField(help_text="The demonstrator's user name; null for a sample")
+    policy = serializers.SerializerMethodField(help_text="The model that sampled it; null for a human")
     quotes = serializers.SerializerMethodField()
 
     class Meta:
@@ -93,7 +104,9 @@ class EpisodeSerializer(serializers.ModelSerializer):
             "id",
             "question",
             "question_id",
+            "kind",
             "user",
+            "policy",
             "status",
             "end_reason",
             "corpus",
@@ -104,6 +117,12 @@ class EpisodeSerializer(serializers.ModelSerializer):
             "finished_at",
             "active_seconds",
         )
+
+    def get_user(self, episode: Episode) -> str | None:
+        return episode.user.get_username() if episode.user is not None else None
+
+    def get_policy(self, episode: Episode) -> str | None:
+        return episode.policy or None
 
     def get_quotes(self, episode: Episode) -> list[dict[str, Any]]:
         return list((episode.state or {}).get("quotes") or [])
@@ -281,6 +300,17 @@ class ExportCreateInput(serializers.Serializer):
     source = serializers.ChoiceField(
         choices=EXPORT_SOURCES, default="both", help_text="Comparisons judged here, imported ones, or both"
     )
+    episode_kind = serializers.ChoiceField(
+        choices=EXPORT_EPISODE_KINDS,
+        default="human",
+        help_text="Demonstrations and bc-pairs: human demonstrations (default), model samples, or all",
+    )
+    sampling_run = serializers.IntegerField(
+        required=False,
+        allow_null=True,
+        min_value=1,
+        help_text="Demonstrations and bc-pairs: only this sampling run's samples (implies model)",
+    )
 
     def validate_batch(self, batch: int | None) -> int | None:
         try:  # here too, so a bad batch is reported with the other fields' errors
@@ -288,6 +318,13 @@ class ExportCreateInput(serializers.Serializer):
         except ExportRequestError as exc:
             raise serializers.ValidationError(exc.message) from None
         return batch
+
+    def validate_sampling_run(self, sampling_run: int | None) -> int | None:
+        try:
+            check_sampling_run(sampling_run)
+        except ExportRequestError as exc:
+            raise serializers.ValidationError(exc.message) from None
+        return sampling_run
 
     def validate(self, data: dict[str, Any]) -> dict[str, Any]:
         filters = {key: value for key, value in data.items() if key not in ("format", "file_type")}

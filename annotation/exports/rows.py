@@ -21,6 +21,7 @@ from annotation.models import (
     Assignment,
     AssignmentStatus,
     Episode,
+    EpisodeKind,
     EpisodeStatus,
     ExportFormat,
     ImportedComparison,
@@ -216,7 +217,15 @@ def _full_rows(filters: dict[str, Any]) -> Iterator[dict[str, Any]]:
 
 
 def _episodes(filters: dict[str, Any]) -> Iterator[Episode]:
-    episodes = Episode.objects.filter(status=EpisodeStatus.FINISHED).select_related("question")
+    """Finished episodes matching the filters. Human demonstrations only unless ``episode_kind`` says
+    "model" or "all", or ``sampling_run`` names a run (its samples only): filters stored before model
+    samples existed have neither key and keep exporting what they did."""
+    episodes = Episode.objects.filter(status=EpisodeStatus.FINISHED).select_related("question", "sample")
+    kind = filters.get("episode_kind") or "human"
+    if filters.get("sampling_run") is not None:
+        episodes = episodes.filter(kind=EpisodeKind.MODEL, sample__run_id=filters["sampling_run"])
+    elif kind != "all":
+        episodes = episodes.filter(kind=kind)
     if filters.get("split"):
         episodes = episodes.filter(question__split=filters["split"])
     if filters.get("since"):
@@ -224,6 +233,23 @@ def _episodes(filters: dict[str, Any]) -> Iterator[Episode]:
     if filters.get("until"):
         episodes = episodes.filter(finished_at__date__lte=filters["until"])
     return episodes.order_by("id").iterator(chunk_size=200)
+
+
+def _origin(episode: Episode) -> dict[str, Any]:
+    """Where an episode came from: a person (pseudonymised) or a model's sample in a sampling run (its
+    index among the question's n samples, its reward and whether best-of-n chose it); None where a field
+    does not apply."""
+    sample = getattr(episode, "sample", None) if episode.kind == EpisodeKind.MODEL else None
+    return {
+        "kind": episode.kind,
+        "demonstrator": pseudonym(episode.user_id) if episode.user_id is not None else None,
+        "policy": episode.policy or None,
+        "sampling_run": sample.run_id if sample else None,
+        "sample_index": sample.index if sample else None,
+        "score": sample.score if sample else None,
+        "chosen": sample.chosen if sample else None,
+        "declined": sample.declined if sample else None,
+    }
 
 
 def _demonstration_rows(filters: dict[str, Any]) -> Iterator[dict[str, Any]]:
@@ -234,7 +260,7 @@ def _demonstration_rows(filters: dict[str, Any]) -> Iterator[dict[str, Any]]:
         yield {
             "episode": episode.pk,
             "question": _question(episode.question),
-            "demonstrator": pseudonym(episode.user_id),
+            **_origin(episode),
             "end_reason": episode.end_reason,
             "commands": [a["command"] for a in actions],
             "commands_merged": merge_scrolls([a["command"] for a in actions if a["valid"]]),
@@ -251,7 +277,13 @@ def _demonstration_rows(filters: dict[str, Any]) -> Iterator[dict[str, Any]]:
 def _bc_rows(filters: dict[str, Any]) -> Iterator[dict[str, Any]]:
     for episode in _episodes(filters):
         for step, example in enumerate(bc_examples(episode)):
-            yield {"episode": episode.pk, "question_id": episode.question_id, "step": step, **example}
+            yield {
+                "episode": episode.pk,
+                "question_id": episode.question_id,
+                "kind": episode.kind,
+                "step": step,
+                **example,
+            }
 
 
 ROWS: dict[str, Callable[[dict[str, Any]], Iterator[Any]]] = {

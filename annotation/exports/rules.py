@@ -10,6 +10,7 @@ from typing import Any
 
 from annotation.exports.parquet import SCHEMAS
 from annotation.models import ExportFormat, FeedbackBatch, Split, Template
+from training.models import SamplingRun
 
 FILE_TYPES = (("jsonl", "JSONL"), ("parquet", "Parquet"))
 PARQUET_FORMATS = tuple(SCHEMAS)
@@ -17,6 +18,13 @@ SOURCES = (
     ("both", "Platform and imported"),
     ("platform", "Platform only"),
     ("imported", "Imported only"),
+)
+# Which episodes the demonstrations and bc-pairs exports hold. Human demonstrations by default, so an export
+# made as before (and the behaviour cloning trained on it) never takes in model samples unasked.
+EPISODE_KINDS = (
+    ("human", "Human demonstrations"),
+    ("model", "Model samples"),
+    ("all", "Both"),
 )
 PARQUET_HELP = f"Parquet is for the {' and '.join(PARQUET_FORMATS)} formats; the others are JSONL only."
 
@@ -50,6 +58,23 @@ def check_batch(batch: int | None) -> None:
         raise ExportRequestError("batch", f"There is no feedback batch {batch}.")
 
 
+def check_sampling_run(sampling_run: int | None) -> None:
+    if sampling_run is not None and not SamplingRun.objects.filter(pk=sampling_run).exists():
+        raise ExportRequestError("sampling_run", f"There is no sampling run {sampling_run}.")
+
+
+def episode_kind_for(episode_kind: str | None, sampling_run: int | None) -> str:
+    """The kind of episodes exported: a sampling run's episodes are all model samples, so naming a run
+    implies "model" whatever the kind field says (its default, "human", would otherwise match none)."""
+    if sampling_run is not None:
+        return "model"
+    episode_kind = episode_kind or "human"
+    if episode_kind not in dict(EPISODE_KINDS):
+        message = f"The episode kind is human, model or all, not {episode_kind!r}."
+        raise ExportRequestError("episode_kind", message)
+    return episode_kind
+
+
 def export_filters(
     *,
     batch: int | None = None,
@@ -62,10 +87,15 @@ def export_filters(
     include_flagged: bool = True,
     include_gold: bool = True,
     include_late: bool = False,
+    episode_kind: str | None = "human",
+    sampling_run: int | None = None,
 ) -> dict[str, Any]:
     """The filters as the job reads them (JSON on the export row: ids, ISO dates, None for "any");
-    ExportRequestError for a value that no export can use."""
+    ExportRequestError for a value that no export can use. ``episode_kind`` and ``sampling_run`` narrow
+    the episodes of the demonstrations and bc-pairs exports."""
     check_batch(batch)
+    check_sampling_run(sampling_run)
+    episode_kind = episode_kind_for(episode_kind, sampling_run)
     if split and split not in Split.values:
         raise ExportRequestError("split", f"There is no question split {split!r}.")
     if template and template not in Template.values:
@@ -86,13 +116,26 @@ def export_filters(
         "since": since.isoformat() if since else None,
         "until": until.isoformat() if until else None,
         "source": source,
+        "episode_kind": episode_kind,
+        "sampling_run": sampling_run,
     }
 
 
 def filter_arguments(values: Mapping[str, Any]) -> dict[str, Any]:
     """``export_filters``' arguments from the page's fields or the command's options, which share their
     names and ask "leave out" of flagged and gold judgements where the API asks "include"."""
-    named = ("batch", "split", "template", "labeler", "since", "until", "source", "include_late")
+    named = (
+        "batch",
+        "split",
+        "template",
+        "labeler",
+        "since",
+        "until",
+        "source",
+        "include_late",
+        "episode_kind",
+        "sampling_run",
+    )
     return {
         **{name: values[name] for name in named},
         "include_flagged": not values["exclude_flagged"],

@@ -10,6 +10,7 @@ from django.views.decorators.http import require_GET, require_http_methods
 from django.views.decorators.vary import vary_on_headers
 
 from annotation.exports.rules import (
+    EPISODE_KINDS,
     FILE_TYPES,
     PARQUET_HELP,
     SOURCES,
@@ -20,6 +21,7 @@ from annotation.exports.rules import (
 from annotation.exports.service import open_finished_file, request_export
 from annotation.feedback.scales import TEMPLATES
 from annotation.models import Export, ExportFormat, FeedbackBatch, Split
+from training.models import SamplingRun
 from webgpt_site.permissions import Role, get_visible_or_404, role_required
 
 
@@ -47,6 +49,19 @@ class ExportForm(forms.Form):
         label="Include late submissions",
         help_text="Stored after the lease ran out and the slot went to another labeler: extra judgements",
     )
+    episode_kind = forms.ChoiceField(
+        choices=EPISODE_KINDS,
+        initial="human",
+        required=False,
+        label="Episodes",
+        help_text="Demonstrations and bc-pairs only: human demonstrations, model samples or both",
+    )
+    sampling_run = forms.ModelChoiceField(
+        queryset=SamplingRun.objects.order_by("-id"),
+        required=False,
+        help_text="Demonstrations and bc-pairs only: this sampling run's samples (implies model samples)",
+        error_messages={"invalid_choice": "There is no sampling run %(value)s."},
+    )
 
     def clean(self) -> dict:
         data = super().clean()
@@ -54,7 +69,11 @@ class ExportForm(forms.Form):
             return data
         data["file_type"] = data["file_type"] or "jsonl"
         try:
-            fields = {**data, "batch": data["batch"].pk if data["batch"] else None}
+            fields = {
+                **data,
+                "batch": data["batch"].pk if data["batch"] else None,
+                "sampling_run": data["sampling_run"].pk if data["sampling_run"] else None,
+            }
             data["filters"] = clean_export_request(
                 data["export_format"], data["file_type"], **filter_arguments(fields)
             )

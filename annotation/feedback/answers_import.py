@@ -8,7 +8,7 @@ from typing import Any, BinaryIO
 from django.conf import settings
 from django.db import transaction
 
-from annotation.models import Answer, Episode, EpisodeStatus, Question, SourceKind
+from annotation.models import Answer, Episode, EpisodeKind, EpisodeStatus, Question, SourceKind
 from annotation.questions.formats import QuestionFileError, json_object, read_lines
 from annotation.questions.splits import question_key
 from browser.engine.text import domain_of
@@ -113,21 +113,29 @@ def _row(line: str, number: int) -> dict[str, Any]:
 
 
 def answer_from_episode(episode: Episode) -> Answer:
-    """The Answer for a finished demonstration (created once)."""
+    """The Answer for a finished episode (created once): a demonstration's, or a model sample's (source
+    kind model, naming the policy, the sampling run and the sample's index in it)."""
     if episode.status != EpisodeStatus.FINISHED or not episode.answer:
         raise ValueError("only finished demonstrations with an answer can be judged")
     quotes = [
         {key: quote[key] for key in ("title", "url", "domain", "extract")}
         for quote in episode.state["quotes"]
     ]
+    source_kind, source = SourceKind.DEMONSTRATION, {"episode": episode.pk}
+    if episode.kind == EpisodeKind.MODEL:
+        sample = getattr(episode, "sample", None)
+        source_kind = SourceKind.MODEL
+        source |= {"policy": episode.policy}
+        if sample is not None:
+            source |= {"sampling_run": sample.run_id, "sample_index": sample.index}
     answer, _ = Answer.objects.get_or_create(
         episode=episode,
         defaults={
             "question": episode.question,
             "text": episode.answer,
             "quotes": quotes,
-            "source_kind": SourceKind.DEMONSTRATION,
-            "source": {"episode": episode.pk},
+            "source_kind": source_kind,
+            "source": source,
         },
     )
     return answer

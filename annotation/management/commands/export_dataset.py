@@ -10,6 +10,7 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from annotation.exports.rules import (
+    EPISODE_KINDS,
     FILE_TYPES,
     SOURCES,
     ExportRequestError,
@@ -46,6 +47,15 @@ class Command(BaseCommand):
         parser.add_argument("--exclude-gold", action="store_true")
         parser.add_argument(
             "--include-late", action="store_true", help="late submissions (the slot went to someone else)"
+        )
+        parser.add_argument(
+            "--episode-kind",
+            choices=[code for code, _ in EPISODE_KINDS],
+            default="human",
+            help="demonstrations and bc-pairs: human demonstrations (default), model samples or all",
+        )
+        parser.add_argument(
+            "--sampling-run", type=int, help="demonstrations and bc-pairs: only this sampling run's samples"
         )
         parser.add_argument("-o", "--output", type=Path, help="also copy the finished file here")
 
