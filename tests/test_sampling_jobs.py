@@ -24,15 +24,16 @@ from training.sampling_jobs import run_sampling_job
 from training.sampling_runs import QuestionSet, SamplingRequest, cancel_sampling, request_sampling
 
 pytestmark = pytest.mark.django_db
-# Seed 1 of the tiny random policy, constrained to the command grammar, quotes and answers on these
-# questions (some samples answer, some do not): both sides of best-of-n are exercised.
+# Seed 5 of the tiny random policy, constrained to the command grammar, quotes and answers on one of
+# these questions and not on the other: both sides of best-of-n are exercised. Short commands keep it fast.
 TINY = {
     "n": 2,
     "max_actions": 4,
+    "max_command_tokens": 10,
     "max_answer_tokens": 12,
     "examples": 0,
     "constrain_commands": True,
-    "seed": 1,
+    "seed": 5,
 }
 
 
@@ -145,7 +146,7 @@ def test_samples_take_no_question_from_demonstrators(dana, freshwiki, policy, dj
 
 def test_the_same_seed_gives_the_same_samples(alice, freshwiki, policy):
     questions(1)
-    runs = [sample(alice, policy, seed=seed) for seed in (7, 7, 8)]
+    runs = [sample(alice, policy, seed=seed, n=1) for seed in (7, 7, 8)]
 
     def commands(run: SamplingRun) -> list[list[str]]:
         return [

@@ -25,7 +25,14 @@ from training.sampling.episode import EpisodeSample, SamplingSettings, run_episo
 from training.sampling.types import BackendError
 
 SAVE_EVERY_S = 1.0  # progress writes and cancel checks at most this often
-SETTINGS_FIELDS = ("temperature", "max_actions", "max_answer_tokens", "seed", "constrain_commands")
+SETTINGS_FIELDS = (
+    "temperature",
+    "max_actions",
+    "max_command_tokens",
+    "max_answer_tokens",
+    "seed",
+    "constrain_commands",
+)
 
 
 class Cancelled(Exception):
@@ -104,7 +111,9 @@ class _Progress:
 def _execute(run: SamplingRun, progress: _Progress) -> None:
     from training.sampling_models import load_policy, load_scorer
 
-    sampling = SamplingSettings(**{name: run.settings[name] for name in SETTINGS_FIELDS})
+    sampling = SamplingSettings(
+        **{name: run.settings[name] for name in SETTINGS_FIELDS if name in run.settings}
+    )
     policy = load_policy(run)
     scorer = load_scorer(run)
     questions = _questions(run)
