@@ -72,6 +72,29 @@ PRODUCTION = {"DEBUG": "0", "SECRET_KEY": GOOD_KEY, "ALLOWED_HOSTS": "feedback.e
         ({"DEBUG": "1", "LOGIN_FAILURE_LIMIT": "0"}, "LOGIN_FAILURE_LIMIT: must be at least 1"),
         ({"DEBUG": "1", "SESSION_IDLE_MINUTES": "soon"}, "SESSION_IDLE_MINUTES: expected an integer"),
         ({"DEBUG": "1", "SQLITE_BUSY_TIMEOUT": "0"}, "SQLITE_BUSY_TIMEOUT: must be at least 1"),
+        ({"DEBUG": "1", "SAMPLING_ENDPOINTS": "{gpu"}, "SAMPLING_ENDPOINTS: not valid JSON"),
+        (
+            {"DEBUG": "1", "SAMPLING_ENDPOINTS": '{"gpu": {"base_url": "file:///etc", "model": "m"}}'},
+            "SAMPLING_ENDPOINTS: gpu: the endpoint base URL must be http:// or https://",
+        ),
+        (
+            {
+                "DEBUG": "1",
+                "SAMPLING_ENDPOINTS": '{"gpu": {"base_url": "http://h/v1", "model": "m", "key": "x"}}',
+            },
+            "SAMPLING_ENDPOINTS: gpu: unknown key(s) key",
+        ),
+        (
+            {
+                "DEBUG": "1",
+                "SAMPLING_ENDPOINTS": '{"gpu": {"base_url": "http://h/v1", "api_key_env": "sk-1"}}',
+            },
+            "SAMPLING_ENDPOINTS: gpu:",
+        ),
+        (
+            {"DEBUG": "1", "SAMPLING_ENDPOINTS": '{"local": {"base_url": "http://h/v1", "model": "m"}}'},
+            "an endpoint name is lowercase",
+        ),
     ],
 )
 def test_a_bad_value_stops_start_up_naming_the_variable(tmp_path, env, message):
