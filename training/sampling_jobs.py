@@ -118,6 +118,7 @@ def _execute(run: SamplingRun, progress: _Progress) -> None:
     scorer = load_scorer(run)
     questions = _questions(run)
     search = backend_for(settings.DEFAULT_CORPUS)
+    progress.started = time.monotonic()  # tokens/s counts sampling, not loading the models
     per_chunk = max(1, settings.SAMPLING_BATCH // run.n)
     totals = _Totals()
     for start in range(0, len(questions), per_chunk):
