@@ -10,9 +10,11 @@ seed, constrained commands. Two backends run the same episodes (``training.sampl
 - ours: ``LocalBackend``, one batch per round for every unfinished episode, the prompt cache, our decode;
 - naive: the same model and prompts, each request on its own through ``model.generate()`` (sampling at the
   same temperature, no top-k/top-p, the same command constraint as a logits processor, the same stop
-  strings), no batching and no reuse of keys and values.
+  strings), no batching and no reuse of keys and values;
+- unconstrained: ours again with ``constrain_commands=False``, for the valid-action rate of the prompted
+  135M model with and without the command grammar (``valid_action_rate`` in the results).
 
-Each backend runs in its own subprocess (OMP_WAIT_POLICY=PASSIVE, the same thread count) after a warm-up
+Each run goes in its own subprocess (OMP_WAIT_POLICY=PASSIVE, the same thread count) after a warm-up
 request. Reported per backend: wall and CPU seconds (CPU time is the steadier number on a shared machine),
 generated tokens/s, episodes/minute, the environment's share of the wall time (search, fetch, render), the
 valid-action rate, prompt tokens and how many of them were reused from the prompt cache rather than
@@ -40,6 +42,9 @@ if str(ROOT) not in sys.path:  # run as a script from a checkout
     sys.path.insert(0, str(ROOT))
 
 QUESTIONS = ROOT / "data" / "questions" / "freshwiki_demo.jsonl"
+# ours and naive: the speed-up (same constrained episodes); unconstrained: ours with commands left free,
+# for the valid-action rate with and without the command constraint.
+RUNS = ("ours", "naive", "unconstrained")
 CORPUS = ROOT / "data" / "corpus" / "freshwiki" / "json"
 
 
@@ -126,7 +131,7 @@ def child(spec: dict[str, Any]) -> None:
 
     torch.set_num_threads(spec["threads"])
     local = LocalBackend(spec["model"], device="cpu", threads=spec["threads"])
-    backend = Counting(local if spec["backend"] == "ours" else naive_backend(local))
+    backend = Counting(naive_backend(local) if spec["backend"] == "naive" else local)
     warm = CompletionRequest(messages=(Message("user", "Hello"),), max_new_tokens=4, seed=1)
     backend.complete([warm])
     local.table  # noqa: B018 - the constraint table is built once per process; not part of either timing
@@ -136,6 +141,7 @@ def child(spec: dict[str, Any]) -> None:
         max_command_tokens=spec["command_tokens"],
         max_answer_tokens=spec["answer_tokens"],
         seed=spec["seed"],
+        constrain_commands=spec["backend"] != "unconstrained",
     )
     questions = [q for q in spec["questions"] for _ in range(spec["n"])]
     browsers = [Browser(index, BrowserSettings()) for _ in questions]
@@ -188,7 +194,7 @@ def main() -> None:
     parser.add_argument("--answer-tokens", type=int, default=64)
     parser.add_argument("--threads", type=int, default=min(2, os.cpu_count() or 1))
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--only", choices=("ours", "naive"), help="one of the two backends")
+    parser.add_argument("--only", choices=RUNS, help="one of the runs")
     parser.add_argument("--child", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
@@ -225,7 +231,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         LocalIndex.open(Path(tmp) / "freshwiki").add(read_corpus(CORPUS, "freshwiki"))
         spec = {"model": str(model), "index": str(Path(tmp) / "freshwiki"), **shared}
-        for backend in [args.only] if args.only else ["ours", "naive"]:
+        for backend in [args.only] if args.only else RUNS:
             result = measure({**spec, "backend": backend})
             results["runs"][backend] = result
             shown = {k: v for k, v in result.items() if k not in ("commands", "answers_text")}
@@ -242,6 +248,12 @@ def main() -> None:
             f"{results['speedup_tokens_per_s']}x tokens/s, "
             f"same commands: {results['same_commands']}"
         )
+    if "ours" in runs and "unconstrained" in runs:
+        results["valid_action_rate"] = {
+            "constrained": runs["ours"]["valid_action_rate"],
+            "unconstrained": runs["unconstrained"]["valid_action_rate"],
+        }
+        print(f"valid actions, constrained vs not: {results['valid_action_rate']}")
     results["bench_s"] = round(time.perf_counter() - began, 1)
     args.out.write_text(json.dumps(results, indent=2) + "\n")
     print(f"wrote {args.out}")
