@@ -16,7 +16,7 @@ from annotation.models import DemonstrationBatch, Question, Split
 from training.forms import checkpoint_label
 from training.inputs import RunError
 from training.models import ModelCheckpoint, RunKind
-from training.sampling_runs import BOUNDS, DEFAULTS, QuestionSet, SamplingRequest
+from training.sampling_runs import BOUNDS, DEFAULTS, SETTABLE, QuestionSet, SamplingRequest
 from webgpt_site.permissions import AnyUser
 
 # The form's settings that go into SamplingRequest.settings (the rest name models and questions).
@@ -25,6 +25,7 @@ SETTINGS = (
     "temperature",
     "max_actions",
     "max_answer_tokens",
+    "max_command_tokens",
     "seed",
     "examples",
     "constrain_commands",
@@ -61,6 +62,7 @@ class SamplingForm(forms.Form):
     temperature = forms.FloatField()
     max_actions = forms.IntegerField(help_text="Browsing actions per episode before it must answer.")
     max_answer_tokens = forms.IntegerField()
+    max_command_tokens = forms.IntegerField(help_text="The longest command a policy may write, in tokens.")
     seed = forms.IntegerField(help_text="The same seed gives the same samples.")
     constrain_commands = forms.ChoiceField(
         choices=[("", "Policy default (on for prompted models)"), ("on", "On"), ("off", "Off")],
@@ -85,9 +87,12 @@ class SamplingForm(forms.Form):
     limit = forms.IntegerField(help_text="The first questions (by id) of those chosen above.")
 
     def __init__(self, *args: Any, user: AnyUser, **kwargs: Any) -> None:
-        defaults = {name: DEFAULTS[name] for name in (*SETTINGS, "limit")} | {"backend": "local"}
+        defaults = {name: DEFAULTS.get(name) for name in (*SETTINGS, "limit")} | {"backend": "local"}
         kwargs["initial"] = defaults | kwargs.get("initial", {})
         super().__init__(*args, **kwargs)
+        for name in SETTINGS:
+            if name not in SETTABLE:  # offered only where the service takes it
+                del self.fields[name]
         models = ModelCheckpoint.objects.visible_to(user)
         self.fields["policy"].queryset = models.filter(kind=RunKind.BC)
         self.fields["reward_model"].queryset = models.filter(kind=RunKind.RM)
@@ -97,7 +102,8 @@ class SamplingForm(forms.Form):
         self.fields["dataset"].choices = dataset_choices()
         for name, (low, high) in BOUNDS.items():
             # The browser is told the range, to say so before a round trip; the service decides.
-            self.fields[name].widget.attrs.update(min=low, max=high)
+            if name in self.fields:
+                self.fields[name].widget.attrs.update(min=low, max=high)
         self.fields["temperature"].widget.attrs["step"] = "any"
         self.fields["decline_threshold"].widget.attrs["step"] = "any"
 
@@ -120,7 +126,7 @@ class SamplingForm(forms.Form):
 
     def sampling_request(self) -> SamplingRequest:
         data = self.cleaned_data
-        values = {name: data[name] for name in SETTINGS}
+        values = {name: data[name] for name in SETTINGS if name in self.fields}
         values["constrain_commands"] = CONSTRAIN[data["constrain_commands"]]
         return SamplingRequest(
             policy=data["policy"],

@@ -30,6 +30,7 @@ SHOWN_SETTINGS = (
     "temperature",
     "max_actions",
     "max_answer_tokens",
+    "max_command_tokens",
     "seed",
     "examples",
     "constrain_commands",
@@ -98,7 +99,9 @@ def sampling_detail(request: HttpRequest, pk: int) -> HttpResponse:
     }
     if request.htmx:
         return render(request, "training/_sampling_status.html", context)
-    context["settings"] = [(name, setting_text(name, run.settings.get(name))) for name in SHOWN_SETTINGS]
+    context["settings"] = [
+        (name, setting_text(name, run.settings[name])) for name in SHOWN_SETTINGS if name in run.settings
+    ]
     context["source"] = [(name, shown(value)) for name, value in (run.question_source or {}).items()]
     return render(request, "training/sampling_detail.html", context)
 
