@@ -1,11 +1,15 @@
-"""``load_demo``: demo users and questions, development only, idempotent."""
+"""``load_demo``: demo users and questions, and the demo's reward model queued for the training worker;
+development only, idempotent."""
 
 import pytest
 from django.contrib.auth import authenticate, get_user_model
 from django.core.management import CommandError, call_command
 from django.test import RequestFactory
 
-from annotation.models import Question, QuestionImport
+from annotation.demo import DEMO_RM_LOG, DEMO_RM_PRESET, DEMO_RM_SETTINGS
+from annotation.models import Export, ExportFormat, Question, QuestionImport
+from training.data import read_rows
+from training.models import RunKind, RunStatus, TrainingRun
 from webgpt_site.permissions import Role, user_roles
 
 pytestmark = pytest.mark.django_db
@@ -19,8 +23,9 @@ def test_load_demo_refuses_when_debug_is_off(settings):
     assert Question.objects.count() == 0
 
 
-def test_load_demo_creates_the_demo_users_and_questions_once(settings):
+def test_load_demo_creates_the_demo_users_and_questions_once(settings, tmp_path):
     settings.DEBUG = True
+    settings.MEDIA_ROOT = tmp_path / "media"
     call_command("load_demo")
     counts = (Question.objects.count(), QuestionImport.objects.count(), get_user_model().objects.count())
     assert counts == (790 + 3000 + 393 + 381 + 12, 5, 4)
@@ -43,3 +48,38 @@ def test_load_demo_creates_the_demo_users_and_questions_once(settings):
         QuestionImport.objects.count(),
         get_user_model().objects.count(),
     ) == counts
+    assert TrainingRun.objects.count() == 1  # the demo reward model is queued once
+
+
+def test_load_demo_queues_a_fast_reward_model_on_the_demo_comparisons(settings, tmp_path):
+    """An rm-pairs export of the rm split's TruthfulQA reference comparisons, made here, and a fast
+    reward-model run on it for the training worker (the test's transaction never commits: nothing is sent
+    to a broker), owned by the demo researcher and named in its log."""
+    settings.DEBUG = True
+    settings.MEDIA_ROOT = tmp_path / "media"
+    call_command("load_demo")
+    run = TrainingRun.objects.select_related("export", "owner").get()
+    assert (run.kind, run.status, run.preset, run.owner.username) == (
+        RunKind.RM,
+        RunStatus.QUEUED,
+        DEMO_RM_PRESET,
+        "researcher",
+    )
+    assert run.log == DEMO_RM_LOG and DEMO_RM_SETTINGS.items() <= run.config.items()
+    export = run.export
+    assert (export.export_format, export.status, export.filters["split"]) == (
+        ExportFormat.RM_PAIRS,
+        "done",
+        "rm",
+    )
+    rows = read_rows(tmp_path / "media" / "exports" / export.file_name)
+    assert len(rows) == export.row_count > 100
+    assert set(
+        Question.objects.filter(pk__in={r["question_id"] for r in rows}).values_list("split", flat=True)
+    ) == {"rm"}
+    # A failed demo run is replaced at the next start; a queued, running or finished one is kept.
+    TrainingRun.objects.filter(pk=run.pk).update(status=RunStatus.FAILED)
+    call_command("load_demo", "--no-reward-model")  # for what does not need it (most tests of the demo)
+    assert TrainingRun.objects.count() == 1 and Export.objects.count() == 1
+    call_command("load_demo")
+    assert TrainingRun.objects.count() == 2 and Export.objects.count() == 2

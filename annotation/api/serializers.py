@@ -94,6 +94,8 @@ class EpisodeSerializer(serializers.ModelSerializer):
     model: no user, ``policy`` names the model)."""
 
     question = serializers.CharField(source="question.text", read_only=True)
+    # A plain string in the schema: an enum here would collide by name with the training kinds' enums.
+    kind = serializers.CharField(read_only=True, help_text="human (a demonstration) or model (a sample)")
     user = serializers.SerializerMethodField(help_text="The demonstrator's user name; null for a sample")
     policy = serializers.SerializerMethodField(help_text="The model that sampled it; null for a human")
     quotes = serializers.SerializerMethodField()

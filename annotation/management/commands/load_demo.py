@@ -1,4 +1,5 @@
-"""``manage.py load_demo``: demo users and the shipped question sets. Development only; idempotent."""
+"""``manage.py load_demo``: demo users, the shipped question sets and corpus, demo batches, and the demo's
+reward model queued for the training worker. Development only; idempotent."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from typing import Any
 from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from annotation.demo import (
     DEMO_BATCH_DATASET,
@@ -17,6 +18,8 @@ from annotation.demo import (
     DEMO_CORPUS_NAME,
     DEMO_QUESTION_FILES,
     DEMO_USERS,
+    demo_reward_run,
+    queue_demo_reward_model,
 )
 from annotation.demonstrations.batches import create_demonstration_batch
 from annotation.feedback.demo import create_demo_feedback_batches, create_reference_comparisons
@@ -27,7 +30,17 @@ from browser.services import import_corpus, open_index
 
 
 class Command(BaseCommand):
-    help = "Create the demo users (password = user name) and load the demo questions. Needs DEBUG=1."
+    help = (
+        "Create the demo users (password = user name), load the demo questions and corpus, and queue the "
+        "demo's reward model for the training worker. Needs DEBUG=1."
+    )
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument(
+            "--no-reward-model",
+            action="store_true",
+            help="do not export the demo comparisons and queue the demo reward model's training run",
+        )
 
     def handle(self, *args: Any, **options: Any) -> None:
         if not settings.DEBUG:
@@ -68,3 +81,13 @@ class Command(BaseCommand):
             self.stdout.write(f"feedback batch {batch.name!r}: {batch.items.count()} items")
         created = create_reference_comparisons()
         self.stdout.write(f"TruthfulQA reference comparisons (imported, for reward models): {created} new")
+        if options["no_reward_model"]:
+            return
+        run = queue_demo_reward_model()
+        if run is not None:
+            self.stdout.write(
+                f"demo reward model: training run {run.pk} queued on the training worker "
+                f"(export {run.export_id}, {run.export.row_count} comparisons of the rm split)"
+            )
+        elif existing := demo_reward_run():
+            self.stdout.write(f"demo reward model: training run {existing.pk} ({existing.status})")
