@@ -76,6 +76,7 @@ RICH = {
     "console:demonstration_batches",
     "questions:import",
     "training:new",
+    "training:sampling_new",
 }
 EXAMPLES = {"rich": 25, "write": 6, "read": 4}
 
