@@ -251,6 +251,7 @@ def test_the_command_refuses_bad_options_naming_them(policy, reward_model):
     cases = [
         (["--dataset", "demo", "--n", "0"], "--n: must be between 1 and 64"),
         (["--dataset", "demo", "--temperature", "9"], "--temperature: must be between 0 and 2"),
+        (["--dataset", "demo", "--max-command-tokens", "0"], "--max-command-tokens: must be between 1 and"),
         (["--dataset", "demo", "--decline-threshold", "0"], "--decline-threshold: declining below"),
         (["--dataset", "demo", "--backend", "http://10.0.0.1/v1"], "--backend: unknown backend"),
         (["--dataset", "demo", "--policy", str(reward_model.pk)], "--policy: the policy must be a BC model"),

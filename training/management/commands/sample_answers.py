@@ -22,6 +22,7 @@ SETTINGS: dict[str, tuple[type, str]] = {
     "n": (int, "samples per question (best-of-n), 1 to 64"),
     "temperature": (float, "sampling temperature (default 0.8, the paper's)"),
     "max_actions": (int, "actions per episode (default 100, the paper's)"),
+    "max_command_tokens": (int, "tokens of a command"),
     "max_answer_tokens": (int, "tokens of the answer"),
     "seed": (int, "random seed: the same seed gives the same episodes"),
     "examples": (int, "demonstrations shown to a prompted model as examples"),
