@@ -10,15 +10,15 @@ from io import StringIO
 import pytest
 from django.core.management import CommandError, call_command
 
-from annotation.models import Episode, Question, Split
+from annotation.models import Episode, Question
 from tests.test_api import api
+from tests.test_sampling_jobs import TINY, questions
 from tests.tiny_models import tiny_reward_model
 from training.models import ModelCheckpoint, RunKind, RunStatus, SamplingRun
 from training.sampling.endpoints import EndpointConfig
 from training.sampling_jobs import run_sampling_job
 
 pytestmark = pytest.mark.django_db
-TINY = {"n": 2, "max_actions": 3, "max_answer_tokens": 12, "examples": 0}
 
 
 @pytest.fixture(scope="module")
@@ -45,14 +45,6 @@ def endpoint(settings) -> EndpointConfig:
     config = EndpointConfig("gpu", "http://127.0.0.1:9/v1", "smollm2", api_key_env="GPU_SECRET_KEY_VAR")
     settings.SAMPLING_ENDPOINTS = {"gpu": config}
     return config
-
-
-def questions(count: int) -> list[Question]:
-    texts = ["Who won the 2022 AFL Grand Final?", "What happened to the Crimean Bridge in October 2022?"]
-    return [
-        Question.objects.create(text=texts[i % 2] + f" ({i})", key=f"q{i}", dataset="demo", split=Split.EVAL)
-        for i in range(count)
-    ]
 
 
 def ask(user, body: dict):
@@ -144,22 +136,20 @@ def test_a_valid_request_answers_202_with_a_queued_run_listed_newest_first(alice
 
 
 def test_a_run_reads_back_with_its_samples_scores_and_choices(alice, freshwiki, policy, reward_model):
-    asked = questions(1)
+    asked = questions(2)  # TINY's seed is the one whose tiny policy answers (test_sampling_jobs)
     body = {"policy": policy.pk, "reward_model": reward_model.pk, "questions": {"dataset": "demo"}}
-    # Seed 1 with valid commands only: the tiny policy quotes a page and answers in one of its two samples.
-    created = ask(alice, body | {"settings": TINY | {"seed": 1, "constrain_commands": True}}).json()
+    created = ask(alice, body | {"settings": TINY}).json()
     assert run_sampling_job(created["id"]).status == RunStatus.DONE
 
     run = api(alice).get(f"/api/sampling-runs/{created['id']}").json()
-    assert run["status"] == "done" and run["percent"] == 100 and run["episodes_done"] == 2
+    assert run["status"] == "done" and run["percent"] == 100 and run["episodes_done"] == 4
     assert run["tokens_generated"] > 0 and run["tokens_per_second"] > 0 and not run["error"]
-    assert run["metrics"]["questions"] == 1 and 0 <= run["metrics"]["invalid_action_rate"] <= 1
+    assert run["metrics"]["questions"] == 2 and 0 <= run["metrics"]["invalid_action_rate"] <= 1
 
     page = api(alice).get(f"/api/sampling-runs/{created['id']}/samples").json()
     samples = page["results"]
-    assert page["count"] == 2
+    assert page["count"] == 4
     assert [(s["question"], s["index"]) for s in samples] == [(q.pk, i) for q in asked for i in range(2)]
-    assert [s["score"] is not None for s in samples] == [True, False]
     for s in samples:
         assert s["question_text"] == Question.objects.get(pk=s["question"]).text
         assert s["actions"] >= 1 and 0 <= s["invalid_actions"] <= s["actions"] and s["tokens"] > 0
@@ -167,11 +157,14 @@ def test_a_run_reads_back_with_its_samples_scores_and_choices(alice, freshwiki, 
         assert not s["declined"]
         episode = api(alice).get(f"/api/episodes/{s['episode']}").json()  # the trajectory, one call away
         assert episode["answer"] == s["answer"] and len(episode["actions"]) == s["actions"]
+    chosen_per_question = []
     for question in asked:
         group = [s for s in samples if s["question"] == question.pk]
         answered = [s for s in group if s["score"] is not None]
         best = max(answered, key=lambda s: (s["score"], -s["index"]), default=None)
         assert [s for s in group if s["chosen"]] == ([best] if best else [])
+        chosen_per_question.append(best is not None)
+    assert any(chosen_per_question)  # answered, scored and chosen
 
 
 def test_cancel_stops_a_queued_run(alice, policy):
@@ -215,21 +208,22 @@ def test_the_backends_are_listed_by_name_without_their_key_variable(alice, endpo
 
 
 def test_the_command_samples_with_a_progress_bar_and_a_summary(freshwiki, policy, reward_model):
-    questions(1)
+    questions(2)
+    expected = TINY | {"decline_threshold": -1000.0}
+    given = expected | {"constrain_commands": "on" if TINY["constrain_commands"] else "off"}
+    options = [item for name, value in given.items() for item in (f"--{name.replace('_', '-')}", value)]
     out = StringIO()
-    call_command(
-        "sample_answers",
-        *("--policy", policy.pk, "--reward-model", reward_model.pk, "--dataset", "demo", "--n", 2),
-        *("--max-actions", 3, "--max-answer-tokens", 12, "--examples", 0, "--seed", 1),
-        *("--constrain-commands", "on", "--temperature", 0.8, "--decline-threshold", -1000),
-        stdout=out,
-    )
+    models = ("--policy", policy.pk, "--reward-model", reward_model.pk)
+    call_command("sample_answers", *models, "--dataset", "demo", *options, stdout=out)
     run = SamplingRun.objects.get()
     text = out.getvalue()
     assert run.status == RunStatus.DONE and run.owner is None
-    assert run.settings["constrain_commands"] is True and run.settings["seed"] == 1 and run.n == 2
-    assert "] 2/2 episodes" in text and "tokens/s" in text  # the progress bar's last state
-    summary = rf"run {run.pk} done: 1 question\(s\); 1 answered, 0 declined, 0 without an answer; "
+    assert {name: run.n if name == "n" else run.settings[name] for name in expected} == expected
+    assert "] 4/4 episodes" in text and "tokens/s" in text  # the progress bar's last state
+    answered = run.metrics["answered"]
+    assert answered >= 1  # the seed's tiny policy answers (test_sampling_jobs)
+    counts = f"{answered} answered, 0 declined, {2 - answered} without an answer"
+    summary = rf"run {run.pk} done: 2 question\(s\); {counts}; "
     assert re.search(summary + r"invalid actions \d+\.\d% \(\d+ of \d+\); \d+\.\d tokens/s", text), text
     assert text.endswith(f"trajectories: /console/training/sampling/{run.pk}/\n")
 
