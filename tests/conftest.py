@@ -162,11 +162,10 @@ def client_for(client):
 
 
 @contextmanager
-def running_worker(
-    env: dict[str, str], queues: str = "default,exports,training"
-) -> Iterator[subprocess.Popen]:
-    """A real Celery worker process (solo pool) on ``queues``, stopped when the block ends. It listens in
-    this run's broker namespace unless ``env`` names another."""
+def running_worker(env: dict[str, str], queues: str | None = None) -> Iterator[subprocess.Popen]:
+    """A real Celery worker process (solo pool) on ``queues`` (all of ``CELERY_QUEUES`` by default), stopped
+    when the block ends. It listens in this run's broker namespace unless ``env`` names another."""
+    queues = queues or ",".join(django_settings.CELERY_QUEUES)
     env = {"CELERY_BROKER_KEY_PREFIX": django_settings.CELERY_BROKER_KEY_PREFIX, **env}
     command = [sys.executable, "-m", "celery", "-A", "webgpt_site", "worker", "-Q", queues, "--pool", "solo",
                "--without-gossip", "--without-mingle", "--loglevel", "WARNING"]  # fmt: skip

@@ -496,6 +496,8 @@ def test_page_api_and_command_store_the_same_filters(client_for, alice, django_u
             "since": "2000-01-01",
             "until": None,
             "source": "platform",
+            "episode_kind": "human",
+            "sampling_run": None,
         }
     )
 
