@@ -85,7 +85,7 @@ def demo_data(settings):
     from django.core.management import call_command
 
     settings.DEBUG = True
-    call_command("load_demo", verbosity=0)
+    call_command("load_demo", "--no-reward-model", verbosity=0)  # test_demo.py covers the demo RM run
     settings.DEBUG = False
 
 

@@ -15,6 +15,7 @@ from browser.engine.commands import parse_command
 from browser.engine.settings import BrowserSettings
 from browser.search.local import LocalIndex
 from tests.tiny_models import tiny_llama
+from training.sampling.constraints import ends_at_a_word_boundary
 from training.sampling.episode import EpisodeSample, SamplingSettings, derive_seed, run_episode, run_episodes
 from training.sampling.local import LocalBackend
 from training.sampling.policies import BCPolicy, PromptedPolicy, constraint_for
@@ -237,6 +238,61 @@ def test_constraint_forms_follow_the_browser_state(index):
     env.step("Search AFL Grand Final")
     results = constraint_for(env, SamplingSettings(constrain_commands=True))
     assert "Clicked on link <id>" in results.forms and results.link_ids and results.quote_source
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_a_guided_prompted_model_searches_spans_of_the_question_and_quotes_before_the_end(
+    backend, index, seed
+):
+    """Prompted models get the guided grammar: no declining, no scrolling a blank page, queries and find
+    texts that are whole-word spans of the question (and, below, with two actions left and no quote yet
+    only a quote)."""
+    question = QUESTIONS[seed]
+    # Room for a random model to spell "Clicked on link 12" a character at a time: a command cut short by
+    # the token limit is the one way a constrained command can still be invalid.
+    settings = SamplingSettings(max_actions=5, max_command_tokens=24, max_answer_tokens=4, seed=seed)
+    sample = run_episode(PromptedPolicy(backend), browser(index), question, settings)
+    assert all(step.valid for step in sample.steps)
+    assert parse_command(sample.steps[0].command).kind not in ("scroll_down", "scroll_up", "top")
+    for step in sample.steps:
+        command = parse_command(step.command)
+        assert step.command not in ("End: Nonsense", "End: Controversial")
+        if command.kind in ("search", "find"):
+            assert ends_at_a_word_boundary(question, command.argument), step.command
+    unguided = constraint_for(_at_limit(index), settings, default=True)
+    assert unguided.search_source is None and "Top" in unguided.forms  # BC and explicit settings: not guided
+
+
+def _at_limit(index) -> Browser:
+    env = browser(index)
+    env.settings = replace(ENV, max_actions=5)
+    env.reset(QUESTIONS[0])
+    env.step("Search AFL Grand Final")
+    env.step("Clicked on link 0")
+    env.step("Top")
+    return env
+
+
+def test_the_guided_grammar_at_two_actions_left_allows_only_a_quote(index):
+    env = _at_limit(index)
+    assert env.actions_left == 2 and env.page.lines and not env.quotes
+    guided = constraint_for(env, SamplingSettings(), default=True, guided=True)
+    assert guided.forms == ("Quote: <text>",) and guided.search_source == QUESTIONS[0]
+    start = browser(index)
+    start.reset(QUESTIONS[0])
+    blank = constraint_for(start, SamplingSettings(), default=True, guided=True)
+    assert "Search <query>" in blank.forms and not {"Top", "Scrolled down <1|2|3>"} & set(blank.forms)
+
+
+def test_a_guided_query_ends_only_on_a_whole_word_of_the_question(backend):
+    table = backend.table
+    guided = Constraint(commands=True, forms=("Search <query>",), search_source=QUESTIONS[0])
+    assert table.allowed(guided, "Search AFL Grand")[1] and table.allowed(guided, "Search 2022 AFL")[1]
+    assert not table.allowed(guided, "Search AFL Gra")[1] and not table.allowed(guided, "Search FL Grand")[1]
+    mask, _ = table.allowed(guided, "Search AFL Grand")
+    assert all("AFL Grand" + table.texts[i] in QUESTIONS[0] for i in mask.nonzero().flatten().tolist())
+    assert ends_at_a_word_boundary("Who won?", "won?") and ends_at_a_word_boundary("a b", "a b")
+    assert not ends_at_a_word_boundary("Who won?", "wo")
 
 
 def test_a_random_model_with_no_end_token_stops_at_its_limit_and_on_stop_strings(backend):

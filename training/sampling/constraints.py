@@ -6,7 +6,9 @@ its text valid.
   by construction.
 - Commands, when ``Constraint.commands``: the text must stay a prefix of a command form valid on this
   observation (``Constraint.forms``; link ids from ``Constraint.link_ids``; scroll 1-3; ``End: ...``), and
-  the end-of-sequence token is allowed only once it is a complete command.
+  the end-of-sequence token is allowed only once it is a complete command. With
+  ``Constraint.search_source`` a search query or a find text must be a span of that text (the question)
+  made of whole words.
 
 How: for each row and step, the generated text so far decides a set of allowed tokens, found from the
 vocabulary's decoded token texts (a dict of texts, a sorted list for "starts with", a trie for "is a
@@ -30,9 +32,9 @@ from training.sampling.types import Constraint
 QUOTE_HEAD = "Quote: "
 # COMMAND_FORMS entry -> (head, argument kind or None for a fixed command)
 _FORMS: dict[str, list[tuple[str, str | None]]] = {
-    "Search <query>": [("Search ", "text")],
+    "Search <query>": [("Search ", "query")],
     "Clicked on link <id>": [("Clicked on link ", "link")],
-    "Find in page: <text>": [("Find in page: ", "text")],
+    "Find in page: <text>": [("Find in page: ", "find")],
     "Quote: <text>": [(QUOTE_HEAD, "quote")],
     "Scrolled down <1|2|3>": [(f"Scrolled down {n}", None) for n in (1, 2, 3)],
     "Scrolled up <1|2|3>": [(f"Scrolled up {n}", None) for n in (1, 2, 3)],
@@ -86,12 +88,15 @@ class TokenTable:
             found.extend((i, text) for i in self.by_text[text])
         return found
 
-    def continuations(self, source: str, quote: str) -> list[int]:
-        """Tokens ``t`` such that ``quote + t`` is a substring of ``source``: walk the trie from every place
-        where ``quote`` ends in ``source``."""
+    def continuations(self, source: str, quote: str, whole_words: bool = False) -> list[int]:
+        """Tokens ``t`` such that ``quote + t`` is a substring of ``source`` (with ``whole_words``, one that
+        does not start inside a word): walk the trie from every place where ``quote`` ends in ``source``."""
         ids: set[int] = set()
         position = source.find(quote)
         while position >= 0:
+            if whole_words and not starts_a_word(source, position):
+                position = source.find(quote, position + 1)
+                continue
             node, end = self.trie, position + len(quote)
             for char in source[end : end + self.max_len]:
                 node = node.get(char)
@@ -152,14 +157,18 @@ class TokenTable:
                 if full.startswith(argument):
                     mask[self.prefixes_of(full[len(argument) :])] = True
             return mask, argument in ids
-        if kind == "quote" and constraint.quote_source is not None:
+        source = _span_source(constraint, kind)
+        if source is not None:
             mask = torch.zeros(self.size, dtype=torch.bool)
-            mask[self.continuations(constraint.quote_source, argument)] = True
+            mask[self.continuations(source, argument, whole_words=kind in QUESTION_SPANS)] = True
         else:
             mask = self.usable.clone()
         if blank:  # the parser needs a non-space character: never end up with a blank argument
             mask &= ~self.blank
-        return mask, not blank
+        complete = not blank
+        if complete and kind in QUESTION_SPANS and source is not None:
+            complete = ends_at_a_word_boundary(source, argument)  # "AFL Grand Final", not "AFL Gra"
+        return mask, complete
 
     def _argument_starts(self, constraint: Constraint, kind: str, start: str) -> bool:
         """Whether a token that finishes the head and goes on with ``start`` begins a valid argument."""
@@ -169,9 +178,44 @@ class TokenTable:
             return False
         if kind == "link":
             return start.isdigit() and any(str(i).startswith(start) for i in constraint.link_ids)
-        if kind == "quote" and constraint.quote_source is not None:
-            return start in constraint.quote_source
-        return True
+        source = _span_source(constraint, kind)
+        if source is None:
+            return True
+        if kind in QUESTION_SPANS:
+            return ends_at_a_word_boundary(source, start, ending=False)
+        return start in source
+
+
+QUESTION_SPANS = ("query", "find")  # the arguments that guided decoding takes from the question
+
+
+def _span_source(constraint: Constraint, kind: str) -> str | None:
+    """The text an argument must be a span of: the page for quotes, the question for guided searches and
+    finds."""
+    if kind == "quote":
+        return constraint.quote_source
+    if kind in QUESTION_SPANS:
+        return constraint.search_source
+    return None
+
+
+def starts_a_word(source: str, position: int) -> bool:
+    """Whether a span of ``source`` from ``position`` does not start inside a word."""
+    return position == 0 or position >= len(source) or not (
+        source[position - 1].isalnum() and source[position].isalnum()
+    )
+
+
+def ends_at_a_word_boundary(source: str, span: str, ending: bool = True) -> bool:
+    """Whether ``span`` occurs in ``source`` somewhere it does not start inside a word (nor, with
+    ``ending``, end inside one)."""
+    position = source.find(span)
+    while position >= 0:
+        end = position + len(span)
+        if starts_a_word(source, position) and (not ending or starts_a_word(source, end)):
+            return True
+        position = source.find(span, position + 1)
+    return False
 
 
 class ConstraintProcessor(LogitsProcessor):

@@ -23,10 +23,25 @@ from training.sampling.types import Backend, Completion, CompletionRequest, Cons
 BC_STOP = ("\n♦",)
 
 
-def constraint_for(browser: Browser, settings: SamplingSettings, default: bool = False) -> Constraint:
+# With this many actions left and no quote yet, a guided policy may only quote (when the page has text).
+QUOTE_BEFORE_END = 2
+MOVES = ("Scrolled down <1|2|3>", "Scrolled up <1|2|3>", "Top")
+DECLINES = ("End: Nonsense", "End: Controversial")
+
+
+def constraint_for(
+    browser: Browser, settings: SamplingSettings, default: bool = False, guided: bool = False
+) -> Constraint:
     """What the next command may be on the current observation: quotes from the page text, and (when
-    ``settings.constrain_commands``, or ``default`` when that is None) only the forms valid right now."""
+    ``settings.constrain_commands``, or ``default`` when that is None) only the forms valid right now.
+
+    ``guided`` (prompted models, whose few parameters know nothing of this browser) narrows the grammar to
+    moves that make progress, so that even the 135M default reaches an answer with quotes: no declining
+    (End: Nonsense/Controversial), no scrolling a page without text, search queries and find texts are
+    whole-word spans of the question, and with ``QUOTE_BEFORE_END`` actions left and no quote only a quote
+    from the page is allowed."""
     page = browser.page
+    commands = default if settings.constrain_commands is None else settings.constrain_commands
     forms = list(COMMAND_FORMS)
     if not page.lines:
         forms = [f for f in forms if not f.startswith(("Find in page", "Quote"))]
@@ -36,11 +51,19 @@ def constraint_for(browser: Browser, settings: SamplingSettings, default: bool =
         forms.remove("End: Answer")
     if not browser.can_go_back:  # Back on the first page is an invalid action
         forms.remove("Back")
+    guided = guided and commands
+    if guided:  # declining is the reward threshold's job: a 135M model would end with Nonsense at random
+        forms = [f for f in forms if f not in DECLINES]
+    if guided and not page.lines:
+        forms = [f for f in forms if f not in MOVES]
+    if guided and page.lines and not browser.quotes and browser.actions_left <= QUOTE_BEFORE_END:
+        forms = ["Quote: <text>"]
     return Constraint(
-        commands=default if settings.constrain_commands is None else settings.constrain_commands,
+        commands=commands,
         quote_source=page.plain if page.lines else None,
         link_ids=tuple(range(len(page.links))),
         forms=tuple(forms),
+        search_source=browser.question if guided else None,
     )
 
 
@@ -116,7 +139,7 @@ class PromptedPolicy:
             temperature=settings.temperature,
             seed=seed,
             stop=("\n",),  # one action, one line
-            constraint=constraint_for(browser, settings, default=True),
+            constraint=constraint_for(browser, settings, default=True, guided=True),
         )
 
     def answer_request(self, browser: Browser, settings: SamplingSettings, seed: int) -> CompletionRequest:

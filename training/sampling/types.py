@@ -27,12 +27,15 @@ class Constraint:
     ``Quote: ...`` command, what follows ``Quote: `` must stay a span of this page text (GopherCite's
     constrained sampling), so quotes are verbatim by construction. ``link_ids``: the ids that exist.
     ``forms``: the entries of ``browser.engine.commands.COMMAND_FORMS`` that are valid actions here (e.g. no
-    "Back" without a previous page, no "End: Answer" without a quote); empty means all of them."""
+    "Back" without a previous page, no "End: Answer" without a quote); empty means all of them.
+    ``search_source``: when set, a ``Search`` query or a ``Find in page`` text must be a whole-word span of
+    this text (the question), as quotes are spans of the page."""
 
     commands: bool = False
     quote_source: str | None = None
     link_ids: tuple[int, ...] = ()
     forms: tuple[str, ...] = ()
+    search_source: str | None = None
 
 
 @dataclass(frozen=True)
