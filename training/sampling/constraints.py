@@ -201,8 +201,10 @@ def _span_source(constraint: Constraint, kind: str) -> str | None:
 
 def starts_a_word(source: str, position: int) -> bool:
     """Whether a span of ``source`` from ``position`` does not start inside a word."""
-    return position == 0 or position >= len(source) or not (
-        source[position - 1].isalnum() and source[position].isalnum()
+    return (
+        position == 0
+        or position >= len(source)
+        or not (source[position - 1].isalnum() and source[position].isalnum())
     )
 
 
