@@ -284,6 +284,23 @@ def test_the_guided_grammar_at_two_actions_left_allows_only_a_quote(index):
     assert "Search <query>" in blank.forms and not {"Top", "Scrolled down <1|2|3>"} & set(blank.forms)
 
 
+def test_the_guided_grammar_does_not_repeat_a_search_or_scroll_up_from_the_top(backend, index):
+    env = browser(index)
+    env.reset(QUESTIONS[0])
+    env.step("Search AFL Grand Final")
+    env.step("Clicked on link 0")
+    guided = constraint_for(env, SamplingSettings(), default=True, guided=True)
+    assert guided.repeats == {"Search AFL Grand Final"} and env.top == 0
+    assert not {"Top", "Scrolled up <1|2|3>"} & set(guided.forms) and "Scrolled down <1|2|3>" in guided.forms
+    assert not backend.table.allowed(guided, "Search AFL Grand Final")[1]  # written before: not again
+    assert (
+        backend.table.allowed(guided, "Search AFL Grand Final?")[1]
+        and backend.table.allowed(guided, "Back")[1]
+    )
+    env.step("Scrolled down 1")
+    assert "Top" in constraint_for(env, SamplingSettings(), default=True, guided=True).forms
+
+
 def test_a_guided_query_ends_only_on_a_whole_word_of_the_question(backend):
     table = backend.table
     guided = Constraint(commands=True, forms=("Search <query>",), search_source=QUESTIONS[0])

@@ -116,6 +116,21 @@ def test_links_prefill_the_form(client_for, alice, policy, reward_model):
     assert "SmolLM2-135M-Instruct, prompted (default)" in page.content.decode()
 
 
+def test_the_quick_start_link_prefills_a_small_run_on_the_demo_questions(client_for, alice, reward_model):
+    client = client_for(alice)
+    unscored = client.get(reverse("training:sampling_runs")).content.decode()
+    assert "unscored (no reward model is registered yet)" not in unscored  # one is registered
+    Question.objects.create(text="Who won the 2022 AFL Grand Final?", key="fw0", dataset="freshwiki_demo")
+    newer = ModelCheckpoint.objects.create(kind=RunKind.RM, name="newer-rm", base_model="x", path="/x")
+    listing = client.get(reverse("training:sampling_runs"))
+    link = listing.context["quick_start"]["query"]
+    assert f"scored by {newer.name}" in listing.content.decode()
+    form = client.get(f"{reverse('training:sampling_new')}?{link}").context["form"]
+    assert form.initial["dataset"] == "freshwiki_demo" and form.initial["reward_model"] == newer.pk
+    assert (form.initial["n"], form.initial["limit"], form.initial["max_actions"]) == (2, 4, 10)
+    assert form.initial.get("policy") is None  # the prompted default
+
+
 def test_a_finished_run_shows_its_samples_scores_and_choices(
     client_for, alice, freshwiki, policy, reward_model
 ):

@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import urlencode
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
@@ -16,14 +17,15 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 from django.views.decorators.vary import vary_on_headers
 
+from annotation.demo import DEMO_BATCH_DATASET
 from annotation.models import Question
 from training.inputs import RunError
-from training.models import Sample, SamplingRun
+from training.models import ModelCheckpoint, RunKind, Sample, SamplingRun
 from training.plot import DOTTED, Series, line_chart
 from training.sampling_forms import SamplingForm
 from training.sampling_runs import cancel_sampling, request_sampling
 from training.views import PAGE_SIZE, shown
-from webgpt_site.permissions import Role, get_visible_or_404, role_required
+from webgpt_site.permissions import AnyUser, Role, get_visible_or_404, role_required
 
 # Settings shown with a run, in this order.
 SHOWN_SETTINGS = (
@@ -39,13 +41,30 @@ SHOWN_SETTINGS = (
 THRESHOLD_STEPS = 40  # points of the coverage curve
 
 
+# A first run that finishes within minutes on a 2-core CPU: best-of-2 on 4 questions, 10 actions each.
+QUICK_START = {"n": 2, "limit": 4, "max_actions": 10}
+
+
+def quick_start(user: AnyUser) -> dict[str, Any]:
+    """The Sample answers form's prefill for a small first run: the demo questions when they are loaded,
+    scored by the newest reward model this user can see (the demo trains one)."""
+    query: dict[str, Any] = dict(QUICK_START)
+    if Question.objects.filter(dataset=DEMO_BATCH_DATASET).exists():
+        query["dataset"] = DEMO_BATCH_DATASET
+    reward_model = ModelCheckpoint.objects.visible_to(user).filter(kind=RunKind.RM).order_by("-pk").first()
+    if reward_model is not None:
+        query["reward_model"] = reward_model.pk
+    return {"query": urlencode(query), "reward_model": reward_model, "dataset": query.get("dataset")}
+
+
 @require_GET
 @role_required(Role.RESEARCHER)
 def sampling_list(request: HttpRequest) -> HttpResponse:
     # Logs grow with every chunk and the scores with every question: a list needs neither.
     runs = SamplingRun.objects.select_related("owner").defer("log", "metrics", "question_ids")
     page = Paginator(runs, PAGE_SIZE).get_page(request.GET.get("page"))
-    return render(request, "training/sampling_runs.html", {"page": page})
+    context = {"page": page, "quick_start": quick_start(request.user)}
+    return render(request, "training/sampling_runs.html", context)
 
 
 @require_http_methods(["GET", "POST"])

@@ -8,7 +8,7 @@ its text valid.
   observation (``Constraint.forms``; link ids from ``Constraint.link_ids``; scroll 1-3; ``End: ...``), and
   the end-of-sequence token is allowed only once it is a complete command. With
   ``Constraint.search_source`` a search query or a find text must be a span of that text (the question)
-  made of whole words.
+  made of whole words, and a command in ``Constraint.repeats`` cannot end there.
 
 How: for each row and step, the generated text so far decides a set of allowed tokens, found from the
 vocabulary's decoded token texts (a dict of texts, a sorted list for "starts with", a trie for "is a
@@ -145,6 +145,8 @@ class TokenTable:
                     ok = kind is not None and self._argument_starts(constraint, kind, token[len(rest) :])
                     if ok or not constraint.commands:  # (free text allowed them all: take the bad ones out)
                         mask[i] = ok
+        if can_end and text in constraint.repeats:
+            can_end = False  # written before: go on to a longer one (or end anyway if nothing fits)
         return mask, can_end
 
     def _argument(self, constraint: Constraint, kind: str, argument: str) -> tuple[torch.Tensor, bool]:

@@ -26,6 +26,7 @@ BC_STOP = ("\n♦",)
 # With this many actions left and no quote yet, a guided policy may only quote (when the page has text).
 QUOTE_BEFORE_END = 2
 MOVES = ("Scrolled down <1|2|3>", "Scrolled up <1|2|3>", "Top")
+UPWARD = ("Scrolled up <1|2|3>", "Top")
 DECLINES = ("End: Nonsense", "End: Controversial")
 
 
@@ -37,9 +38,9 @@ def constraint_for(
 
     ``guided`` (prompted models, whose few parameters know nothing of this browser) narrows the grammar to
     moves that make progress, so that even the 135M default reaches an answer with quotes: no declining
-    (End: Nonsense/Controversial), no scrolling a page without text, search queries and find texts are
-    whole-word spans of the question, and with ``QUOTE_BEFORE_END`` actions left and no quote only a quote
-    from the page is allowed."""
+    (End: Nonsense/Controversial), no scrolling a page without text or up from its top, search queries
+    and find texts are whole-word spans of the question, no search or quote is written twice, and with
+    ``QUOTE_BEFORE_END`` actions left and no quote only a quote from the page is allowed."""
     page = browser.page
     commands = default if settings.constrain_commands is None else settings.constrain_commands
     forms = list(COMMAND_FORMS)
@@ -55,7 +56,9 @@ def constraint_for(
     if guided:  # declining is the reward threshold's job: a 135M model would end with Nonsense at random
         forms = [f for f in forms if f not in DECLINES]
     if guided and not page.lines:
-        forms = [f for f in forms if f not in MOVES]
+        forms = [f for f in forms if f not in MOVES]  # nothing to scroll
+    elif guided and browser.top == 0:
+        forms = [f for f in forms if f not in UPWARD]  # already at the top
     if guided and page.lines and not browser.quotes and browser.actions_left <= QUOTE_BEFORE_END:
         forms = ["Quote: <text>"]
     return Constraint(
@@ -64,7 +67,19 @@ def constraint_for(
         link_ids=tuple(range(len(page.links))),
         forms=tuple(forms),
         search_source=browser.question if guided else None,
+        repeats=past_searches_and_quotes(browser) if guided else frozenset(),
     )
+
+
+def past_searches_and_quotes(browser: Browser) -> frozenset[str]:
+    """The episode's valid Search and Quote commands so far, as written: a guided policy does not repeat
+    them (the same query shows the same results; the same quote adds nothing)."""
+    past = {
+        action.command.strip()
+        for action in browser.actions
+        if action.valid and action.command.strip().startswith(("Search ", "Quote: "))
+    }
+    return frozenset(past)
 
 
 @dataclass

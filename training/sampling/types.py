@@ -29,13 +29,15 @@ class Constraint:
     ``forms``: the entries of ``browser.engine.commands.COMMAND_FORMS`` that are valid actions here (e.g. no
     "Back" without a previous page, no "End: Answer" without a quote); empty means all of them.
     ``search_source``: when set, a ``Search`` query or a ``Find in page`` text must be a whole-word span of
-    this text (the question), as quotes are spans of the page."""
+    this text (the question), as quotes are spans of the page. ``repeats``: complete commands that may not
+    be written again (a guided policy's past searches and quotes: the same text gives the same page)."""
 
     commands: bool = False
     quote_source: str | None = None
     link_ids: tuple[int, ...] = ()
     forms: tuple[str, ...] = ()
     search_source: str | None = None
+    repeats: frozenset[str] = frozenset()
 
 
 @dataclass(frozen=True)
