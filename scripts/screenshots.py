@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+import time
 from pathlib import Path
 
 from playwright.sync_api import Page, expect, sync_playwright
@@ -37,6 +38,26 @@ def training(page: Page, base: str, steps: int = 30) -> None:
     page.screenshot(path=OUT / "training-runs.png")
 
 
+def sampling(page: Page, base: str) -> None:
+    """The demo's sampling journey: the quick-start run (best-of-2 answers of the prompted SmolLM2 on 4
+    FreshWiki questions, 10 actions each, scored by the newest reward model), watched to the end, then one
+    chosen sample's trajectory. Prints how long the run took."""
+    sign_in(page, base, "researcher")
+    page.goto(f"{base}/console/training/sampling/")
+    page.locator(".quick-start a").click()
+    started = time.monotonic()
+    page.get_by_role("button", name="Start sampling").click()
+    page.wait_for_timeout(20_000)
+    page.screenshot(path=OUT / "sampling-progress.png")
+    expect(page.get_by_text("Done", exact=True).first).to_be_visible(timeout=1_200_000)
+    print(f"sampling run: {time.monotonic() - started:.0f} s from Start sampling to Done")
+    page.screenshot(path=OUT / "sampling-run.png", full_page=True)
+    chosen = page.locator("li[id^='sample-']", has=page.locator(".run-done", has_text="chosen")).first
+    chosen.get_by_role("link", name="trajectory").click()
+    page.wait_for_load_state("networkidle")
+    page.screenshot(path=OUT / "sampling-trajectory.png", full_page=True)
+
+
 def main(base: str) -> None:
     OUT.mkdir(parents=True, exist_ok=True)
     with sync_playwright() as playwright:
@@ -58,6 +79,7 @@ def main(base: str) -> None:
         demonstration(browser.new_page(viewport={"width": 1280, "height": 1000}), base)
         feedback(browser.new_page(viewport={"width": 1280, "height": 1000}), base)
         training(browser.new_page(viewport={"width": 1280, "height": 1000}), base)
+        sampling(browser.new_page(viewport={"width": 1280, "height": 1000}), base)
         browser.close()
 
 
