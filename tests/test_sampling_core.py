@@ -299,6 +299,17 @@ def test_the_guided_grammar_does_not_repeat_a_search_or_scroll_up_from_the_top(b
     )
     env.step("Scrolled down 1")
     assert "Top" in constraint_for(env, SamplingSettings(), default=True, guided=True).forms
+    # The whole tail of the question was searched: the token that would end it there (and so repeat the
+    # search) is no longer offered; spans that can still go on are.
+    env.step("Search Grand Final?")
+    guided = constraint_for(env, SamplingSettings(), default=True, guided=True)
+    table = backend.table
+    tail = {table.texts[i] for i in table.allowed(guided, "Search Grand Final")[0].nonzero()[:, 0]}
+    assert "?" not in tail and table.allowed(guided, "Search Grand Final")[1]
+    unguided = replace(guided, repeats=frozenset())
+    assert "?" in {
+        table.texts[i] for i in table.allowed(unguided, "Search Grand Final")[0].nonzero()[:, 0]
+    }
 
 
 def test_a_guided_query_ends_only_on_a_whole_word_of_the_question(backend):

@@ -131,6 +131,8 @@ class TokenTable:
             if kind is not None and text.startswith(head):  # inside the argument
                 argument = text[len(head) :]
                 arg_mask, complete = self._argument(constraint, kind, argument)
+                if constraint.repeats and kind in QUESTION_SPANS:
+                    self._drop_dead_ends(constraint, head, argument, arg_mask)
                 mask = arg_mask if mask is None else mask | arg_mask
                 can_end = can_end or complete
             elif head.startswith(text):  # still writing the head
@@ -172,6 +174,15 @@ class TokenTable:
             complete = ends_at_a_word_boundary(source, argument)  # "AFL Grand Final", not "AFL Gra"
         return mask, complete
 
+    def _drop_dead_ends(self, constraint: Constraint, head: str, argument: str, mask: torch.Tensor) -> None:
+        """Take out of ``mask`` the tokens that would complete a command already written with no way to
+        go on (the end of the question): the grammar would have to end there anyway, and repeat it."""
+        source = constraint.search_source or ""
+        for i in mask.nonzero().flatten().tolist():
+            span = argument + self.texts[i]
+            if head + span in constraint.repeats and _only_at_the_end(source, span):
+                mask[i] = False
+
     def _argument_starts(self, constraint: Constraint, kind: str, start: str) -> bool:
         """Whether a token that finishes the head and goes on with ``start`` begins a valid argument."""
         if not start:
@@ -199,6 +210,12 @@ def _span_source(constraint: Constraint, kind: str) -> str | None:
     if kind in QUESTION_SPANS:
         return constraint.search_source
     return None
+
+
+def _only_at_the_end(source: str, span: str) -> bool:
+    """Whether every occurrence of ``span`` in ``source`` ends where ``source`` does."""
+    position = source.find(span)
+    return position >= 0 and position + len(span) == len(source) and source.find(span, position + 1) < 0
 
 
 def starts_a_word(source: str, position: int) -> bool:
