@@ -307,8 +307,12 @@ def test_the_guided_grammar_does_not_repeat_a_search_or_scroll_up_from_the_top(b
     tail = {table.texts[i] for i in table.allowed(guided, "Search Grand Final")[0].nonzero()[:, 0]}
     assert "?" not in tail and table.allowed(guided, "Search Grand Final")[1]
     unguided = replace(guided, repeats=frozenset())
-    assert "?" in {
-        table.texts[i] for i in table.allowed(unguided, "Search Grand Final")[0].nonzero()[:, 0]
+    assert "?" in {table.texts[i] for i in table.allowed(unguided, "Search Grand Final")[0].nonzero()[:, 0]}
+    env.step("Search Grand Final")  # now both ways to end after " Final" were searched: not " Final" either
+    guided = constraint_for(env, SamplingSettings(), default=True, guided=True)
+    after_grand = {table.texts[i] for i in table.allowed(guided, "Search Grand")[0].nonzero()[:, 0]}
+    assert " Final" not in after_grand and " Final" in {
+        table.texts[i] for i in table.allowed(unguided, "Search Grand")[0].nonzero()[:, 0]
     }
 
 

@@ -175,12 +175,11 @@ class TokenTable:
         return mask, complete
 
     def _drop_dead_ends(self, constraint: Constraint, head: str, argument: str, mask: torch.Tensor) -> None:
-        """Take out of ``mask`` the tokens that would complete a command already written with no way to
-        go on (the end of the question): the grammar would have to end there anyway, and repeat it."""
+        """Take out of ``mask`` the tokens after which every way to complete the command gives one already
+        written: the grammar would end there anyway ("nothing fits") and repeat it."""
         source = constraint.search_source or ""
         for i in mask.nonzero().flatten().tolist():
-            span = argument + self.texts[i]
-            if head + span in constraint.repeats and _only_at_the_end(source, span):
+            if _only_repeats_ahead(source, head, argument + self.texts[i], constraint.repeats):
                 mask[i] = False
 
     def _argument_starts(self, constraint: Constraint, kind: str, start: str) -> bool:
@@ -212,10 +211,18 @@ def _span_source(constraint: Constraint, kind: str) -> str | None:
     return None
 
 
-def _only_at_the_end(source: str, span: str) -> bool:
-    """Whether every occurrence of ``span`` in ``source`` ends where ``source`` does."""
+def _only_repeats_ahead(source: str, head: str, span: str, repeats: frozenset[str]) -> bool:
+    """Whether every whole-word span of ``source`` that starts with ``span`` (where ``span`` starts a word)
+    makes, after ``head``, a command in ``repeats``."""
     position = source.find(span)
-    return position >= 0 and position + len(span) == len(source) and source.find(span, position + 1) < 0
+    while position >= 0:
+        if starts_a_word(source, position):
+            for end in range(position + len(span), len(source) + 1):
+                command = (head + source[position:end]).rstrip()
+                if starts_a_word(source, end) and command not in repeats and command != head.rstrip():
+                    return False
+        position = source.find(span, position + 1)
+    return True
 
 
 def starts_a_word(source: str, position: int) -> bool:
