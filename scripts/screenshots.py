@@ -47,8 +47,6 @@ def sampling(page: Page, base: str) -> None:
     page.locator(".quick-start a").click()
     started = time.monotonic()
     page.get_by_role("button", name="Start sampling").click()
-    page.wait_for_timeout(20_000)
-    page.screenshot(path=OUT / "sampling-progress.png")
     expect(page.get_by_text("Done", exact=True).first).to_be_visible(timeout=1_200_000)
     print(f"sampling run: {time.monotonic() - started:.0f} s from Start sampling to Done")
     page.screenshot(path=OUT / "sampling-run.png", full_page=True)
