@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import bisect
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 import torch
@@ -92,18 +92,13 @@ class TokenTable:
         """Tokens ``t`` such that ``quote + t`` is a substring of ``source`` (with ``whole_words``, one that
         does not start inside a word): walk the trie from every place where ``quote`` ends in ``source``."""
         ids: set[int] = set()
-        position = source.find(quote)
-        while position >= 0:
-            if whole_words and not starts_a_word(source, position):
-                position = source.find(quote, position + 1)
-                continue
+        for position in occurrences(source, quote, whole_words):
             node, end = self.trie, position + len(quote)
             for char in source[end : end + self.max_len]:
                 node = node.get(char)
                 if node is None:
                     break
                 ids.update(node.get("", ()))
-            position = source.find(quote, position + 1)
         return list(ids)
 
     # --- the grammar -----------------------------------------------------------------------------------
@@ -214,14 +209,11 @@ def _span_source(constraint: Constraint, kind: str) -> str | None:
 def _only_repeats_ahead(source: str, head: str, span: str, repeats: frozenset[str]) -> bool:
     """Whether every whole-word span of ``source`` that starts with ``span`` (where ``span`` starts a word)
     makes, after ``head``, a command in ``repeats``."""
-    position = source.find(span)
-    while position >= 0:
-        if starts_a_word(source, position):
-            for end in range(position + len(span), len(source) + 1):
-                command = (head + source[position:end]).rstrip()
-                if starts_a_word(source, end) and command not in repeats and command != head.rstrip():
-                    return False
-        position = source.find(span, position + 1)
+    for position in occurrences(source, span, whole_words=True):
+        for end in range(position + len(span), len(source) + 1):
+            command = (head + source[position:end]).rstrip()
+            if starts_a_word(source, end) and command not in repeats and command != head.rstrip():
+                return False
     return True
 
 
@@ -237,13 +229,20 @@ def starts_a_word(source: str, position: int) -> bool:
 def ends_at_a_word_boundary(source: str, span: str, ending: bool = True) -> bool:
     """Whether ``span`` occurs in ``source`` somewhere it does not start inside a word (nor, with
     ``ending``, end inside one)."""
+    return any(
+        not ending or starts_a_word(source, position + len(span))
+        for position in occurrences(source, span, whole_words=True)
+    )
+
+
+def occurrences(source: str, span: str, whole_words: bool = False) -> Iterator[int]:
+    """Where ``span`` starts in ``source``, overlapping occurrences too (with ``whole_words``, only where it
+    does not start inside a word)."""
     position = source.find(span)
     while position >= 0:
-        end = position + len(span)
-        if starts_a_word(source, position) and (not ending or starts_a_word(source, end)):
-            return True
+        if not whole_words or starts_a_word(source, position):
+            yield position
         position = source.find(span, position + 1)
-    return False
 
 
 class ConstraintProcessor(LogitsProcessor):

@@ -53,14 +53,8 @@ def constraint_for(
     if not browser.can_go_back:  # Back on the first page is an invalid action
         forms.remove("Back")
     guided = guided and commands
-    if guided:  # declining is the reward threshold's job: a 135M model would end with Nonsense at random
-        forms = [f for f in forms if f not in DECLINES]
-    if guided and not page.lines:
-        forms = [f for f in forms if f not in MOVES]  # nothing to scroll
-    elif guided and browser.top == 0:
-        forms = [f for f in forms if f not in UPWARD]  # already at the top
-    if guided and page.lines and not browser.quotes and browser.actions_left <= QUOTE_BEFORE_END:
-        forms = ["Quote: <text>"]
+    if guided:
+        forms = guided_forms(browser, forms)
     return Constraint(
         commands=commands,
         quote_source=page.plain if page.lines else None,
@@ -71,15 +65,23 @@ def constraint_for(
     )
 
 
+def guided_forms(browser: Browser, forms: list[str]) -> list[str]:
+    """``forms`` narrowed to the moves that make progress (see ``constraint_for``)."""
+    if browser.page.lines and not browser.quotes and browser.actions_left <= QUOTE_BEFORE_END:
+        return ["Quote: <text>"]  # end with evidence
+    # Declining is the reward threshold's job: a 135M model would end with Nonsense at random.
+    useless = DECLINES + (MOVES if not browser.page.lines else UPWARD if browser.top == 0 else ())
+    return [form for form in forms if form not in useless]
+
+
 def past_searches_and_quotes(browser: Browser) -> frozenset[str]:
     """The episode's valid Search and Quote commands so far, as written: a guided policy does not repeat
     them (the same query shows the same results; the same quote adds nothing)."""
-    past = {
+    return frozenset(
         action.command.strip()
         for action in browser.actions
         if action.valid and action.command.strip().startswith(("Search ", "Quote: "))
-    }
-    return frozenset(past)
+    )
 
 
 @dataclass
