@@ -180,3 +180,73 @@ class Sample(models.Model):
 
     def __str__(self) -> str:
         return f"sample {self.index} of question {self.question_id} in run {self.run_id}"
+
+
+class ProxyEvaluation(models.Model):
+    """The reward-model proxy evaluation of best-of-n (WebGPT Figures 5 and 8), which needs no labelers: a
+    "validation" reward model, trained on a separate split, scores every sample of some sampling runs; the
+    results hold its mean score of the best-of-k answer (chosen by the runs' own reward model) for
+    k = 1, 2, 4, ... n, and the implied preference over k = 1. A job on the ``training`` queue."""
+
+    owner = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
+    reward_model = models.ForeignKey(
+        ModelCheckpoint,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="proxy_evaluations",
+        help_text="The validation reward model (trained on another split than the runs' reward model)",
+    )
+    reward_model_name = models.CharField(max_length=200, help_text="Kept if the model is deleted")
+    sampling_runs = models.ManyToManyField(SamplingRun, related_name="proxy_evaluations")
+    settings = models.JSONField(default=dict, blank=True, help_text="Bootstrap seed and resamples")
+    status = models.CharField(max_length=10, choices=RunStatus.choices, default=RunStatus.QUEUED)
+    cancel_requested = models.BooleanField(default=False)
+    samples_done = models.PositiveIntegerField(default=0)
+    samples_total = models.PositiveIntegerField(default=0)
+    scores = models.JSONField(default=dict, blank=True, help_text="Sample id -> validation reward")
+    results = models.JSONField(default=dict, blank=True, help_text="The curve per run, with intervals")
+    log = models.TextField(blank=True)
+    error = models.TextField(blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    objects = ResearchTeamQuerySet.as_manager()
+
+    class Meta:
+        ordering = ("-created_at", "-id")
+
+    def __str__(self) -> str:
+        return f"proxy evaluation {self.pk} ({self.status})"
+
+    @property
+    def percent(self) -> int:
+        if self.status == RunStatus.DONE:
+            return 100
+        return int(100 * self.samples_done / self.samples_total) if self.samples_total else 0
+
+    @property
+    def is_finished(self) -> bool:
+        return self.status in FINISHED
+
+
+class Round(models.Model):
+    """One turn of the loop, named by the sampling runs it made. The rest is found from them, so nothing
+    has to be kept in step: the policies and reward models the runs used, the feedback batches made from
+    the runs, the exports of those batches, the training runs on those exports and the models they left."""
+
+    number = models.PositiveIntegerField(unique=True)
+    name = models.CharField(max_length=200, blank=True)
+    notes = models.TextField(blank=True)
+    sampling_runs = models.ManyToManyField(SamplingRun, related_name="rounds")
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    objects = ResearchTeamQuerySet.as_manager()
+
+    class Meta:
+        ordering = ("number",)
+
+    def __str__(self) -> str:
+        return f"round {self.number}" + (f": {self.name}" if self.name else "")

@@ -75,6 +75,17 @@ class FeedbackBatch(models.Model):
         default=3600, help_text="How long after submitting a labeler may revise"
     )
     is_active = models.BooleanField(default=True)
+    origin = models.JSONField(
+        default=dict,
+        blank=True,
+        help_text="How the answers were chosen: pairing, sides, questions skipped and why",
+    )
+    sampling_runs = models.ManyToManyField(
+        "training.SamplingRun",
+        blank=True,
+        related_name="feedback_batches",
+        help_text="Runs answers came from",
+    )
     created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
     created_at = models.DateTimeField(auto_now_add=True)
 
@@ -104,6 +115,11 @@ class FeedbackItem(models.Model):
     is_gold = models.BooleanField(default=False)
     gold_expected = models.JSONField(
         default=dict, blank=True, help_text="Expected response fields, by answer id"
+    )
+    sides = models.JSONField(
+        default=dict,
+        blank=True,
+        help_text="Answer id -> side (A or B) of the comparison the batch measures; never shown to labelers",
     )
     slots_taken = models.PositiveSmallIntegerField(default=0)
     is_open = models.BooleanField(default=True)
