@@ -114,7 +114,7 @@ def _build_world(tmp: Any) -> World:
     from annotation.models import Assignment, Export, ExportStatus, Question
     from annotation.questions.service import import_questions
     from browser.models import Corpus
-    from training.models import ModelCheckpoint, SamplingRun, TrainingRun
+    from training.models import ModelCheckpoint, Round, SamplingRun, TrainingRun
 
     users: dict[str, Any] = {"anonymous": None}
     for name, role in (
@@ -184,6 +184,7 @@ def _build_world(tmp: Any) -> World:
             SamplingRun.objects.create(owner=users["alice"], policy_name="tiny", n=1, episodes_total=1)
         ],
         "answer": answers[:1],
+        "round": [Round.objects.create(number=1, name="fuzz round")],
     }
     return World(users, objects, forms.fields, forms.defaults, forms.typed, forms.files)
 

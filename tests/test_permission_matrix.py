@@ -23,7 +23,7 @@ from annotation.models import Answer, Export, FeedbackBatch, Question
 from annotation.questions.service import import_questions
 from tests.conftest import make_user
 from tests.routes import Route, all_routes, object_kind
-from training.models import ModelCheckpoint, SamplingRun, TrainingRun
+from training.models import ModelCheckpoint, Round, SamplingRun, TrainingRun
 
 pytestmark = pytest.mark.django_db
 
@@ -82,6 +82,10 @@ EXPECTED: dict[str, tuple] = {
     "training:sampling_new": RESEARCHER,
     "training:sampling_run": RESEARCH_OBJECT,
     "training:sampling_cancel": RESEARCH_OBJECT,
+    "training:rounds": RESEARCHER,
+    "training:round_create": RESEARCHER,
+    "training:round": RESEARCH_OBJECT,
+    "training:round_add_runs": RESEARCH_OBJECT,
     "api-schema": API_SIGNED_IN,
     "api-docs": PUBLIC,  # the page only; the schema it loads needs a signed-in user
     "api-questions": API_RESEARCHER,
@@ -109,6 +113,8 @@ EXPECTED: dict[str, tuple] = {
     "api-sampling-run-cancel": API_RESEARCH_OBJECT,
     "api-sampling-run-samples": API_RESEARCH_OBJECT,
     "api-sampling-endpoints": API_RESEARCHER,
+    "api-rounds": API_RESEARCHER,
+    "api-round": API_RESEARCH_OBJECT,
     "api-models": API_RESEARCHER,
     "api-model": API_RESEARCH_OBJECT,
     "annotation:next_question": DEMONSTRATOR,
@@ -163,6 +169,7 @@ def world(
         "checkpoint": checkpoint,
         "sampling_run": SamplingRun.objects.create(owner=alice, policy_name="tiny", n=1, episodes_total=1),
         "answer": Answer.objects.first(),
+        "round": Round.objects.create(number=1, name="round one"),
     }
     users = {"alice": alice, "bob": bob, "dana": dana, "charlie": charlie, "anonymous": None, "erin": erin}
     return users, shared, own

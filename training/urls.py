@@ -1,6 +1,6 @@
 from django.urls import path
 
-from training import sampling_views, views
+from training import round_views, sampling_views, views
 
 app_name = "training"
 urlpatterns = [
@@ -15,4 +15,8 @@ urlpatterns = [
     path("sampling/new/", sampling_views.sampling_new, name="sampling_new"),
     path("sampling/<int:pk>/", sampling_views.sampling_detail, name="sampling_run"),
     path("sampling/<int:pk>/cancel/", sampling_views.sampling_cancel, name="sampling_cancel"),
+    path("rounds/", round_views.round_list, name="rounds"),
+    path("rounds/new/", round_views.round_create, name="round_create"),
+    path("rounds/<int:pk>/", round_views.round_detail, name="round"),
+    path("rounds/<int:pk>/runs/", round_views.round_add_runs, name="round_add_runs"),
 ]

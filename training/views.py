@@ -104,7 +104,8 @@ def run_new(request: HttpRequest) -> HttpResponse:
 
 
 def _preselected(request: HttpRequest) -> dict[str, Any]:
-    """?export=ID&kind=... from an export's "Train" link; no kind: the one the export's format is for."""
+    """?export=ID&kind=...&base=ID from an export's "Train" link or a round's "Retrain"; no kind: the one
+    the export's format is for."""
     initial: dict[str, Any] = {}
     export = Export.objects.visible_to(request.user).filter(pk=parse_id(request.GET.get("export"))).first()
     if export is not None:
@@ -114,6 +115,12 @@ def _preselected(request: HttpRequest) -> dict[str, Any]:
         )
     if request.GET.get("kind") in RunKind.values:
         initial["kind"] = request.GET["kind"]
+    # ?base=ID from a round's "Retrain the reward model": start from the reward model the round used.
+    base = (
+        ModelCheckpoint.objects.visible_to(request.user).filter(pk=parse_id(request.GET.get("base"))).first()
+    )
+    if base is not None:
+        initial["base_checkpoint"] = base.pk
     return initial
 
 

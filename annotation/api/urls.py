@@ -6,6 +6,7 @@ from django.urls import path
 
 from annotation.api import exports, tasks, views
 from training import api as training
+from training import rounds_api as rounds
 from training import sampling_api as sampling
 
 urlpatterns = [
@@ -40,4 +41,6 @@ urlpatterns = [
     ),
     path("sampling-runs/<int:pk>/samples", sampling.SampleList.as_view(), name="api-sampling-run-samples"),
     path("sampling-endpoints", sampling.BackendList.as_view(), name="api-sampling-endpoints"),
+    path("rounds", rounds.RoundList.as_view(), name="api-rounds"),
+    path("rounds/<int:pk>", rounds.RoundDetail.as_view(), name="api-round"),
 ]

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from django import forms
 from django.contrib.auth.decorators import login_required
 from django.http import FileResponse, Http404, HttpRequest, HttpResponse
@@ -22,6 +24,7 @@ from annotation.exports.service import open_finished_file, request_export
 from annotation.feedback.scales import TEMPLATES
 from annotation.models import Export, ExportFormat, FeedbackBatch, Split
 from training.models import SamplingRun
+from webgpt_site.inputs import parse_id
 from webgpt_site.permissions import Role, get_visible_or_404, role_required
 
 
@@ -85,7 +88,7 @@ class ExportForm(forms.Form):
 @require_http_methods(["GET", "POST"])
 @role_required(Role.RESEARCHER)
 def export_list(request: HttpRequest) -> HttpResponse:
-    form = ExportForm(request.POST or None)
+    form = ExportForm(request.POST or None, initial=_prefill(request))
     if request.method == "POST" and form.is_valid():
         data = form.cleaned_data
         export = request_export(request.user, data["export_format"], data["filters"], data["file_type"])
@@ -97,6 +100,17 @@ def export_list(request: HttpRequest) -> HttpResponse:
         {"form": form, "exports": exports},
         status=400 if form.errors else 200,
     )
+
+
+def _prefill(request: HttpRequest) -> dict[str, Any]:
+    """?batch=ID&export_format=... from a round's "Export the judgements" link (unknown values: ignored)."""
+    initial: dict[str, Any] = {}
+    batch = parse_id(request.GET.get("batch"))
+    if batch is not None and FeedbackBatch.objects.filter(pk=batch).exists():
+        initial["batch"] = batch
+    if request.GET.get("export_format") in ExportFormat.values:
+        initial["export_format"] = request.GET["export_format"]
+    return initial
 
 
 @require_GET
