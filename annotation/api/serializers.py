@@ -20,8 +20,8 @@ from annotation.exports.rules import (
 )
 from annotation.exports.rules import SOURCES as EXPORT_SOURCES
 from annotation.feedback.batches import MAX_NAME as MAX_BATCH_NAME
+from annotation.feedback.batches import PAIRS_PER_QUESTION, BatchError, BatchSettings, check_batch_request
 from annotation.feedback.batches import SOURCES as BATCH_SOURCES
-from annotation.feedback.batches import BatchError, BatchSettings, check_batch_request
 from annotation.feedback.scales import RATING_PRESETS, TEMPLATES
 from annotation.models import (
     Answer,
@@ -36,6 +36,7 @@ from annotation.models import (
     Template,
 )
 from annotation.questions.formats import FORMATS
+from webgpt_site.inputs import MAX_ID
 
 
 class QuestionSerializer(serializers.ModelSerializer):
@@ -144,7 +145,12 @@ class AnswerSerializer(serializers.ModelSerializer):
 
 
 class BatchSerializer(serializers.ModelSerializer):
+    """A batch for researchers: its settings, progress, and how its answers were chosen (``origin``:
+    source, pairing, the sides' labels, skipped questions with their reasons; ``sampling_runs``: ids)."""
+
     progress = serializers.SerializerMethodField()
+    origin = serializers.JSONField(read_only=True)
+    sampling_runs = serializers.PrimaryKeyRelatedField(many=True, read_only=True)
 
     class Meta:
         model = FeedbackBatch
@@ -162,6 +168,8 @@ class BatchSerializer(serializers.ModelSerializer):
             "is_active",
             "created_at",
             "progress",
+            "origin",
+            "sampling_runs",
         )
 
     def get_progress(self, batch: FeedbackBatch) -> dict[str, int]:
@@ -210,6 +218,24 @@ class BatchCreateInput(serializers.Serializer):
         default="",
         help_text="Comparisons only: '12 > 34' or '12 = 34' a line",
     )
+    runs = serializers.ListField(
+        child=serializers.IntegerField(min_value=1, max_value=MAX_ID),
+        required=False,
+        default=list,
+        help_text="source=runs only: 1 or 2 finished sampling run ids",
+    )
+    vs_demonstrations = serializers.BooleanField(
+        default=False,
+        help_text="source=runs, comparisons of one run: its chosen answer vs a human demonstration",
+    )
+    pairs_per_question = serializers.IntegerField(
+        default=1,
+        help_text=f"source=runs, comparisons of one run: pairs per question, {PAIRS_PER_QUESTION[0]}-"
+        f"{PAIRS_PER_QUESTION[1]}",
+    )
+    include_declined = serializers.BooleanField(
+        default=False, help_text="source=runs: pair the answers to questions a run declined too"
+    )
 
     def validate(self, data: dict[str, Any]) -> dict[str, Any]:
         settings = self._settings(data)
@@ -236,6 +262,10 @@ class BatchCreateInput(serializers.Serializer):
             always_required=data["always_required"] or None,
             lease_seconds=data["lease_seconds"],
             revision_seconds=data["revision_seconds"],
+            runs=data["runs"],
+            vs_demonstrations=data["vs_demonstrations"],
+            pairs_per_question=data["pairs_per_question"],
+            include_declined=data["include_declined"],
         )
 
 

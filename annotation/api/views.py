@@ -146,7 +146,8 @@ class BatchList(generics.ListAPIView):
     serializer_class = BatchSerializer
 
     def get_queryset(self) -> QuerySet[FeedbackBatch]:
-        return FeedbackBatch.objects.visible_to(self.request.user).order_by("-created_at", "-id")
+        batches = FeedbackBatch.objects.visible_to(self.request.user).prefetch_related("sampling_runs")
+        return batches.order_by("-created_at", "-id")
 
     @extend_schema(request=BatchCreateInput, responses={201: BatchSerializer})
     def post(self, request: Request) -> Response:
@@ -164,7 +165,8 @@ class BatchList(generics.ListAPIView):
         except QuestionFileError as exc:
             return _file_error("answers_file", exc, "Nothing was created.")
         except BatchError as exc:
-            return Response({"non_field_errors": [str(exc)]}, status=status.HTTP_400_BAD_REQUEST)
+            field = exc.field or "non_field_errors"
+            return Response({field: [exc.message]}, status=status.HTTP_400_BAD_REQUEST)
         return Response(BatchSerializer(batch).data, status=status.HTTP_201_CREATED)
 
 
@@ -172,4 +174,4 @@ class BatchDetail(generics.RetrieveAPIView):
     serializer_class = BatchSerializer
 
     def get_queryset(self) -> QuerySet[FeedbackBatch]:
-        return FeedbackBatch.objects.visible_to(self.request.user)
+        return FeedbackBatch.objects.visible_to(self.request.user).prefetch_related("sampling_runs")

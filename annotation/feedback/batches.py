@@ -6,7 +6,7 @@ import itertools
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import BinaryIO
+from typing import Any, BinaryIO
 
 from django.db import transaction
 
@@ -18,6 +18,7 @@ from annotation.feedback.scales import (
     requirable_fields,
 )
 from annotation.models import Answer, Episode, EpisodeStatus, FeedbackBatch, FeedbackItem, Template
+from training.models import SamplingRun
 from webgpt_site.inputs import parse_id
 from webgpt_site.models import log_action
 from webgpt_site.permissions import AnyUser
@@ -34,6 +35,7 @@ SOURCES = (
     ("demonstrations", "Finished demonstrations (pairs on the same question)"),
     ("bank", "Every answer in the bank (demonstrations, models, references; mixed per question)"),
     ("file", "An answers JSONL file"),
+    ("runs", "Answers of sampling runs (one or two runs; see the pairing options)"),
 )
 
 
@@ -43,6 +45,15 @@ MAX_INSTRUCTIONS = 20_000  # characters; instructions are shown above every task
 OVERLAP = (1, 10)
 LEASE_SECONDS = (60, 24 * 3600)
 REVISION_SECONDS = (0, 7 * 24 * 3600)
+MAX_RUNS = 2  # one run's samples, or two runs' chosen answers side by side
+PAIRS_PER_QUESTION = (1, 10)
+# What only the runs source reads, in words: given with another source, they are refused, not ignored.
+RUN_INPUTS = {
+    "runs": "Sampling runs",
+    "vs_demonstrations": "Against human demonstrations",
+    "include_declined": "Include declined answers",
+    "pairs_per_question": "Pairs per question",
+}
 
 
 class BatchError(ValueError):
@@ -66,6 +77,11 @@ class BatchSettings:
     lease_seconds: int = 1800
     revision_seconds: int = 3600
     gold: dict[int, dict] = field(default_factory=dict)  # group index -> expected response fields
+    # The runs source (annotation.feedback.pairing): which runs, against what, how many pairs.
+    runs: list[int] = field(default_factory=list)
+    vs_demonstrations: bool = False
+    pairs_per_question: int = 1
+    include_declined: bool = False
 
 
 def group_answers(answers: Iterable[Answer], template: str) -> list[list[Answer]]:
@@ -142,15 +158,83 @@ def check_batch_request(config: BatchSettings, source: str, has_answers_file: bo
         )
     if gold_pairs.strip() and config.template not in COMPARISON_TEMPLATES:
         raise BatchError("Gold pairs are for comparison batches.", "gold_pairs")
+    check_run_inputs(config, source)
+
+
+def check_run_inputs(config: BatchSettings, source: str) -> None:
+    """The runs source's inputs (the pairing rules are in ``annotation.feedback.pairing``): BatchError naming
+    the field at fault."""
+    if source != "runs":
+        given = {
+            "runs": bool(config.runs),
+            "vs_demonstrations": config.vs_demonstrations,
+            "include_declined": config.include_declined,
+            "pairs_per_question": config.pairs_per_question != 1,
+        }
+        for name, label in RUN_INPUTS.items():
+            if given[name]:
+                raise BatchError(
+                    f"{label}: read only when the answers come from sampling runs; choose that source, or "
+                    "leave it out.",
+                    name,
+                )
+        return
+    if not 1 <= len(config.runs) <= MAX_RUNS:
+        raise BatchError("Choose one or two sampling runs.", "runs")
+    if any(parse_id(pk) is None for pk in config.runs):
+        raise BatchError("A sampling run is named by its id, a whole number.", "runs")
+    if len(set(config.runs)) != len(config.runs):
+        raise BatchError("Choose two different sampling runs (or one).", "runs")
+    found = SamplingRun.objects.only("pk", "status").in_bulk(config.runs)
+    for pk in config.runs:
+        if pk not in found:
+            raise BatchError(f"There is no sampling run {pk}.", "runs")
+        if not found[pk].is_finished:
+            status = found[pk].get_status_display().lower()
+            raise BatchError(f"Sampling run {pk} is {status}: only finished runs can be paired.", "runs")
+    low, high = PAIRS_PER_QUESTION
+    if isinstance(config.pairs_per_question, bool) or not low <= config.pairs_per_question <= high:
+        raise BatchError(f"Pairs per question are {low} to {high}.", "pairs_per_question")
+    two_runs = len(config.runs) == 2
+    comparison = config.template in COMPARISON_TEMPLATES
+    if config.vs_demonstrations and not comparison:
+        raise BatchError(
+            "Runs are compared with demonstrations in comparison batches only.", "vs_demonstrations"
+        )
+    if config.vs_demonstrations and two_runs:
+        raise BatchError(
+            "A comparison with the demonstrations takes one run: choose one run, or compare the two runs "
+            "with each other (leave this out).",
+            "vs_demonstrations",
+        )
+    if config.template == Template.RANKING and two_runs:
+        raise BatchError("A ranking groups the samples of one run: choose one run.", "runs")
+    if config.pairs_per_question != 1 and (two_runs or not comparison):
+        raise BatchError(
+            "Two runs give one pair per question (their chosen answers), and rankings and ratings one "
+            "item per question and answer: leave pairs per question at 1.",
+            "pairs_per_question",
+        )
 
 
 def create_feedback_batch(
-    user: AnyUser | None, config: BatchSettings, groups: Sequence[Sequence[Answer]]
+    user: AnyUser | None,
+    config: BatchSettings,
+    groups: Sequence[Sequence[Answer]],
+    *,
+    origin: dict[str, Any] | None = None,
+    sides: Sequence[dict[str, str]] | None = None,
+    sampling_runs: Sequence[int] = (),
 ) -> FeedbackBatch:
-    """One item per group, in one transaction; BatchError if the settings or the groups do not fit."""
+    """One item per group, in one transaction; BatchError if the settings or the groups do not fit.
+    ``origin`` says how the answers were chosen (``FeedbackBatch.origin``), ``sides`` each group's
+    ``{answer id: "A" | "B"}`` (``FeedbackItem.sides``; researchers' only) and ``sampling_runs`` the runs the
+    answers came from."""
     check_batch_settings(config)
     if not groups:
         raise BatchError("no items: there are no answers to judge in this form")
+    if sides is not None:
+        _check_sides(groups, sides)
     smallest, largest = GROUP_SIZES[config.template]
     for index, group in enumerate(groups):
         if not smallest <= len(group) <= largest:
@@ -173,14 +257,17 @@ def create_feedback_batch(
             always_required=always,
             lease_seconds=config.lease_seconds,
             revision_seconds=config.revision_seconds,
+            origin=origin or {},
             created_by=user if getattr(user, "is_authenticated", False) else None,
         )
+        batch.sampling_runs.set(sampling_runs)
         items = FeedbackItem.objects.bulk_create(
             FeedbackItem(
                 batch=batch,
                 question_id=group[0].question_id,
                 is_gold=index in config.gold,
                 gold_expected=config.gold.get(index, {}),
+                sides=sides[index] if sides is not None else {},
             )
             for index, group in enumerate(groups)
         )
@@ -190,8 +277,19 @@ def create_feedback_batch(
             for answer in group
         ]
         FeedbackItem.answers.through.objects.bulk_create(links)
-        log_action(user, "feedback_batch.create", batch, items=len(items), template=config.template)
+        source = (origin or {}).get("source", "")
+        log_action(
+            user, "feedback_batch.create", batch, items=len(items), template=config.template, source=source
+        )
     return batch
+
+
+def _check_sides(groups: Sequence[Sequence[Answer]], sides: Sequence[dict[str, str]]) -> None:
+    if len(sides) != len(groups):
+        raise BatchError(f"{len(sides)} sides for {len(groups)} items")
+    for index, (group, side) in enumerate(zip(groups, sides, strict=True)):
+        if not set(side) <= {str(answer.pk) for answer in group} or not set(side.values()) <= {"A", "B"}:
+            raise BatchError(f"item {index}: sides name the item's answers, each A or B")
 
 
 def parse_gold_pairs(text: str) -> dict[frozenset[int], tuple[int, int | None]]:
@@ -235,11 +333,25 @@ def create_batch_from_source(
     answers_file: bytes | BinaryIO | None = None,
     gold_pairs: str = "",
 ) -> FeedbackBatch:
-    """Import (if a file), group and create, all in one transaction: a failure leaves nothing behind."""
+    """Import (if a file), group (or pair the runs' answers) and create, all in one transaction: a failure
+    leaves nothing behind."""
     from annotation.feedback.answers_import import import_answers
+    from annotation.feedback.pairing import pair_runs  # it builds on this module's settings and errors
 
     check_batch_request(config, source, answers_file is not None, gold_pairs)
     with transaction.atomic():
+        if source == "runs":
+            pairing = pair_runs(config)
+            if gold_pairs.strip():
+                config.gold = gold_for_groups(pairing.groups, parse_gold_pairs(gold_pairs))
+            return create_feedback_batch(
+                user,
+                config,
+                pairing.groups,
+                origin=pairing.origin,
+                sides=pairing.sides,
+                sampling_runs=config.runs,
+            )
         if source == "file":
             answers = import_answers(answers_file, user=user)
         elif source == "demonstrations":
@@ -249,4 +361,4 @@ def create_batch_from_source(
         groups = group_answers(answers, config.template)
         if gold_pairs.strip():
             config.gold = gold_for_groups(groups, parse_gold_pairs(gold_pairs))
-        return create_feedback_batch(user, config, groups)
+        return create_feedback_batch(user, config, groups, origin={"source": source})

@@ -2,32 +2,65 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from django import forms
 from django.contrib import messages
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpRequest, HttpResponse, QueryDict
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from annotation.feedback.batches import (
     MAX_INSTRUCTIONS,
     MAX_NAME,
+    MAX_RUNS,
     OVERLAP,
+    PAIRS_PER_QUESTION,
     SOURCES,
     BatchError,
     BatchSettings,
     check_batch_request,
     create_batch_from_source,
 )
+from annotation.feedback.pairing import PAIRINGS, run_label
 from annotation.feedback.scales import RATING_PRESETS, TEMPLATES
 from annotation.feedback.stats import batch_progress, labeler_stats, late_submissions
 from annotation.models import FeedbackBatch
 from annotation.questions.formats import QuestionFileError
+from training.models import FINISHED, SamplingRun
+from webgpt_site.inputs import parse_id
 from webgpt_site.permissions import Role, get_visible_or_404, role_required
+
+RUNS_OFFERED = 100  # the newest finished runs in the select (and any the link names)
+SKIPPED_SHOWN = 200  # skipped questions listed on a batch's page; the count says how many in all
 
 
 def _number(low: float, high: float, step: str = "1") -> forms.NumberInput:
     """The browser's hint of the range; the rule itself is ``batches.check_batch_settings``."""
     return forms.NumberInput(attrs={"min": low, "max": high, "step": step})
+
+
+class RunIdsField(forms.TypedMultipleChoiceField):
+    """Sampling run ids. The select offers finished runs, but any id is passed on, so that
+    ``check_batch_request`` says why a run cannot be used (missing, still running) in the same words as
+    the API and the command."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(coerce=int, required=False, **kwargs)
+
+    def valid_value(self, value: str) -> bool:
+        return parse_id(value) is not None
+
+
+def run_choices(named: list[int]) -> list[tuple[int, str]]:
+    """The newest finished runs, and the finished ones ``named`` (a link's prefill) if older."""
+    finished = SamplingRun.objects.filter(status__in=FINISHED).defer("log", "metrics", "settings")
+    runs = list(finished[:RUNS_OFFERED])
+    runs += [run for run in finished.filter(pk__in=named) if run not in runs]
+    return [
+        (run.pk, f"{run_label(run)}, {len(run.question_ids)} questions ({run.get_status_display().lower()})")
+        for run in runs
+    ]
 
 
 class FeedbackBatchForm(forms.Form):
@@ -45,6 +78,27 @@ class FeedbackBatchForm(forms.Form):
     answers_file = forms.FileField(
         required=False,
         help_text="For the answers-file source: JSONL {question_id or question, answer, quotes, source}",
+    )
+    runs = RunIdsField(
+        label="Sampling runs",
+        help_text=f"For the sampling-runs source: one run (pairs of its samples, a ranking of them, or its "
+        f"answers rated), or {MAX_RUNS} runs (their chosen answers side by side). Finished runs only.",
+    )
+    vs_demonstrations = forms.BooleanField(
+        required=False,
+        label="Against human demonstrations",
+        help_text="Comparisons of one run: its chosen answer against a human demonstration of the question",
+    )
+    pairs_per_question = forms.IntegerField(
+        required=False,
+        initial=1,
+        widget=_number(*PAIRS_PER_QUESTION),
+        help_text="One run's comparisons: distinct pairs of samples (or demonstrations) per question",
+    )
+    include_declined = forms.BooleanField(
+        required=False,
+        label="Include declined answers",
+        help_text="Questions the run declined (best score under its threshold): their best answer is used",
     )
     overlap = forms.IntegerField(initial=1, widget=_number(*OVERLAP), help_text="Labelers per item")
     required_probability = forms.FloatField(
@@ -70,6 +124,33 @@ class FeedbackBatchForm(forms.Form):
     # The check names BatchSettings' fields; these are the page's names for them.
     FIELD_NAMES = {"lease_seconds": "lease_minutes", "revision_seconds": "revision_minutes"}
 
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        named = [parse_id(pk) for pk in self.initial.get("runs", [])]
+        self.fields["runs"].choices = run_choices([pk for pk in named if pk is not None])
+
+    @staticmethod
+    def prefill(query: QueryDict) -> dict[str, object]:
+        """Initial values from a link (the sampling run page's "Make a feedback batch from this run":
+        ``?source=runs&runs=3``); anything unusable is left at its default."""
+        initial: dict[str, object] = {}
+        if query.get("source") in dict(SOURCES):
+            initial["source"] = query["source"]
+        if query.get("template") in dict(TEMPLATES):
+            initial["template"] = query["template"]
+        runs = [pk for pk in map(parse_id, query.getlist("runs")[:MAX_RUNS]) if pk is not None]
+        if runs:
+            initial["runs"] = runs
+            initial.setdefault("source", "runs")
+            initial["name"] = "Answers of " + " vs ".join(f"run {pk}" for pk in runs)
+        for flag in ("vs_demonstrations", "include_declined"):
+            if query.get(flag) in ("1", "on", "true"):
+                initial[flag] = True
+        pairs = parse_id(query.get("pairs_per_question", ""))
+        if pairs is not None and PAIRS_PER_QUESTION[0] <= pairs <= PAIRS_PER_QUESTION[1]:
+            initial["pairs_per_question"] = pairs
+        return initial
+
     def clean(self) -> dict:
         data = super().clean()
         if self.errors:
@@ -85,6 +166,10 @@ class FeedbackBatchForm(forms.Form):
             always_required=always,
             lease_seconds=data["lease_minutes"] * 60,
             revision_seconds=data["revision_minutes"] * 60,
+            runs=data["runs"],
+            vs_demonstrations=data["vs_demonstrations"],
+            pairs_per_question=1 if data["pairs_per_question"] is None else data["pairs_per_question"],
+            include_declined=data["include_declined"],
         )
         try:
             check_batch_request(
@@ -99,7 +184,8 @@ class FeedbackBatchForm(forms.Form):
 @role_required(Role.RESEARCHER)
 def batch_list(request: HttpRequest) -> HttpResponse:
     batches = [(batch, batch_progress(batch)) for batch in FeedbackBatch.objects.order_by("-created_at")]
-    return render(request, "console/feedback_list.html", {"batches": batches, "form": FeedbackBatchForm()})
+    form = FeedbackBatchForm(initial=FeedbackBatchForm.prefill(request.GET))
+    return render(request, "console/feedback_list.html", {"batches": batches, "form": form})
 
 
 @require_http_methods(["POST"])
@@ -134,8 +220,29 @@ def batch_detail(request: HttpRequest, pk: int) -> HttpResponse:
         "progress": batch_progress(batch),
         "labelers": labeler_stats(batch),
         "late": late_submissions(batch)[:100],  # the oldest; the count above has them all
+        "origin": origin_context(batch),
     }
     return render(request, "console/feedback_detail.html", context)
+
+
+def origin_context(batch: FeedbackBatch) -> dict[str, object]:
+    """How the batch's answers were chosen, for its page (researchers only: it names the sides)."""
+    origin = batch.origin if isinstance(batch.origin, dict) else {}
+    skipped = origin.get("skipped") if isinstance(origin.get("skipped"), list) else []
+    order = origin.get("runs") if isinstance(origin.get("runs"), list) else []
+    position = {pk: index for index, pk in enumerate(order)}  # run 1 is side A: shown first
+    return {
+        "source": dict(SOURCES).get(origin.get("source", ""), ""),
+        "pairing": PAIRINGS.get(origin.get("pairing", ""), ""),
+        "runs": sorted(
+            batch.sampling_runs.all(), key=lambda run: (position.get(run.pk, len(position)), run.pk)
+        ),
+        "sides": origin.get("sides") if isinstance(origin.get("sides"), dict) else {},
+        "include_declined": origin.get("include_declined"),
+        "pairs_per_question": origin.get("pairs_per_question"),
+        "skipped": skipped[:SKIPPED_SHOWN],
+        "skipped_count": len(skipped),
+    }
 
 
 @require_POST

@@ -1,4 +1,5 @@
-"""``manage.py create_feedback_batch NAME --template T``: a batch of comparisons, rankings or ratings."""
+"""``manage.py create_feedback_batch NAME --template T``: a batch of comparisons, rankings or ratings, from
+demonstrations, the bank, an answers file or sampling runs (``--from-run N``, once or twice)."""
 
 from __future__ import annotations
 
@@ -24,19 +25,25 @@ OPTIONS = {
     "gold_pairs": "--gold",
     "lease_seconds": "--lease-minutes",
     "revision_seconds": "--revision-minutes",
+    "runs": "--from-run",
 }
 
 
 class Command(BaseCommand):
     help = (
-        "Create a feedback batch from finished demonstrations, the answers in the bank, or an answers file."
+        "Create a feedback batch from finished demonstrations, the answers in the bank, an answers file, or "
+        "the answers of one or two sampling runs."
     )
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("name")
         parser.add_argument("--template", required=True, choices=[code for code, _ in TEMPLATES])
         parser.add_argument("--preset", default="", choices=["", *RATING_PRESETS], help="for rating batches")
-        parser.add_argument("--source", default="demonstrations", choices=[code for code, _ in SOURCES])
+        parser.add_argument(
+            "--source",
+            choices=[code for code, _ in SOURCES],
+            help="default: runs with --from-run, demonstrations otherwise",
+        )
         parser.add_argument("--answers", type=Path, help="answers JSONL (with --source file)")
         parser.add_argument("--overlap", type=int, default=1)
         parser.add_argument("--required-probability", type=float, default=0.1)
@@ -45,6 +52,25 @@ class Command(BaseCommand):
         parser.add_argument("--lease-minutes", type=int, default=30)
         parser.add_argument("--revision-minutes", type=int, default=60, help="how long a labeler may revise")
         parser.add_argument("--gold", default="", help="gold comparisons: '12>34;56=78' (answer ids)")
+        parser.add_argument(
+            "--from-run",
+            type=int,
+            action="append",
+            default=[],
+            metavar="N",
+            help="a finished sampling run's answers (at most twice: two runs' chosen answers side by side)",
+        )
+        parser.add_argument(
+            "--vs-demonstrations",
+            action="store_true",
+            help="one run's chosen answer against a human demonstration of the question",
+        )
+        parser.add_argument(
+            "--pairs-per-question", type=int, default=1, metavar="K", help="one run's comparisons: 1-10"
+        )
+        parser.add_argument(
+            "--include-declined", action="store_true", help="pair the answers to questions a run declined"
+        )
 
     def handle(self, *args: Any, **options: Any) -> None:
         config = BatchSettings(
@@ -57,12 +83,17 @@ class Command(BaseCommand):
             always_required=[c.strip() for c in options["always_required"].split(",") if c.strip()] or None,
             lease_seconds=options["lease_minutes"] * 60,
             revision_seconds=options["revision_minutes"] * 60,
+            runs=options["from_run"],
+            vs_demonstrations=options["vs_demonstrations"],
+            pairs_per_question=options["pairs_per_question"],
+            include_declined=options["include_declined"],
         )
+        source = options["source"] or ("runs" if options["from_run"] else "demonstrations")
         gold = options["gold"].replace(";", "\n")
         try:  # the same check as the console form's and the API's, before any file is read
-            check_batch_request(config, options["source"], options["answers"] is not None, gold)
+            check_batch_request(config, source, options["answers"] is not None, gold)
             data = options["answers"].read_bytes() if options["answers"] else None
-            batch = create_batch_from_source(None, config, options["source"], data, gold_pairs=gold)
+            batch = create_batch_from_source(None, config, source, data, gold_pairs=gold)
         except OSError as exc:
             raise CommandError(f"{options['answers']}: {exc.strerror}") from None
         except BatchError as exc:
@@ -71,3 +102,9 @@ class Command(BaseCommand):
         except QuestionFileError as exc:
             raise CommandError(f"{exc}; nothing was created") from None
         self.stdout.write(f"batch {batch.pk} {batch.name!r}: {batch.items.count()} items ({batch.template})")
+        for side, label in batch.origin.get("sides", {}).items():
+            self.stdout.write(f"  side {side}: {label}")
+        for entry in batch.origin.get("skipped", []):
+            self.stdout.write(
+                f"  skipped question {entry['question']} ({entry['text'][:60]!r}): {entry['reason']}"
+            )
