@@ -498,6 +498,7 @@ def test_page_api_and_command_store_the_same_filters(client_for, alice, django_u
             "source": "platform",
             "episode_kind": "human",
             "sampling_run": None,
+            "exclude_eval": False,
         }
     )
 
@@ -545,3 +546,42 @@ def test_a_late_submission_is_kept_out_of_exports_unless_asked_for_and_no_other_
     for status in set(AssignmentStatus.values) - {AssignmentStatus.SUBMITTED, AssignmentStatus.LATE}:
         Assignment.objects.update(status=status)
         assert export_rows("comparisons-full", include_late=True) == [], status
+
+
+@pytest.mark.django_db
+def test_eval_questions_are_left_out_when_asked_and_training_then_accepts_the_export(
+    django_user_model, client_for, alice
+):
+    from annotation.models import Question, Split
+    from training.jobs import check_splits
+
+    import_questions(
+        b'{"question": "Why is the sky blue?"}\n{"question": "Why is grass green?"}', filename="q.jsonl"
+    )
+    Question.objects.filter(text__startswith="Why is the sky").update(split=Split.EVAL)
+    Question.objects.filter(text__startswith="Why is grass").update(split=Split.RM)
+    labeler = make_user(django_user_model, "lee", "labeler")
+    for question in ("why is the sky blue", "why is grass green"):
+        rows = [{"question": question, "answer": text} for text in ("Scattering.", "Chlorophyll.")]
+        answers = import_answers("\n".join(json.dumps(r) for r in rows).encode())
+        create_feedback_batch(
+            None, BatchSettings(question, "minimal_comparison", required_probability=0.0), [answers]
+        )
+        task = work.next_assignment(labeler)
+        work.submit(task.pk, labeler, {"ratings": {"overall": "a_better"}}, uuid.uuid4())
+    everything = export_rows("rm-pairs")
+    kept = export_rows("rm-pairs", exclude_eval=True)
+    assert len(everything) == 2 and len(kept) == 1
+    with pytest.raises(Exception, match="eval split"):
+        check_splits(everything)
+    check_splits(kept)
+    # The page, the API and the command ask alike; eval-only and eval-left-out is refused on its field.
+    client = client_for(alice)
+    client.post(reverse("console:exports"), {"export_format": "rm-pairs", "exclude_eval": "on"})
+    body = {"format": "rm-pairs", "exclude_eval": True}
+    assert client.post("/api/exports", body, content_type="application/json").status_code == 202
+    call_command("export_dataset", "--format", "rm-pairs", "--exclude-eval")
+    assert [export.filters["exclude_eval"] for export in Export.objects.all()] == [True, True, True]
+    refused = client.post("/api/exports", {**body, "split": "eval"}, content_type="application/json")
+    assert refused.status_code == 400 and "nothing matches" in refused.json()["exclude_eval"][0]
+    assert Export.objects.count() == 3

@@ -77,6 +77,8 @@ RICH = {
     "questions:import",
     "training:new",
     "training:sampling_new",
+    "training:proxy_evaluations",
+    "api-proxy-evaluations",
 }
 EXAMPLES = {"rich": 25, "write": 6, "read": 4}
 
@@ -114,7 +116,7 @@ def _build_world(tmp: Any) -> World:
     from annotation.models import Assignment, Export, ExportStatus, Question
     from annotation.questions.service import import_questions
     from browser.models import Corpus
-    from training.models import ModelCheckpoint, Round, SamplingRun, TrainingRun
+    from training.models import ModelCheckpoint, ProxyEvaluation, Round, SamplingRun, TrainingRun
 
     users: dict[str, Any] = {"anonymous": None}
     for name, role in (
@@ -185,6 +187,11 @@ def _build_world(tmp: Any) -> World:
         ],
         "answer": answers[:1],
         "round": [Round.objects.create(number=1, name="fuzz round")],
+        "proxy_evaluation": [
+            ProxyEvaluation.objects.create(
+                owner=users["alice"], reward_model=checkpoint, reward_model_name=checkpoint.name
+            )
+        ],
     }
     return World(users, objects, forms.fields, forms.defaults, forms.typed, forms.files)
 

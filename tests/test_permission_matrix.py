@@ -23,7 +23,7 @@ from annotation.models import Answer, Export, FeedbackBatch, Question
 from annotation.questions.service import import_questions
 from tests.conftest import make_user
 from tests.routes import Route, all_routes, object_kind
-from training.models import ModelCheckpoint, Round, SamplingRun, TrainingRun
+from training.models import ModelCheckpoint, ProxyEvaluation, Round, SamplingRun, TrainingRun
 
 pytestmark = pytest.mark.django_db
 
@@ -64,6 +64,8 @@ EXPECTED: dict[str, tuple] = {
     "console:feedback_create": RESEARCHER,
     "console:feedback_batch": RESEARCHER,
     "console:feedback_toggle": RESEARCHER,
+    "console:feedback_results": RESEARCHER,
+    "console:feedback_results_csv": RESEARCHER,  # the table the matrix names does not exist: a 400
     "console:exports": RESEARCHER,
     "console:export": RESEARCH_OBJECT,
     "console:export_download": RESEARCH_OBJECT,
@@ -82,6 +84,10 @@ EXPECTED: dict[str, tuple] = {
     "training:sampling_new": RESEARCHER,
     "training:sampling_run": RESEARCH_OBJECT,
     "training:sampling_cancel": RESEARCH_OBJECT,
+    "training:proxy_evaluations": RESEARCHER,
+    "training:proxy_evaluation": RESEARCH_OBJECT,
+    "training:proxy_results_csv": RESEARCH_OBJECT,
+    "training:proxy_cancel": RESEARCH_OBJECT,
     "training:rounds": RESEARCHER,
     "training:round_create": RESEARCHER,
     "training:round": RESEARCH_OBJECT,
@@ -97,6 +103,7 @@ EXPECTED: dict[str, tuple] = {
     "api-answer": API_RESEARCH_OBJECT,
     "api-batches": API_RESEARCHER,
     "api-batch": API_RESEARCH_OBJECT,
+    "api-batch-results": API_RESEARCH_OBJECT,
     "api-task-next": API_LABELER,
     "api-task": API_LABELER,
     "api-task-submit": API_LABELER,
@@ -113,6 +120,9 @@ EXPECTED: dict[str, tuple] = {
     "api-sampling-run-cancel": API_RESEARCH_OBJECT,
     "api-sampling-run-samples": API_RESEARCH_OBJECT,
     "api-sampling-endpoints": API_RESEARCHER,
+    "api-proxy-evaluations": API_RESEARCHER,
+    "api-proxy-evaluation": API_RESEARCH_OBJECT,
+    "api-proxy-evaluation-cancel": API_RESEARCH_OBJECT,
     "api-rounds": API_RESEARCHER,
     "api-round": API_RESEARCH_OBJECT,
     "api-models": API_RESEARCHER,
@@ -170,6 +180,9 @@ def world(
         "sampling_run": SamplingRun.objects.create(owner=alice, policy_name="tiny", n=1, episodes_total=1),
         "answer": Answer.objects.first(),
         "round": Round.objects.create(number=1, name="round one"),
+        "proxy_evaluation": ProxyEvaluation.objects.create(
+            owner=alice, reward_model=checkpoint, reward_model_name=checkpoint.name
+        ),
     }
     users = {"alice": alice, "bob": bob, "dana": dana, "charlie": charlie, "anonymous": None, "erin": erin}
     return users, shared, own

@@ -152,10 +152,17 @@ def test_retraining_from_a_round_is_the_training_form_prefilled(client_for, alic
     form = client.get(link).context["form"]
     assert form.initial == {"export": made["export"].pk, "kind": "rm", "base_checkpoint": reward_model.pk}
 
-    export_link = reverse("console:exports") + f"?batch={made['batch'].pk}&amp;export_format=rm-pairs"
+    export_link = (
+        reverse("console:exports")
+        + f"?batch={made['batch'].pk}&amp;export_format=rm-pairs&amp;exclude_eval=on"
+    )
     assert export_link in html
     export_form = client.get(export_link.replace("&amp;", "&")).context["form"]
-    assert export_form.initial == {"batch": made["batch"].pk, "export_format": "rm-pairs"}
+    assert export_form.initial == {
+        "batch": made["batch"].pk,
+        "export_format": "rm-pairs",
+        "exclude_eval": True,
+    }
 
 
 def test_runs_are_added_to_a_round_once(client_for, alice):

@@ -134,7 +134,7 @@ def check_splits(rows: list[dict[str, Any]]) -> None:
     if leaked:
         raise RunError(
             f"{leaked} question(s) of this export are in the eval split: training on them would leak the "
-            "evaluation set; export with a split filter (bc or rm)"
+            "evaluation set; export with a split filter (bc or rm) or with eval-split questions left out"
         )
 
 

@@ -238,3 +238,97 @@ def _legend(series: Sequence[Series], columns: int) -> SafeString:
 
 def _join(parts: Iterable[SafeString]) -> SafeString:
     return format_html_join("", "{}", ((part,) for part in parts))
+
+
+NUDGE = 4  # pixels between the interval bars of series that share an x
+
+
+def interval_chart(
+    series: Sequence[Series],
+    intervals: Sequence[Sequence[tuple[float, float, float]]],
+    title: str,
+    y_label: str,
+    x_label: str,
+    x_ticks: Sequence[tuple[float, str]],
+) -> SafeString:
+    """A line chart whose points carry a vertical bar for their interval: ``intervals[i]`` holds
+    (x, low, high) for ``series[i]``, drawn in its colour, on one value axis. The caller places and
+    labels the x ticks (a log2 axis labelled 1, 2, 4...). Series that share an x are nudged apart, so
+    that one's bar does not hide another's. An empty string when no series has a point."""
+    drawn = [(s, bars) for s, bars in zip(series, intervals, strict=True) if s.points]
+    if not drawn:
+        return SafeString()
+    xs = [x for x, _ in x_ticks] + [x for s, _ in drawn for x, _ in s.points]
+    low_x, high_x = min(xs), max(xs)
+    if high_x == low_x:
+        low_x, high_x = low_x - 0.5, high_x + 0.5
+    values = [y for s, _ in drawn for _, y in s.points]
+    values += [v for _, bars in drawn for _, low, high in bars for v in (low, high)]
+    y_ticks = nice_ticks(min(values), max(values))
+    pad = NUDGE * len(drawn)  # the outermost bars stay inside the axes
+    x = _scale(low_x, high_x, LEFT + pad, WIDTH - RIGHT - pad)
+    y = _scale(y_ticks[0], y_ticks[-1], TOP + PLOT_HEIGHT, TOP)
+    columns = max(1, WIDTH // 240)
+    height = TOP + PLOT_HEIGHT + BOTTOM + LEGEND_ROW * math.ceil(len(drawn) / columns)
+    parts = [_placed_x_axis(x_ticks, x, x_label), _y_axis(y_ticks, False, y_label, grid=True)]
+    for i, (s, bars) in enumerate(drawn):
+        offset = (i - (len(drawn) - 1) / 2) * NUDGE
+        nudged = _shifted(x, offset)
+        parts.append(_bars(s, bars, nudged, y))
+        parts.append(_line(s, nudged, y))
+    parts.append(_legend([s for s, _ in drawn], columns))
+    return format_html(
+        '<svg class="chart" viewBox="0 0 {} {}" role="img" aria-label="{}"><title>{}</title>{}</svg>',
+        WIDTH,
+        height,
+        title,
+        title,
+        _join(parts),
+    )
+
+
+def _shifted(x: Callable[[float], float], offset: float) -> Callable[[float], float]:
+    return lambda v: x(v) + offset
+
+
+def _placed_x_axis(ticks: Sequence[tuple[float, str]], x: Callable[[float], float], label: str) -> SafeString:
+    baseline = TOP + PLOT_HEIGHT
+    labels = format_html_join(
+        "",
+        '<line class="grid" x1="{0}" x2="{0}" y1="{1}" y2="{2}"/>'
+        '<text x="{0}" y="{3}" text-anchor="middle">{4}</text>',
+        ((_at(x(at)), TOP, baseline, baseline + 16, text) for at, text in ticks),
+    )
+    return format_html(
+        '<g class="axis"><line x1="{}" x2="{}" y1="{}" y2="{}"/>{}'
+        '<text x="{}" y="{}" text-anchor="middle">{}</text></g>',
+        LEFT,
+        WIDTH - RIGHT,
+        baseline,
+        baseline,
+        labels,
+        (LEFT + WIDTH - RIGHT) // 2,
+        baseline + 32,
+        label,
+    )
+
+
+def _bars(
+    s: Series,
+    bars: Sequence[tuple[float, float, float]],
+    x: Callable[[float], float],
+    y: Callable[[float], float],
+) -> SafeString:
+    """A vertical bar from low to high at each x, with short caps."""
+    lines = format_html_join(
+        "",
+        '<line x1="{0}" x2="{0}" y1="{1}" y2="{2}"/>'
+        '<line x1="{3}" x2="{4}" y1="{1}" y2="{1}"/><line x1="{3}" x2="{4}" y1="{2}" y2="{2}"/>',
+        ((_at(x(at)), _at(y(low)), _at(y(high)), _at(x(at) - 3), _at(x(at) + 3)) for at, low, high in bars),
+    )
+    return format_html(
+        '<g class="interval" stroke="{}" stroke-width="1.5"><title>{}: 95% interval</title>{}</g>',
+        PALETTE[s.colour % len(PALETTE)],
+        s.label,
+        lines,
+    )

@@ -163,9 +163,10 @@ def retrain_query(contents: RoundContents, export: Export) -> dict[str, Any]:
 
 
 def export_query(batch: FeedbackBatch) -> dict[str, Any]:
-    """The exports page's prefill for a batch's judgements as reward-model data."""
+    """The exports page's prefill for a batch's judgements as reward-model data, eval-split questions left
+    out (a run samples every split it is given; training refuses the eval questions)."""
     export_format = ExportFormat.RM_GROUPS if batch.template == "ranking" else ExportFormat.RM_PAIRS
-    return {"batch": batch.pk, "export_format": export_format}
+    return {"batch": batch.pk, "export_format": export_format, "exclude_eval": "on"}
 
 
 def rm_accuracy(contents: RoundContents) -> dict[str, Any] | None:

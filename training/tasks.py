@@ -4,6 +4,7 @@ uses every core it is given)."""
 from celery import shared_task
 
 from training.jobs import run_training_job
+from training.proxy_jobs import run_proxy_evaluation_job
 from training.sampling_jobs import run_sampling_job
 
 
@@ -15,3 +16,8 @@ def run_training(*, run_id: int) -> None:
 @shared_task(name="training.run_sampling", ignore_result=True, acks_late=True)
 def run_sampling(*, run_id: int) -> None:
     run_sampling_job(run_id)
+
+
+@shared_task(name="training.run_proxy_evaluation", ignore_result=True, acks_late=True)
+def run_proxy_evaluation(*, evaluation_id: int) -> None:
+    run_proxy_evaluation_job(evaluation_id)

@@ -1,6 +1,6 @@
 from django.urls import path
 
-from training import round_views, sampling_views, views
+from training import proxy_views, round_views, sampling_views, views
 
 app_name = "training"
 urlpatterns = [
@@ -15,6 +15,10 @@ urlpatterns = [
     path("sampling/new/", sampling_views.sampling_new, name="sampling_new"),
     path("sampling/<int:pk>/", sampling_views.sampling_detail, name="sampling_run"),
     path("sampling/<int:pk>/cancel/", sampling_views.sampling_cancel, name="sampling_cancel"),
+    path("proxy/", proxy_views.proxy_list, name="proxy_evaluations"),
+    path("proxy/<int:pk>/", proxy_views.proxy_detail, name="proxy_evaluation"),
+    path("proxy/<int:pk>/results.csv", proxy_views.proxy_results_csv, name="proxy_results_csv"),
+    path("proxy/<int:pk>/cancel/", proxy_views.proxy_cancel, name="proxy_cancel"),
     path("rounds/", round_views.round_list, name="rounds"),
     path("rounds/new/", round_views.round_create, name="round_create"),
     path("rounds/<int:pk>/", round_views.round_detail, name="round"),

@@ -7,6 +7,7 @@ from annotation.api.docs import ApiDocs
 from annotation.demonstrations import console as demonstration_console
 from annotation.exports import views as export_views
 from annotation.feedback import console as feedback_console
+from annotation.feedback import results_views as feedback_results
 from webgpt_site import account, console, views
 
 console_patterns = (
@@ -19,6 +20,12 @@ console_patterns = (
         path("feedback/new/", feedback_console.batch_create, name="feedback_create"),
         path("feedback/<int:pk>/", feedback_console.batch_detail, name="feedback_batch"),
         path("feedback/<int:pk>/toggle/", feedback_console.batch_toggle, name="feedback_toggle"),
+        path("feedback/<int:pk>/results/", feedback_results.results_page, name="feedback_results"),
+        path(
+            "feedback/<int:pk>/results/<slug:table>.csv",
+            feedback_results.results_csv,
+            name="feedback_results_csv",
+        ),
         path("exports/", export_views.export_list, name="exports"),
         path("exports/<int:pk>/", export_views.export_detail, name="export"),
         path("exports/<int:pk>/download/", export_views.export_download, name="export_download"),

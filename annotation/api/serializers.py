@@ -316,6 +316,9 @@ class ExportCreateInput(serializers.Serializer):
         default=False,
         help_text="Late submissions (stored after the slot went to another labeler): left out by default",
     )
+    exclude_eval = serializers.BooleanField(
+        default=False, help_text="Leave out the eval split's questions (training refuses them)"
+    )
     template = serializers.ChoiceField(choices=Template.choices, required=False, allow_null=True)
     labeler = serializers.CharField(
         required=False,

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from django.urls import path
 
-from annotation.api import exports, tasks, views
+from annotation.api import exports, results, tasks, views
 from training import api as training
+from training import proxy_api as proxy
 from training import rounds_api as rounds
 from training import sampling_api as sampling
 
@@ -19,6 +20,7 @@ urlpatterns = [
     path("answers/<int:pk>", views.AnswerDetail.as_view(), name="api-answer"),
     path("batches", views.BatchList.as_view(), name="api-batches"),
     path("batches/<int:pk>", views.BatchDetail.as_view(), name="api-batch"),
+    path("batches/<int:pk>/results", results.BatchResults.as_view(), name="api-batch-results"),
     path("tasks/next", tasks.TaskNext.as_view(), name="api-task-next"),
     path("tasks/<int:pk>", tasks.TaskDetail.as_view(), name="api-task"),
     path("tasks/<int:pk>/submit", tasks.TaskSubmit.as_view(), name="api-task-submit"),
@@ -41,6 +43,13 @@ urlpatterns = [
     ),
     path("sampling-runs/<int:pk>/samples", sampling.SampleList.as_view(), name="api-sampling-run-samples"),
     path("sampling-endpoints", sampling.BackendList.as_view(), name="api-sampling-endpoints"),
+    path("proxy-evaluations", proxy.ProxyEvaluationList.as_view(), name="api-proxy-evaluations"),
+    path("proxy-evaluations/<int:pk>", proxy.ProxyEvaluationDetail.as_view(), name="api-proxy-evaluation"),
+    path(
+        "proxy-evaluations/<int:pk>/cancel",
+        proxy.ProxyEvaluationCancel.as_view(),
+        name="api-proxy-evaluation-cancel",
+    ),
     path("rounds", rounds.RoundList.as_view(), name="api-rounds"),
     path("rounds/<int:pk>", rounds.RoundDetail.as_view(), name="api-round"),
 ]

@@ -25,6 +25,7 @@ from annotation.models import (
     EpisodeStatus,
     ExportFormat,
     ImportedComparison,
+    Split,
 )
 from browser.engine.trajectory import merge_scrolls
 
@@ -62,6 +63,8 @@ def submitted_judgements(filters: dict[str, Any]) -> QuerySet[Assignment]:
         tasks = tasks.filter(flags=[])
     if not filters.get("include_gold", True):
         tasks = tasks.filter(item__is_gold=False)
+    if filters.get("exclude_eval"):
+        tasks = tasks.exclude(item__question__split=Split.EVAL)
     return tasks
 
 
@@ -120,6 +123,8 @@ def _imported_comparison_rows(filters: dict[str, Any], pairs: bool, rm: bool) ->
     rows = ImportedComparison.objects.select_related("question", "answer_0", "answer_1").order_by("id")
     if filters.get("split"):
         rows = rows.filter(question__split=filters["split"])
+    if filters.get("exclude_eval"):
+        rows = rows.exclude(question__split=Split.EVAL)
     for comparison in rows.iterator(chunk_size=CHUNK):
         first = {"text": comparison.answer_0.text, "quotes": comparison.answer_0.quotes}
         second = {"text": comparison.answer_1.text, "quotes": comparison.answer_1.quotes}
@@ -228,6 +233,8 @@ def _episodes(filters: dict[str, Any]) -> Iterator[Episode]:
         episodes = episodes.filter(kind=kind)
     if filters.get("split"):
         episodes = episodes.filter(question__split=filters["split"])
+    if filters.get("exclude_eval"):
+        episodes = episodes.exclude(question__split=Split.EVAL)
     if filters.get("since"):
         episodes = episodes.filter(finished_at__date__gte=filters["since"])
     if filters.get("until"):

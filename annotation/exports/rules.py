@@ -89,15 +89,19 @@ def export_filters(
     include_late: bool = False,
     episode_kind: str | None = "human",
     sampling_run: int | None = None,
+    exclude_eval: bool = False,
 ) -> dict[str, Any]:
     """The filters as the job reads them (JSON on the export row: ids, ISO dates, None for "any");
     ExportRequestError for a value that no export can use. ``episode_kind`` and ``sampling_run`` narrow
-    the episodes of the demonstrations and bc-pairs exports."""
+    the episodes of the demonstrations and bc-pairs exports; ``exclude_eval`` leaves out the questions of the
+    eval split, which training refuses (data for a reward model from a run that sampled every split)."""
     check_batch(batch)
     check_sampling_run(sampling_run)
     episode_kind = episode_kind_for(episode_kind, sampling_run)
     if split and split not in Split.values:
         raise ExportRequestError("split", f"There is no question split {split!r}.")
+    if exclude_eval and split == Split.EVAL:
+        raise ExportRequestError("exclude_eval", "The split is eval and eval is left out: nothing matches.")
     if template and template not in Template.values:
         raise ExportRequestError("template", f"There is no template {template!r}.")
     source = source or "both"
@@ -118,6 +122,7 @@ def export_filters(
         "source": source,
         "episode_kind": episode_kind,
         "sampling_run": sampling_run,
+        "exclude_eval": bool(exclude_eval),
     }
 
 
@@ -135,6 +140,7 @@ def filter_arguments(values: Mapping[str, Any]) -> dict[str, Any]:
         "include_late",
         "episode_kind",
         "sampling_run",
+        "exclude_eval",
     )
     return {
         **{name: values[name] for name in named},

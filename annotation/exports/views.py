@@ -52,6 +52,11 @@ class ExportForm(forms.Form):
         label="Include late submissions",
         help_text="Stored after the lease ran out and the slot went to another labeler: extra judgements",
     )
+    exclude_eval = forms.BooleanField(
+        required=False,
+        label="Leave out eval-split questions",
+        help_text="For training data: a model never trains on the questions it is evaluated on",
+    )
     episode_kind = forms.ChoiceField(
         choices=EPISODE_KINDS,
         initial="human",
@@ -103,13 +108,16 @@ def export_list(request: HttpRequest) -> HttpResponse:
 
 
 def _prefill(request: HttpRequest) -> dict[str, Any]:
-    """?batch=ID&export_format=... from a round's "Export the judgements" link (unknown values: ignored)."""
+    """?batch=ID&export_format=...&exclude_eval=on from a round's "Export the judgements" link (unknown
+    values: ignored)."""
     initial: dict[str, Any] = {}
     batch = parse_id(request.GET.get("batch"))
     if batch is not None and FeedbackBatch.objects.filter(pk=batch).exists():
         initial["batch"] = batch
     if request.GET.get("export_format") in ExportFormat.values:
         initial["export_format"] = request.GET["export_format"]
+    if request.GET.get("exclude_eval") == "on":
+        initial["exclude_eval"] = True
     return initial
 
 

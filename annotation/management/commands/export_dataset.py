@@ -36,6 +36,9 @@ class Command(BaseCommand):
         )
         parser.add_argument("--batch", type=int, help="only this feedback batch")
         parser.add_argument("--split", choices=Split.values, help="only questions of this split")
+        parser.add_argument(
+            "--exclude-eval", action="store_true", help="leave out eval-split questions (training data)"
+        )
         parser.add_argument("--template", help="only judgements of this template")
         parser.add_argument("--labeler", help="only this labeler's judgements (user name)")
         parser.add_argument(

@@ -1,0 +1,514 @@
+"""The results of a feedback batch, as the papers report them, each figure with a 95% confidence interval and
+the number of judgements and questions behind it.
+
+- Comparisons (WebGPT section 6): the preference for side A over side B, a judgement scoring 1 when A is
+  rated better or much better, 0.5 when equal and 0 when B is better, averaged over judgements; overall and
+  per dimension of the template. Ratings are given for the answers as SHOWN (``Assignment.order[0]`` is
+  slot A), so each is turned to the item's sides (``FeedbackItem.sides``; without sides, side A is the
+  answer with the lower id). Gold items are left out: they measure labelers, not the answers.
+- Ratings: TruthfulQA's truthful, informative, truthful-and-informative rates and GopherCite's plausible,
+  supported, supported-and-plausible (S&P) rates ("unsure" counts as not). When the rated answers are
+  samples of a sampling run and the batch covers declined answers too, GopherCite's selective prediction:
+  as the reward threshold rises over the answers' scores, coverage against the rate of the answered ones.
+- Agreement: every pair of labelers on a shared item (comparisons: the overall rating; rankings: the order
+  of answer pairs), scored as in ``agreement``; per labeler from ``stats.labeler_stats``.
+
+Intervals are percentile bootstraps over QUESTIONS, the unit the papers sample: a question's judgements are
+not independent (two labelers on one pair, several pairs of one question), so resampling judgements would
+make the interval too narrow. A resample draws as many question ids as there are, with replacement, and
+recomputes the figure over all their judgements, so a question weighs by its judgements as in the figure.
+
+Pure functions over plain values first, then the entry points that read a batch: ``batch_results`` (the
+page, its CSVs and the API) and ``headline`` (the one figure the rounds page shows for a batch).
+"""
+
+from __future__ import annotations
+
+import re
+from collections import defaultdict
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from itertools import combinations
+from typing import Any
+
+import numpy as np
+
+from annotation.feedback.agreement import preference_agreement, ranking_pair_agreement
+from annotation.feedback.scales import (
+    COMPARISON_SCALE,
+    COMPARISON_TEMPLATES,
+    OVERALL,
+    codes,
+    dimensions_for,
+    preference_value,
+)
+from annotation.feedback.stats import labeler_stats
+from annotation.models import Answer, Assignment, AssignmentStatus, FeedbackBatch, Template
+from webgpt_site.inputs import parse_id
+
+CONFIDENCE = 0.95
+DEFAULT_SEED = 0
+DEFAULT_RESAMPLES = 2000
+SEED_RANGE = (0, 2**32 - 1)
+RESAMPLES_RANGE = (100, 20_000)  # fewer makes the 2.5% tails a handful of draws
+_CHUNK_CELLS = 1_000_000  # question draws held in memory at once by the bootstrap
+_MAX_LABEL = 200
+_WHOLE_NUMBER = re.compile(r"[0-9]{1,10}")
+
+Judgement = tuple[int, float]  # (question id, score in [0, 1])
+
+
+@dataclass(frozen=True)
+class Rate:
+    code: str
+    label: str
+    fields: tuple[str, ...]  # every one "yes" for the judgement to count 1
+    short: str = ""  # for a chart's axis
+
+
+RATES: dict[str, tuple[Rate, ...]] = {
+    "truthfulqa": (
+        Rate("truthful", "Truthful", ("truthful",)),
+        Rate("informative", "Informative", ("informative",)),
+        Rate("truthful_informative", "Truthful and informative", ("truthful", "informative"), "T&I"),
+    ),
+    "gophercite": (
+        Rate("plausible", "Plausible", ("plausible",)),
+        Rate("supported", "Supported", ("supported",)),
+        Rate("supported_plausible", "Supported and plausible (S&P)", ("supported", "plausible"), "S&P"),
+    ),
+}
+# The rate a preset is judged by: its headline, and the one its selective-prediction curve plots.
+MAIN_RATE = {"truthfulqa": "truthful_informative", "gophercite": "supported_plausible"}
+HEADLINE_LABELS = {"truthfulqa": "Truthful and informative rate", "gophercite": "S&P rate"}
+DEFAULT_SIDES = {"A": "the answer with the lower id", "B": "the answer with the higher id"}
+
+
+class SettingsError(ValueError):
+    """A bad seed or resample count: ``field`` names the parameter, the message says what it may be."""
+
+    def __init__(self, field: str, message: str) -> None:
+        super().__init__(message)
+        self.field, self.message = field, message
+
+
+def parse_settings(query: Mapping[str, Any]) -> tuple[int, int]:
+    """(seed, resamples) from query parameters, the defaults when absent or empty; ``SettingsError``
+    naming the parameter otherwise (ASCII digits only: ``int`` would take "٣")."""
+    values = []
+    for name, default, (low, high) in (
+        ("seed", DEFAULT_SEED, SEED_RANGE),
+        ("resamples", DEFAULT_RESAMPLES, RESAMPLES_RANGE),
+    ):
+        raw = query.get(name, "")
+        if raw == "" or raw is None:
+            values.append(default)
+            continue
+        text = str(raw).strip()
+        if not _WHOLE_NUMBER.fullmatch(text) or not low <= int(text) <= high:
+            raise SettingsError(name, f"'{name}' must be a whole number from {low} to {high}.")
+        values.append(int(text))
+    return values[0], values[1]
+
+
+# Statistics on plain values ------------------------------------------------------------------------------
+
+
+def judgement_score(preference: float) -> float:
+    """A preference for A in [-1, 1] as the paper scores it: 1 (A better), 0.5 (equal), 0 (B better)."""
+    return 1.0 if preference > 0 else 0.5 if preference == 0 else 0.0
+
+
+def bootstrap_interval(
+    sums: Sequence[float],
+    counts: Sequence[int],
+    *,
+    seed: int = DEFAULT_SEED,
+    resamples: int = DEFAULT_RESAMPLES,
+    level: float = CONFIDENCE,
+) -> tuple[float, float]:
+    """The percentile interval of sum(sums) / sum(counts) over ``resamples`` resamples of the questions
+    (question i: ``sums[i]`` of its ``counts[i]`` judgement scores, counts > 0), drawn with replacement by
+    numpy's generator seeded with ``seed`` (the same seed, the same interval)."""
+    total, weight = np.asarray(sums, dtype=float), np.asarray(counts, dtype=float)
+    questions = len(total)
+    rng = np.random.default_rng(seed)
+    per_chunk = max(1, _CHUNK_CELLS // questions)
+    stats = []
+    for start in range(0, resamples, per_chunk):
+        picks = rng.integers(0, questions, size=(min(per_chunk, resamples - start), questions))
+        stats.append(total[picks].sum(axis=1) / weight[picks].sum(axis=1))
+    tail = (1 - level) / 2 * 100
+    low, high = np.percentile(np.concatenate(stats), [tail, 100 - tail])
+    return float(low), float(high)
+
+
+def estimate(
+    judgements: Iterable[Judgement], *, seed: int = DEFAULT_SEED, resamples: int = DEFAULT_RESAMPLES
+) -> dict[str, Any]:
+    """The mean score of the judgements with its bootstrap interval by question and its counts:
+    ``{"value", "low", "high", "judgements", "questions"}``; value, low and high None when there are none."""
+    sums: dict[int, float] = defaultdict(float)
+    counts: dict[int, int] = defaultdict(int)
+    for question, score in judgements:
+        sums[question] += score
+        counts[question] += 1
+    if not counts:
+        return {"value": None, "low": None, "high": None, "judgements": 0, "questions": 0}
+    ids = sorted(counts)  # a fixed order, so a seed always resamples the same way
+    low, high = bootstrap_interval(
+        [sums[q] for q in ids], [counts[q] for q in ids], seed=seed, resamples=resamples
+    )
+    judged = sum(counts.values())
+    return {
+        "value": sum(sums.values()) / judged,
+        "low": low,
+        "high": high,
+        "judgements": judged,
+        "questions": len(ids),
+    }
+
+
+def side_a_answer(order: Sequence[int], sides: Mapping[str, Any]) -> int:
+    """The answer on side A of a pair: the one ``sides`` names A when it names exactly one of the pair,
+    else the lower answer id."""
+    named = [parse_id(key) for key, side in sides.items() if side == "A"]
+    if len(named) == 1 and named[0] in order:
+        return named[0]
+    return min(order)
+
+
+def preference_for_side_a(code: Any, order: Sequence[int], side_a: int) -> float | None:
+    """A rating of the pair as shown (A = ``order[0]``) as a preference for side A; None when unrated."""
+    if not isinstance(code, str) or code not in _SCALE:
+        return None
+    value = preference_value(code)
+    return value if order[0] == side_a else -value
+
+
+def rate_score(response: Mapping[str, Any], fields: Sequence[str]) -> float | None:
+    """1 when every field is "yes", 0 when each is answered and one is not ("no", "unsure"); None when a
+    field is unanswered (the judgement is not one of this rate's)."""
+    answers = [response.get(field) for field in fields]
+    if any(not isinstance(answer, str) or not answer for answer in answers):
+        return None
+    return 1.0 if all(answer == "yes" for answer in answers) else 0.0
+
+
+def selective_curve(questions: Mapping[int, tuple[float, Sequence[float]]]) -> list[dict[str, Any]]:
+    """GopherCite's selective prediction. ``questions[q] = (score, judgement scores)`` of the answer q
+    stands for. For each distinct score t, rising: a question is answered when its score >= t;
+    ``coverage`` = answered / all questions, ``rate`` = mean judgement score of the answered ones."""
+    ranked = sorted(questions.values(), key=lambda entry: -entry[0])
+    points: list[dict[str, Any]] = []
+    answered = judged = 0
+    total = 0.0
+    for position, (score, scores) in enumerate(ranked):
+        answered += 1
+        judged += len(scores)
+        total += sum(scores)
+        if position + 1 < len(ranked) and ranked[position + 1][0] == score:
+            continue  # the same threshold answers every question with this score at once
+        points.append(
+            {
+                "threshold": score,
+                "coverage": answered / len(ranked),
+                "answered": answered,
+                "rate": total / judged if judged else None,
+                "judgements": judged,
+            }
+        )
+    return points[::-1]
+
+
+def agreement_pairs(
+    labels: Mapping[int, Mapping[int, Any]],
+    question_of: Mapping[int, int],
+    score: Callable[[Any, Any], float | None],
+) -> list[Judgement]:
+    """Every pair of labelers on an item (``labels[item][labeler]``) scored by ``score`` (None: not
+    comparable, left out), as (question, score) so that agreement is bootstrapped like the rest."""
+    pairs = []
+    for item, by_labeler in labels.items():
+        for first, second in combinations(sorted(by_labeler), 2):
+            value = score(by_labeler[first], by_labeler[second])
+            if value is not None:
+                pairs.append((question_of[item], value))
+    return pairs
+
+
+# Reading a batch -------------------------------------------------------------------------------------------
+
+_SCALE = frozenset(codes(COMPARISON_SCALE))
+
+
+@dataclass(frozen=True)
+class Submission:
+    """A submitted assignment as plain values."""
+
+    item: int
+    question: int
+    gold: bool
+    sides: Mapping[str, Any]
+    labeler: int
+    order: tuple[int, ...]
+    response: Mapping[str, Any]
+
+
+def submissions(batch: FeedbackBatch) -> list[Submission]:
+    """The batch's SUBMITTED assignments (late and skipped ones are not judgements), oldest first; any
+    without a readable order or response is left out."""
+    rows = (
+        Assignment.objects.filter(item__batch=batch, status=AssignmentStatus.SUBMITTED)
+        .order_by("id")
+        .values_list(
+            "item_id", "item__question_id", "item__is_gold", "item__sides", "labeler_id", "order", "response"
+        )
+    )
+    kept = []
+    for item, question, gold, sides, labeler, order, response in rows:
+        ids = tuple(order) if isinstance(order, list) else ()
+        if not ids or not all(parse_id(answer) is not None for answer in ids):
+            continue
+        response = response if isinstance(response, dict) else {}
+        sides = sides if isinstance(sides, dict) else {}
+        kept.append(Submission(item, question, gold, sides, labeler, ids, response))
+    return kept
+
+
+def side_labels(batch: FeedbackBatch) -> dict[str, str]:
+    """What sides A and B are (``origin.sides``), or what they default to without sides."""
+    sides = (batch.origin or {}).get("sides") if isinstance(batch.origin, dict) else None
+    if isinstance(sides, dict) and all(str(sides.get(side, "")).strip() for side in "AB"):
+        return {side: str(sides[side]).strip()[:_MAX_LABEL] for side in "AB"}
+    return dict(DEFAULT_SIDES)
+
+
+def preference_label(sides: Mapping[str, str]) -> str:
+    return f"Preference for A ({sides['A']}) over B ({sides['B']})"
+
+
+def comparison_judgements(measured: Iterable[Submission], dimension: str) -> list[Judgement]:
+    """One judgement per submission that rated ``dimension``, as a score for side A."""
+    judgements = []
+    for task in measured:
+        if len(task.order) != 2:
+            continue
+        ratings = task.response.get("ratings")
+        code = ratings.get(dimension) if isinstance(ratings, dict) else None
+        value = preference_for_side_a(code, task.order, side_a_answer(task.order, task.sides))
+        if value is not None:
+            judgements.append((task.question, judgement_score(value)))
+    return judgements
+
+
+def preference_figures(
+    batch: FeedbackBatch, measured: Sequence[Submission], *, seed: int, resamples: int
+) -> list[dict[str, Any]]:
+    """Overall first, then each other dimension of the template, in the template's order."""
+    dimensions = sorted(dimensions_for(batch.template), key=lambda dimension: dimension[0] != OVERALL)
+    return [
+        {
+            "dimension": code,
+            "label": label,
+            **estimate(comparison_judgements(measured, code), seed=seed, resamples=resamples),
+        }
+        for code, label in dimensions
+    ]
+
+
+def main_rate(batch: FeedbackBatch) -> Rate | None:
+    """The rate a rating batch is judged by (its preset's), or None."""
+    if batch.template != Template.RATING:
+        return None
+    return next((r for r in RATES.get(batch.preset, ()) if r.code == MAIN_RATE.get(batch.preset)), None)
+
+
+def rate_judgements(measured: Iterable[Submission], rate: Rate) -> list[Judgement]:
+    judgements = []
+    for task in measured:
+        value = rate_score(task.response, rate.fields)
+        if value is not None:
+            judgements.append((task.question, value))
+    return judgements
+
+
+def rate_figures(
+    batch: FeedbackBatch, measured: Sequence[Submission], *, seed: int, resamples: int
+) -> list[dict[str, Any]]:
+    return [
+        {
+            "rate": rate.code,
+            "label": rate.label,
+            **estimate(rate_judgements(measured, rate), seed=seed, resamples=resamples),
+        }
+        for rate in RATES.get(batch.preset, ())
+    ]
+
+
+def sample_scores(answer_ids: Iterable[int]) -> dict[int, tuple[int, float | None, bool]]:
+    """(run, score, declined) of each answer that is a sample of a sampling run, found from its source
+    (``sampling_run``, ``sample_index``) and its question."""
+    from training.models import Sample
+
+    keys: dict[tuple[int, int, int], int] = {}
+    for pk, question, source in Answer.objects.filter(pk__in=set(answer_ids)).values_list(
+        "pk", "question_id", "source"
+    ):
+        source = source if isinstance(source, dict) else {}
+        run, index = parse_id(source.get("sampling_run")), source.get("sample_index")
+        if run is not None and isinstance(index, int) and not isinstance(index, bool):
+            keys[(run, question, index)] = pk
+    if not keys:
+        return {}
+    samples = Sample.objects.filter(
+        run_id__in={run for run, _, _ in keys}, question_id__in={question for _, question, _ in keys}
+    ).values_list("run_id", "question_id", "index", "score", "declined")
+    return {
+        keys[(run, question, index)]: (run, score, declined)
+        for run, question, index, score, declined in samples
+        if (run, question, index) in keys
+    }
+
+
+def run_label(origin: Mapping[str, Any], run: int) -> str:
+    labels = origin.get("run_labels")
+    label = labels.get(str(run)) if isinstance(labels, dict) else None
+    return str(label)[:_MAX_LABEL] if isinstance(label, str) and label.strip() else f"run {run}"
+
+
+def selective_prediction(batch: FeedbackBatch, measured: Sequence[Submission]) -> dict[str, Any] | None:
+    """A curve of the preset's main rate per sampling run, when the rated answers are scored samples and
+    the batch covers declined ones (a declined sample among them, or ``origin.include_declined``); None
+    otherwise. Each run's scores come from its own reward model, so runs are never pooled.
+
+    In a run's curve a question stands for the highest-scored of the run's rated answers to it (ties: the
+    lower id), as best-of-n would answer it; it is on the curve once that answer has a judgement."""
+    rate = main_rate(batch)
+    if rate is None:
+        return None
+    rated = dict(Answer.objects.filter(items__batch=batch).values_list("pk", "question_id"))
+    samples = sample_scores(rated)
+    origin = batch.origin if isinstance(batch.origin, dict) else {}
+    covers_declined = origin.get("include_declined") is True or any(d for _, _, d in samples.values())
+    if not covers_declined:
+        return None
+    best: dict[tuple[int, int], tuple[float, int]] = {}  # (run, question) -> (score, answer)
+    for answer in sorted(samples):  # ascending ids: the lower id keeps a tie
+        run, score, _ = samples[answer]
+        key = (run, rated[answer])
+        if score is not None and (key not in best or score > best[key][0]):
+            best[key] = (score, answer)
+    judged: dict[int, list[float]] = defaultdict(list)
+    for task in measured:
+        value = rate_score(task.response, rate.fields)
+        if value is not None:
+            judged[task.order[0]].append(value)
+    by_run: dict[int, dict[int, tuple[float, list[float]]]] = defaultdict(dict)
+    for (run, question), (score, answer) in best.items():
+        if judged[answer]:
+            by_run[run][question] = (score, judged[answer])
+    curves = [
+        {
+            "run": run,
+            "label": run_label(origin, run),
+            "questions": len(questions),
+            "points": selective_curve(questions),
+        }
+        for run, questions in sorted(by_run.items())
+    ]
+    return {"rate": rate.code, "label": rate.label, "short": rate.short, "curves": curves} if curves else None
+
+
+def agreement_figure(
+    batch: FeedbackBatch, tasks: Sequence[Submission], *, seed: int, resamples: int
+) -> dict[str, Any] | None:
+    """Pairwise agreement over every submitted assignment, gold items included (as the per-labeler
+    figure): comparisons on the overall rating, rankings on the order of answer pairs."""
+    labels: dict[int, dict[int, Any]] = defaultdict(dict)
+    question_of = {}
+    for task in tasks:
+        question_of[task.item] = task.question
+        if batch.template in COMPARISON_TEMPLATES and len(task.order) == 2:
+            ratings = task.response.get("ratings")
+            code = ratings.get(OVERALL) if isinstance(ratings, dict) else None
+            value = preference_for_side_a(code, task.order, min(task.order))
+            if value is not None:
+                labels[task.item][task.labeler] = value
+        elif batch.template == Template.RANKING:
+            ranks = task.response.get("ranks")
+            ranks = ranks if isinstance(ranks, dict) else {}
+            labels[task.item][task.labeler] = {
+                answer: float(ranks[str(position)])
+                for position, answer in enumerate(task.order, start=1)
+                if isinstance(ranks.get(str(position)), int | float)
+            }
+    if batch.template in COMPARISON_TEMPLATES:
+        score: Callable[[Any, Any], float | None] = preference_agreement
+    elif batch.template == Template.RANKING:
+        score = ranking_pair_agreement
+    else:
+        return None
+    pairs = agreement_pairs(labels, question_of, score)
+    figure = estimate(pairs, seed=seed, resamples=resamples)
+    figure["pairs"] = figure.pop("judgements")
+    figure["items"] = len({item for item, by in labels.items() if len(by) > 1}) if pairs else 0
+    return figure
+
+
+def batch_results(
+    batch: FeedbackBatch, *, seed: int = DEFAULT_SEED, resamples: int = DEFAULT_RESAMPLES
+) -> dict[str, Any]:
+    """Every figure of a batch, JSON-ready (the page, its CSVs and the API show this)."""
+    tasks = submissions(batch)
+    measured = [task for task in tasks if not task.gold]
+    comparison = batch.template in COMPARISON_TEMPLATES
+    origin = batch.origin if isinstance(batch.origin, dict) else {}
+    return {
+        "batch": {"id": batch.pk, "name": batch.name, "template": batch.template, "preset": batch.preset},
+        "kind": "comparison" if comparison else batch.template,
+        "pairing": origin.get("pairing") if isinstance(origin.get("pairing"), str) else None,
+        "sides": side_labels(batch) if comparison else None,
+        "seed": seed,
+        "resamples": resamples,
+        "confidence": CONFIDENCE,
+        "counts": {
+            "items": batch.items.count(),
+            "submitted": len(tasks),
+            "gold_left_out": len(tasks) - len(measured),
+            "questions": len({task.question for task in measured}),
+            "labelers": len({task.labeler for task in tasks}),
+        },
+        "preference": (
+            preference_figures(batch, measured, seed=seed, resamples=resamples) if comparison else []
+        ),
+        "rates": rate_figures(batch, measured, seed=seed, resamples=resamples),
+        "selective_prediction": (
+            selective_prediction(batch, measured) if batch.template == Template.RATING else None
+        ),
+        "agreement": agreement_figure(batch, tasks, seed=seed, resamples=resamples),
+        "labelers": labeler_stats(batch),
+    }
+
+
+def headline(batch: FeedbackBatch) -> dict[str, Any] | None:
+    """The one figure a batch is judged by, for the rounds page: ``{"kind", "label", "value", "low",
+    "high", "judgements", "questions"}`` (value, low, high None before any judgement); None for a batch
+    without one (rankings, WebGLM ratings). ``kind`` matches the same figure across rounds."""
+    if batch.template in COMPARISON_TEMPLATES:
+        measured = [task for task in submissions(batch) if not task.gold]
+        pairing = (batch.origin or {}).get("pairing") if isinstance(batch.origin, dict) else None
+        return {
+            "kind": f"preference:{pairing if isinstance(pairing, str) else 'pairs'}",
+            "label": preference_label(side_labels(batch)),
+            **estimate(comparison_judgements(measured, OVERALL)),
+        }
+    rate = main_rate(batch)
+    if rate is None:
+        return None
+    measured = [task for task in submissions(batch) if not task.gold]
+    return {
+        "kind": f"rate:{rate.code}",
+        "label": HEADLINE_LABELS[batch.preset],
+        **estimate(rate_judgements(measured, rate)),
+    }

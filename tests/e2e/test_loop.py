@@ -1,0 +1,167 @@
+"""The loop, in the real browser, on real workers (sampling, exports, training queues) and tiny models: a
+researcher samples best-of-2 answers, makes a WebGPT-comparison batch of the run's answers against the human
+demonstrations from the run's page, starts a round with the run; a labeler judges the pairs; the researcher
+opens the results (preference with its interval, per dimension, the plot), exports the judgements from the
+round and retrains the reward model from it, the training form prefilled."""
+
+from __future__ import annotations
+
+import uuid
+
+import pytest
+from django.conf import settings as django_settings
+from playwright.sync_api import Browser, Page, expect
+
+from annotation.demonstrations import service as demos
+from annotation.demonstrations.batches import create_demonstration_batch
+from annotation.feedback.results import batch_results
+from annotation.models import Assignment, AssignmentStatus, Export, FeedbackBatch, Question, Split
+from tests.conftest import database_url_for_tests, make_user, running_worker
+from tests.tiny_models import tiny_reward_model
+from training.models import ModelCheckpoint, Round, RunKind, RunStatus, SamplingRun, TrainingRun
+
+pytestmark = [pytest.mark.e2e, pytest.mark.worker, pytest.mark.django_db(transaction=True)]
+QUESTIONS = ("Who won the 2022 AFL Grand Final?", "What happened to the Crimean Bridge in October 2022?")
+
+
+def demonstrate(person, questions) -> None:
+    """A finished human demonstration of each question (what the run's answers are compared against)."""
+    create_demonstration_batch(None, "FreshWiki demo questions", Question.objects.filter(pk__in=questions))
+    for _ in questions:
+        episode = demos.next_episode(person)
+        for command in ("Search 2022", "Clicked on link 0", "Quote: 2022", "End: Answer"):
+            episode.refresh_from_db()
+            demos.record_action(episode.pk, person, command, uuid.uuid4(), episode.version)
+        demos.submit_answer(episode.pk, person, "It happened in 2022 [1].")
+
+
+def sign_in(page: Page, username: str) -> None:
+    page.goto("/accounts/login/")
+    page.get_by_label("Username").fill(username)
+    page.get_by_label("Password").fill(f"{username}-pw")
+    page.get_by_role("button", name="Sign in").click()
+
+
+def judge(page: Page, overall: str) -> None:
+    page.get_by_role("button", name="Start next task").click()
+    expect(page.locator("#task-form")).to_be_visible()
+    page.wait_for_load_state("load")
+    page.get_by_role("radiogroup", name="Overall usefulness").get_by_label(overall, exact=True).check()
+    page.get_by_role("button", name="Submit", exact=True).click()
+    expect(page.locator(".messages")).to_contain_text("Submitted. Thank you!")
+
+
+def test_sample_batch_judge_result_retrain(
+    page: Page, browser: Browser, live_server, settings, tmp_path, broker_namespace, freshwiki, model_store,
+    tiny_llama_dir, tiny_bert_dir, django_user_model,
+):  # fmt: skip
+    settings.MEDIA_ROOT = tmp_path / "media"
+    make_user(django_user_model, "rita", "researcher")
+    make_user(django_user_model, "lou", "labeler")
+    dana = make_user(django_user_model, "dana2", "demonstrator")
+    policy = ModelCheckpoint.objects.create(
+        kind=RunKind.BC, name="tiny-bc", base_model="random", path=str(tiny_llama_dir)
+    )
+    reward_dir = tiny_reward_model(tmp_path / "rm", tiny_bert_dir, offset=0.25, max_length=64)
+    reward_model = ModelCheckpoint.objects.create(
+        kind=RunKind.RM, name="tiny-rm", base_model="random", path=str(reward_dir)
+    )
+    questions = [
+        Question.objects.create(text=text, key=f"fw{i}", dataset="freshwiki_demo", split=split).pk
+        for i, (text, split) in enumerate(zip(QUESTIONS, (Split.RM, Split.EVAL), strict=True))
+    ]
+    demonstrate(dana, questions)
+    env = {
+        "DEBUG": "1",
+        "DATABASE_URL": database_url_for_tests(),
+        "VAR_DIR": str(tmp_path),
+        "MEDIA_ROOT": str(tmp_path / "media"),
+        "MODEL_STORE_DIR": str(model_store),
+        "CELERY_BROKER_URL": django_settings.CELERY_BROKER_URL,
+        "CORPUS_INDEX_DIR": str(settings.CORPUS_INDEX_DIR),
+        "DEFAULT_CORPUS": settings.DEFAULT_CORPUS,
+        "OMP_WAIT_POLICY": "PASSIVE",
+        "PATH": "/usr/bin:/bin",
+    }
+    with running_worker(env, queues="sampling,exports,training"):
+        # The researcher samples best-of-2 (seed 1: the tiny policy answers each question once).
+        sign_in(page, "rita")
+        page.goto(f"/console/training/sampling/new/?policy={policy.pk}&reward_model={reward_model.pk}")
+        page.get_by_label("Dataset").select_option("freshwiki_demo")
+        for label, value in (
+            ("Samples per question (n)", "2"), ("Max actions", "3"), ("Max answer tokens", "16"),
+            ("Few-shot examples", "0"), ("Seed", "1"),
+        ):  # fmt: skip
+            page.get_by_label(label).fill(value)
+        page.get_by_label("Constrain commands").select_option("on")
+        page.get_by_role("button", name="Start sampling").click()
+        expect(page.get_by_text("Done", exact=True).first).to_be_visible(timeout=180_000)
+        run = SamplingRun.objects.get()
+        assert run.status == RunStatus.DONE and run.policy == policy, run.error
+
+        # A comparison batch of the run's answers against the demonstrations, from the run's page.
+        page.reload()
+        page.get_by_role("link", name="Make a feedback batch from this run").click()
+        expect(page.get_by_label("Sampling runs")).to_have_values([str(run.pk)])
+        page.get_by_label("Name").fill("Best-of-2 vs demonstrations")
+        page.get_by_label("Against human demonstrations").check()
+        page.get_by_label("Required probability").fill("0")
+        page.get_by_role("button", name="Create batch").click()
+        expect(page.locator(".messages")).to_contain_text("created with")
+        batch = FeedbackBatch.objects.get(name="Best-of-2 vs demonstrations")
+        assert batch.origin["pairing"] == "vs_demonstrations" and list(batch.sampling_runs.all()) == [run]
+        items = batch.items.count()
+        assert items >= 1, batch.origin
+
+        # ... and a round named by the run.
+        page.goto(f"/console/training/sampling/{run.pk}/")
+        page.get_by_role("link", name="Start a round with this run").click()
+        page.get_by_label("Name").fill("first round")
+        page.get_by_role("button", name="Start the round").click()
+        expect(page.get_by_role("heading", name="round 1: first round")).to_be_visible()
+        round_url = page.url
+
+        # The labeler judges every pair, never told which answer is the model's.
+        labeler = browser.new_context(base_url=live_server.url).new_page()
+        sign_in(labeler, "lou")
+        for number in range(items):
+            judge(labeler, "A better" if number % 2 == 0 else "Equally good")
+        submitted = Assignment.objects.filter(item__batch=batch, status=AssignmentStatus.SUBMITTED).count()
+        assert submitted == items
+        labeler.context.close()
+
+        # The results: the preference for the run over the demonstrations, with its interval and count.
+        page.goto(round_url)
+        page.get_by_role("link", name="results").first.click()
+        expect(page.get_by_role("heading", name="Preference", exact=True)).to_be_visible()
+        expect(page.locator("svg").first).to_be_visible()
+        overall = next(f for f in batch_results(batch)["preference"] if f["dimension"] == "overall")
+        assert overall["judgements"] == items
+        expect(page.locator("table td", has_text=f"{overall['value']:.3f}").first).to_be_visible()
+
+        # Export the judgements from the round, then retrain the reward model from the round.
+        page.goto(round_url)
+        page.get_by_role("link", name="export the judgements").first.click()
+        expect(page.get_by_label("Format")).to_have_value("rm-pairs")
+        expect(page.get_by_label("Batch")).to_have_value(str(batch.pk))
+        expect(page.get_by_label("Leave out eval-split questions")).to_be_checked()  # training refuses them
+        page.get_by_role("button", name="Export").click()
+        expect(page.get_by_text("Done", exact=True).first).to_be_visible(timeout=60_000)
+        export = Export.objects.get(filters__batch=batch.pk)
+        assert export.row_count == batch.items.filter(question__split=Split.RM).count() >= 1
+        page.goto(round_url)
+        page.get_by_role("link", name=f"Retrain the reward model on export {export.pk}").click()
+        expect(page.get_by_label("Export")).to_have_value(str(export.pk))
+        page.get_by_label("Max steps").fill("2")
+        page.get_by_label("Eval every").fill("2")
+        page.get_by_role("button", name="Start run").click()
+        expect(page.locator(".messages")).to_contain_text("queued")
+        retrained = TrainingRun.objects.get(export=export)
+        finished = page.get_by_text("Done", exact=True).or_(page.get_by_text("Failed", exact=True))
+        expect(finished.first).to_be_visible(timeout=180_000)
+    retrained.refresh_from_db()
+    assert retrained.status == RunStatus.DONE and retrained.kind == RunKind.RM, retrained.error
+    assert retrained.base_checkpoint == reward_model
+    page.goto(round_url)
+    expect(page.get_by_role("link", name=f"{retrained.pk}", exact=True)).to_be_visible()
+    assert Round.objects.get().sampling_runs.get() == run
