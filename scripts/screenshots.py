@@ -1,4 +1,6 @@
-"""The README's screenshots, taken from a running app (`make run`): python scripts/screenshots.py [URL]."""
+"""The README's screenshots, taken from a running app (`make run`):
+python scripts/screenshots.py [URL [STEP...]] (steps: demonstration, feedback, training, sampling, loop; all
+of them, in that order, by default)."""
 
 from __future__ import annotations
 
@@ -6,7 +8,7 @@ import sys
 import time
 from pathlib import Path
 
-from playwright.sync_api import Page, expect, sync_playwright
+from playwright.sync_api import Browser, Page, expect, sync_playwright
 
 OUT = Path(__file__).resolve().parent.parent / "docs" / "screenshots"
 ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update"]
@@ -56,10 +58,93 @@ def sampling(page: Page, base: str) -> None:
     page.screenshot(path=OUT / "sampling-trajectory.png", full_page=True)
 
 
-def main(base: str) -> None:
+def loop(browser: Browser, base: str) -> None:
+    """The demo's loop after sampling(): the newest run's answers as a WebGPT-comparison batch (pairs of its
+    samples: the demo has no demonstrations; against them when there are), a round, the labeler judging every
+    pair, the results, then the judgements exported from the round and the reward model retrained from it.
+    Prints how long each step took."""
+    page = browser.new_page(viewport={"width": 1280, "height": 1000})
+    sign_in(page, base, "researcher")
+    page.goto(f"{base}/console/training/sampling/")
+    page.locator("tbody td a").first.click()
+    run_url = page.url
+    started = time.monotonic()
+    page.get_by_role("link", name="Make a feedback batch from this run").click()
+    page.get_by_label("Name").fill("Round 1: pairs of best-of-2 samples")
+    page.get_by_label("Required probability").fill("0")
+    page.get_by_role("button", name="Create batch").click()
+    page.wait_for_load_state("networkidle")
+    batch_path = page.url.removeprefix(base)
+    page.screenshot(path=OUT / "loop-batch.png", full_page=True)
+    # Labelers get the oldest active batch first: pause the demo's, so this one is handed out.
+    page.goto(f"{base}/console/feedback/")
+    for href in [link.get_attribute("href") for link in page.locator("tbody th a").all()]:
+        if href != batch_path:
+            page.goto(base + href)
+            if page.get_by_role("button", name="Pause batch").count():
+                page.get_by_role("button", name="Pause batch").click()
+    page.goto(run_url)
+    page.get_by_role("link", name="Start a round with this run").click()
+    page.get_by_label("Name").fill("first round")
+    page.get_by_role("button", name="Start the round").click()
+    page.wait_for_load_state("networkidle")
+    round_url = page.url
+    print(f"batch and round: {time.monotonic() - started:.0f} s")
+
+    labeler = browser.new_page(viewport={"width": 1280, "height": 1000})
+    sign_in(labeler, base, "labeler")
+    started, judged = time.monotonic(), 0
+    for choice in ("A better", "Equally good", "A much better", "B better", "A better", "A better"):
+        labeler.goto(f"{base}/tasks/")
+        labeler.get_by_role("button", name="Start next task").click()
+        if not labeler.locator("#task-form").count():
+            break
+        labeler.wait_for_load_state("load")
+        labeler.get_by_role("radiogroup", name="Overall usefulness").get_by_label(choice, exact=True).check()
+        if judged == 0:
+            labeler.screenshot(path=OUT / "loop-task.png", full_page=True)
+        labeler.get_by_role("button", name="Submit", exact=True).click()
+        labeler.wait_for_load_state("networkidle")
+        judged += 1
+    print(f"judging: {judged} pairs in {time.monotonic() - started:.0f} s")
+
+    page.goto(round_url)
+    page.get_by_role("link", name="results").first.click()
+    page.wait_for_load_state("networkidle")
+    page.screenshot(path=OUT / "loop-results.png", full_page=True)
+    started = time.monotonic()
+    page.goto(round_url)
+    page.get_by_role("link", name="export the judgements").first.click()
+    page.get_by_role("button", name="Export").click()
+    expect(page.get_by_text("Done", exact=True).first).to_be_visible(timeout=120_000)
+    print(f"export: {time.monotonic() - started:.0f} s")
+    started = time.monotonic()
+    page.goto(round_url)
+    page.get_by_role("link", name="Retrain the reward model").first.click()
+    page.get_by_label("Max steps").fill("20")
+    page.get_by_label("Eval every").fill("20")
+    page.get_by_role("button", name="Start run").click()
+    expect(page.get_by_text("Done", exact=True).first).to_be_visible(timeout=900_000)
+    print(f"retraining the reward model: {time.monotonic() - started:.0f} s")
+    page.goto(round_url)
+    page.wait_for_load_state("networkidle")
+    page.screenshot(path=OUT / "loop-round.png", full_page=True)
+    page.goto(f"{base}/console/training/rounds/")
+    page.screenshot(path=OUT / "loop-rounds.png", full_page=True)
+
+
+def main(base: str, steps: list[str]) -> None:
     OUT.mkdir(parents=True, exist_ok=True)
     with sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path="/usr/bin/chromium", args=ARGS)
+        if steps:  # only these journeys, e.g. "sampling loop" (each after the ones it needs)
+            for step in steps:
+                if step == "loop":
+                    loop(browser, base)
+                else:
+                    JOURNEYS[step](browser.new_page(viewport={"width": 1280, "height": 1000}), base)
+            browser.close()
+            return
         page = browser.new_page(viewport={"width": 1200, "height": 800})
         page.goto(f"{base}/accounts/login/")
         page.screenshot(path=OUT / "login.png")
@@ -78,6 +163,7 @@ def main(base: str) -> None:
         feedback(browser.new_page(viewport={"width": 1280, "height": 1000}), base)
         training(browser.new_page(viewport={"width": 1280, "height": 1000}), base)
         sampling(browser.new_page(viewport={"width": 1280, "height": 1000}), base)
+        loop(browser, base)
         browser.close()
 
 
@@ -177,5 +263,7 @@ def feedback(page: Page, base: str) -> None:
     page.screenshot(path=OUT / "comparison.png", full_page=True)
 
 
+JOURNEYS = {"demonstration": demonstration, "feedback": feedback, "training": training, "sampling": sampling}
+
 if __name__ == "__main__":
-    main(sys.argv[1] if len(sys.argv) > 1 else "http://127.0.0.1:8000")
+    main(sys.argv[1] if len(sys.argv) > 1 else "http://127.0.0.1:8000", sys.argv[2:])

@@ -54,8 +54,8 @@ class ExportForm(forms.Form):
     )
     exclude_eval = forms.BooleanField(
         required=False,
-        label="Leave out eval-split questions",
-        help_text="For training data: a model never trains on the questions it is evaluated on",
+        label="Leave out evaluation questions",
+        help_text="The eval split's, for training data: a model never trains on what it is evaluated on",
     )
     episode_kind = forms.ChoiceField(
         choices=EPISODE_KINDS,

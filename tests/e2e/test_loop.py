@@ -100,8 +100,7 @@ def test_sample_batch_judge_result_retrain(
         assert run.status == RunStatus.DONE and run.policy == policy, run.error
 
         # A comparison batch of the run's answers against the demonstrations, from the run's page.
-        page.reload()
-        page.get_by_role("link", name="Make a feedback batch from this run").click()
+        page.get_by_role("link", name="Make a feedback batch from this run").click()  # shown when it ends
         expect(page.get_by_label("Sampling runs")).to_have_values([str(run.pk)])
         page.get_by_label("Name").fill("Best-of-2 vs demonstrations")
         page.get_by_label("Against human demonstrations").check()
@@ -144,7 +143,7 @@ def test_sample_batch_judge_result_retrain(
         page.get_by_role("link", name="export the judgements").first.click()
         expect(page.get_by_label("Format")).to_have_value("rm-pairs")
         expect(page.get_by_label("Batch")).to_have_value(str(batch.pk))
-        expect(page.get_by_label("Leave out eval-split questions")).to_be_checked()  # training refuses them
+        expect(page.get_by_label("Leave out evaluation questions")).to_be_checked()  # training refuses them
         page.get_by_role("button", name="Export").click()
         expect(page.get_by_text("Done", exact=True).first).to_be_visible(timeout=60_000)
         export = Export.objects.get(filters__batch=batch.pk)
