@@ -262,6 +262,14 @@ def test_public_comparisons_import_round_trips_and_is_idempotent(django_user_mod
         {k: v for k, v in row.items() if k != "source"} for row in exported
     ]
     assert {row["source"] for row in again} == {"imported"}
+    # An imported comparison is in no batch, has no labeler and no template of ours: those filters drop it.
+    batch = FeedbackBatch.objects.get()
+    assert len(export_rows("webgpt-comparisons")) == 2 * len(exported)
+    for narrowed in ({"batch": batch.pk}, {"template": batch.template}):
+        assert [row["source"] for row in export_rows("webgpt-comparisons", **narrowed)] == ["platform"] * len(
+            exported
+        ), narrowed
+    assert export_rows("rm-pairs", labeler="nobody") == []
     raw = tmp_path / "pairs.jsonl"
     raw.write_text(
         "\n".join(json.dumps(pair) for pair in export_rows("webgpt-comparisons-pairs", source="platform"))

@@ -119,7 +119,14 @@ def _comparison_rows(filters: dict[str, Any], pairs: bool = False, rm: bool = Fa
         yield from _imported_comparison_rows(filters, pairs, rm)
 
 
+# Filters that only our own judgements can match: an imported comparison is in no batch, has no labeler here
+# and was judged under no template of ours, so an export narrowed by one of them holds none.
+_PLATFORM_ONLY = ("batch", "labeler", "template")
+
+
 def _imported_comparison_rows(filters: dict[str, Any], pairs: bool, rm: bool) -> Iterator[Any]:
+    if any(filters.get(name) for name in _PLATFORM_ONLY):
+        return
     rows = ImportedComparison.objects.select_related("question", "answer_0", "answer_1").order_by("id")
     if filters.get("split"):
         rows = rows.filter(question__split=filters["split"])
