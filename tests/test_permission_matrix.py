@@ -90,6 +90,7 @@ EXPECTED: dict[str, tuple] = {
     "training:proxy_cancel": RESEARCH_OBJECT,
     "training:rounds": RESEARCHER,
     "training:round_create": RESEARCHER,
+    "training:rounds_csv": RESEARCHER,
     "training:round": RESEARCH_OBJECT,
     "training:round_add_runs": RESEARCH_OBJECT,
     "api-schema": API_SIGNED_IN,

@@ -206,3 +206,16 @@ def test_the_api_lists_starts_and_shows_rounds(client_for, alice, reward_model):
     assert contents["reward_models"] == [reward_model.pk]
     assert contents["reward_model_accuracy"]["value"] == 0.625
     assert [r["number"] for r in client.get(reverse("api-rounds")).json()["results"]] == [1]
+
+
+def test_the_rounds_table_downloads_as_csv_with_its_figures(client_for, alice, reward_model):
+    run = sampling_run(reward_model)
+    made = loop_turn(run)
+    create_round(alice, "=HYPERLINK()", "", [run.pk])
+    response = client_for(alice).get(reverse("training:rounds_csv"))
+    assert response["Content-Type"].startswith("text/csv")
+    lines = response.content.decode().splitlines()
+    assert lines[0].startswith("Round,Round name,Batch,Batch name,Figure,Value,95% CI low,95% CI high")
+    assert lines[1].startswith(f"1,'=HYPERLINK(),{made['batch'].pk},batch of run {run.pk},Preference for A")
+    assert lines[2].startswith("1,'=HYPERLINK(),,,Validation accuracy of the reward model of training run")
+    assert ",0.625," in lines[2]

@@ -15,6 +15,7 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_POST
 
 from annotation.feedback.results import headline
+from annotation.feedback.results_views import FIGURE, Column, Table, write_csv
 from training.models import Round, SamplingRun
 from training.rounds import (
     MAX_NAME,
@@ -100,6 +101,59 @@ def _separated(a: dict[str, Any], b: dict[str, Any]) -> bool:
     return a["low"] > b["high"] or b["low"] > a["high"]
 
 
+ROUND_COLUMNS = (
+    Column("Round", "round", "count"),
+    Column("Round name", "name"),
+    Column("Batch", "batch", "count"),
+    Column("Batch name", "batch_name"),
+    Column("Figure", "label"),
+    *FIGURE,
+    Column("Change from the round before", "change", "number"),
+    Column("Outside both intervals", "separated"),
+)
+
+
+def round_table(rows: list[dict[str, Any]]) -> Table:
+    """The rounds page's results as one table (the CSV): a row per batch figure and per retrained reward
+    model's accuracy, rounds in order."""
+    lines: list[dict[str, Any]] = []
+    for row in rows:
+        round_ = row["contents"].round
+        for batch_row in row["batches"]:
+            figure = batch_row["headline"] or {}
+            lines.append(
+                {
+                    "round": round_.number,
+                    "name": round_.name,
+                    "batch": batch_row["batch"].pk,
+                    "batch_name": batch_row["batch"].name,
+                    **figure,
+                    "change": batch_row.get("change"),
+                    "separated": batch_row.get("separated"),
+                }
+            )
+        if row["rm_accuracy"]:
+            label = f"Validation accuracy of the reward model of training run {row['rm_accuracy']['run']}"
+            lines.append({"round": round_.number, "name": round_.name, **row["rm_accuracy"], "label": label})
+    return Table("rounds", "Rounds", ROUND_COLUMNS, lines)
+
+
+def _rounds_rows() -> list[dict[str, Any]]:
+    rounds = Round.objects.prefetch_related("sampling_runs").order_by("number")
+    rows = [round_summary(round_contents(round_)) for round_ in rounds]
+    compare_with_previous(rows)
+    return rows
+
+
+@require_GET
+@role_required(Role.RESEARCHER)
+def rounds_csv(request: HttpRequest) -> HttpResponse:
+    response = HttpResponse(content_type="text/csv; charset=utf-8")
+    response["Content-Disposition"] = 'attachment; filename="rounds.csv"'
+    write_csv(response, round_table(_rounds_rows()))
+    return response
+
+
 def _initial_runs(request: HttpRequest) -> dict[str, Any]:
     """?runs=3 from a sampling run's "Start a round" link."""
     ids = [pk for pk in (parse_id(value) for value in request.GET.getlist("runs")) if pk is not None]
@@ -113,9 +167,7 @@ def round_list(request: HttpRequest) -> HttpResponse:
 
 
 def _list_page(request: HttpRequest, form: RoundForm, status: int = 200) -> HttpResponse:
-    rounds = Round.objects.prefetch_related("sampling_runs").order_by("number")
-    rows = [round_summary(round_contents(round_)) for round_ in rounds]
-    compare_with_previous(rows)
+    rows = _rounds_rows()
     return render(request, "training/rounds.html", {"rows": rows, "form": form}, status=status)
 
 

@@ -21,6 +21,7 @@ urlpatterns = [
     path("proxy/<int:pk>/cancel/", proxy_views.proxy_cancel, name="proxy_cancel"),
     path("rounds/", round_views.round_list, name="rounds"),
     path("rounds/new/", round_views.round_create, name="round_create"),
+    path("rounds/results.csv", round_views.rounds_csv, name="rounds_csv"),
     path("rounds/<int:pk>/", round_views.round_detail, name="round"),
     path("rounds/<int:pk>/runs/", round_views.round_add_runs, name="round_add_runs"),
 ]
