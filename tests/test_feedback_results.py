@@ -16,15 +16,8 @@ from django.utils import timezone
 from django.utils.html import escape
 
 from annotation.feedback.answers_import import answer_from_episode
-from annotation.feedback.results import (
-    DEFAULT_SIDES,
-    batch_results,
-    bootstrap_interval,
-    estimate,
-    headline,
-    judgement_score,
-    selective_curve,
-)
+from annotation.feedback.result_stats import bootstrap_interval, estimate, judgement_score, selective_curve
+from annotation.feedback.results import DEFAULT_SIDES, batch_results, headline
 from annotation.feedback.stats import labeler_stats
 from annotation.models import (
     Answer,

@@ -3,7 +3,8 @@ selection of runs to compare."""
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 from django import forms
 
@@ -13,6 +14,8 @@ from training.inputs import FORMATS, RunError
 from training.models import ModelCheckpoint, RunKind, TrainingRun
 from webgpt_site.params import ModelIdsField
 from webgpt_site.permissions import AnyUser
+
+Job = TypeVar("Job")
 
 # The settings offered on the form; the rest keep the defaults of training.config.
 SETTINGS = (
@@ -47,7 +50,29 @@ def checkpoint_label(checkpoint: ModelCheckpoint) -> str:
     return f"{checkpoint.name} ({checkpoint.kind}, from {checkpoint.base_model})"
 
 
-class RunForm(forms.Form):
+class JobRequestForm(forms.Form):
+    """A form that asks a service for a job (a training run, a sampling run, a proxy evaluation). The
+    service makes the one check of every input, for the pages and the API alike; its refusal lands here
+    on the field it names."""
+
+    def add_run_error(self, exc: RunError) -> None:
+        """The service's refusal on the field it names, or on the whole form."""
+        if exc.field in self.fields:
+            self.add_error(exc.field, exc.reason[0].upper() + exc.reason[1:] + ".")
+        else:
+            message = str(exc)
+            self.add_error(None, message[0].upper() + message[1:] + ". Nothing was started.")
+
+    def start(self, request_job: Callable[[], Job]) -> Job | None:
+        """The job ``request_job`` created, or None with its refusal on the form."""
+        try:
+            return request_job()
+        except RunError as exc:
+            self.add_run_error(exc)
+            return None
+
+
+class RunForm(JobRequestForm):
     kind = forms.ChoiceField(choices=RunKind.choices)
     export = forms.ModelChoiceField(
         queryset=Export.objects.none(),
@@ -98,14 +123,6 @@ class RunForm(forms.Form):
         if self.cleaned_data["kind"] == RunKind.RM_EVAL:
             return {}  # an evaluation scores with the settings the model was trained with
         return {name: self.cleaned_data[name] for name in SETTINGS if self.cleaned_data[name] is not None}
-
-    def add_run_error(self, exc: RunError) -> None:
-        """The service's refusal (training.inputs) on the field it names, or on the whole form."""
-        if exc.field in self.fields:
-            self.add_error(exc.field, exc.reason[0].upper() + exc.reason[1:] + ".")
-        else:
-            message = str(exc)
-            self.add_error(None, message[0].upper() + message[1:] + ". Nothing was started.")
 
 
 class CompareForm(forms.Form):

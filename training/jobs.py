@@ -14,7 +14,6 @@ from typing import Any
 from django.conf import settings
 from django.db import transaction
 from django.db.models import Q, QuerySet
-from django.utils import timezone
 
 from annotation.exports.service import export_path
 from annotation.models import Answer, Export, Question
@@ -70,12 +69,7 @@ def request_run(
 
 def cancel_run(user: Any, run: TrainingRun) -> None:
     """A queued run is cancelled at once; a running one stops after its current step."""
-    TrainingRun.objects.filter(pk=run.pk, status__in=(Status.QUEUED, Status.RUNNING)).update(
-        cancel_requested=True
-    )
-    TrainingRun.objects.filter(pk=run.pk, status=Status.QUEUED).update(
-        status=Status.CANCELLED, finished_at=timezone.now()
-    )
+    run.request_cancel()
     log_action(user, "training.cancel", run)
 
 
@@ -121,7 +115,7 @@ class _Progress:
         if now - self.checked_at < SAVE_EVERY_S:
             return False
         self.checked_at = now
-        return TrainingRun.objects.filter(pk=self.run.pk, cancel_requested=True).exists()
+        return self.run.cancel_was_requested()
 
     def hooks(self) -> Hooks:
         return Hooks(on_progress=self.on_progress, should_stop=self.should_stop)
@@ -140,22 +134,20 @@ def check_splits(rows: list[dict[str, Any]]) -> None:
 
 def run_training_job(run_id: int, echo: Callable[[int, int, dict], None] | None = None) -> TrainingRun:
     """The worker's job. Whatever happens, the row ends done, cancelled or failed with the reason."""
-    claimed = TrainingRun.objects.filter(pk=run_id, status=Status.QUEUED).update(
-        status=Status.RUNNING, started_at=timezone.now()
-    )
+    claimed = TrainingRun.claim(run_id)
     run = TrainingRun.objects.select_related("export", "base_checkpoint").get(pk=run_id)
     output = store_dir() / "runs" / f"run-{run.pk}"
     if not claimed:
         if run.status == Status.RUNNING:  # redelivered after the worker that held it died
             shutil.rmtree(output, ignore_errors=True)  # whatever it had half written
-            _finish(run, Status.FAILED, error="the worker running this job stopped (killed or restarted)")
+            run.fail_redelivered()
         return run
     progress = _Progress(run, echo)
     try:
         result = _execute(run, output, progress)
     except Exception as exc:  # the row must say why; the worker log has the traceback
         shutil.rmtree(output, ignore_errors=True)
-        _finish(run, Status.FAILED, error=f"{type(exc).__name__}: {exc}"[:4000], timeline=progress.timeline)
+        run.fail(exc, timeline=progress.timeline)
         if isinstance(exc, RunError | ValueError):
             return run  # bad data or settings: the reason is on the row, nothing to debug in the log
         raise
@@ -168,7 +160,7 @@ def _execute(run: TrainingRun, output: Path, progress: _Progress) -> TrainingRun
 
     data = export_path(run.export)
     rows = read_rows(data)
-    _log(run, f"{len(rows)} rows from export {run.export.pk} ({run.export.export_format})")
+    run.append_log(f"{len(rows)} rows from export {run.export.pk} ({run.export.export_format})")
     if run.kind == RunKind.RM_EVAL:
         return _evaluate(run, rows)
     check_splits(rows)
@@ -219,15 +211,7 @@ def _answer_ids(row: dict[str, Any]) -> list[int]:
     return [i for i in ids if isinstance(i, int)]
 
 
-def _log(run: TrainingRun, line: str) -> None:
-    run.log += f"{timezone.now():%H:%M:%S} {line}\n"
-    TrainingRun.objects.filter(pk=run.pk).update(log=run.log)
-
-
 def _finish(run: TrainingRun, status: str, **fields: Any) -> TrainingRun:
-    fields = {"status": status, "finished_at": timezone.now(), **fields}
     if status == Status.DONE:
         fields.setdefault("step", run.total_steps)
-    TrainingRun.objects.filter(pk=run.pk).update(**fields)
-    run.refresh_from_db()
-    return run
+    return run.finish(status, **fields)

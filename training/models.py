@@ -3,8 +3,11 @@ registry (a row per trained model folder in the model store)."""
 
 from __future__ import annotations
 
+from typing import Any, Self
+
 from django.conf import settings
 from django.db import models
+from django.utils import timezone
 
 from webgpt_site.permissions import ResearchTeamQuerySet
 
@@ -25,11 +28,81 @@ class RunStatus(models.TextChoices):
 
 CHECKPOINT_KINDS = RunKind.choices[:2]  # evaluations produce no model
 FINISHED = (RunStatus.DONE, RunStatus.FAILED, RunStatus.CANCELLED)
+WORKER_STOPPED = "the worker running this job stopped (killed or restarted)"
 
 
-class TrainingRun(models.Model):
-    kind = models.CharField(max_length=10, choices=RunKind.choices)
+class JobRow(models.Model):
+    """What every job's row has (a training run, a sampling run, a proxy evaluation): who asked, the
+    status a worker moves it through, the cancel flag it reads, its log, the error it failed with, when
+    it was asked for, started and ended. ``progress_fields`` names the row's (done, total) counters."""
+
     owner = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
+    status = models.CharField(max_length=10, choices=RunStatus.choices, default=RunStatus.QUEUED)
+    cancel_requested = models.BooleanField(default=False)
+    log = models.TextField(blank=True)
+    error = models.TextField(blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    objects = ResearchTeamQuerySet.as_manager()
+
+    progress_fields: tuple[str, str]
+
+    class Meta:
+        abstract = True
+        ordering = ("-created_at", "-id")
+
+    @property
+    def percent(self) -> int:
+        if self.status == RunStatus.DONE:
+            return 100
+        done, total = (getattr(self, name) for name in self.progress_fields)
+        return int(100 * done / total) if total else 0
+
+    @property
+    def is_finished(self) -> bool:
+        return self.status in FINISHED
+
+    # The bookkeeping every job does on its row: by ``update`` on the row's pk, never ``save``, so that a
+    # worker's write does not undo the cancel flag a page set meanwhile (or the other way round).
+
+    @classmethod
+    def claim(cls, pk: int) -> bool:
+        """Queued to running, for one worker only: a redelivered job finds its row no longer queued."""
+        queued = cls.objects.filter(pk=pk, status=RunStatus.QUEUED)
+        return bool(queued.update(status=RunStatus.RUNNING, started_at=timezone.now()))
+
+    def request_cancel(self) -> None:
+        """A queued job is cancelled at once; a running one when its worker next reads the flag."""
+        rows = type(self).objects.filter(pk=self.pk)
+        rows.filter(status__in=(RunStatus.QUEUED, RunStatus.RUNNING)).update(cancel_requested=True)
+        rows.filter(status=RunStatus.QUEUED).update(status=RunStatus.CANCELLED, finished_at=timezone.now())
+
+    def cancel_was_requested(self) -> bool:
+        return type(self).objects.filter(pk=self.pk, cancel_requested=True).exists()
+
+    def append_log(self, line: str) -> None:
+        self.log += f"{timezone.now():%H:%M:%S} {line}\n"
+        type(self).objects.filter(pk=self.pk).update(log=self.log)
+
+    def finish(self, status: str, **fields: Any) -> Self:
+        """Ended (done, cancelled or failed) with ``fields`` written alongside; the row as now stored."""
+        type(self).objects.filter(pk=self.pk).update(status=status, finished_at=timezone.now(), **fields)
+        self.refresh_from_db()
+        return self
+
+    def fail(self, exc: BaseException, **fields: Any) -> Self:
+        """Failed with the exception as its reason (the worker's log has the traceback)."""
+        return self.finish(RunStatus.FAILED, error=f"{type(exc).__name__}: {exc}"[:4000], **fields)
+
+    def fail_redelivered(self) -> Self:
+        """A job found running when it is delivered: the worker that held it died."""
+        return self.finish(RunStatus.FAILED, error=WORKER_STOPPED)
+
+
+class TrainingRun(JobRow):
+    kind = models.CharField(max_length=10, choices=RunKind.choices)
     export = models.ForeignKey(
         "annotation.Export", on_delete=models.PROTECT, related_name="training_runs", help_text="Data used"
     )
@@ -43,35 +116,15 @@ class TrainingRun(models.Model):
     )
     preset = models.CharField(max_length=20, blank=True)
     config = models.JSONField(default=dict, help_text="The trainer's settings (training.config)")
-    status = models.CharField(max_length=10, choices=RunStatus.choices, default=RunStatus.QUEUED)
-    cancel_requested = models.BooleanField(default=False)
     step = models.PositiveIntegerField(default=0)
     total_steps = models.PositiveIntegerField(default=0)
     timeline = models.JSONField(default=list, blank=True, help_text="Logged metrics by step")
     metrics = models.JSONField(default=dict, blank=True, help_text="Final metrics")
-    log = models.TextField(blank=True)
-    error = models.TextField(blank=True)
-    created_at = models.DateTimeField(auto_now_add=True)
-    started_at = models.DateTimeField(null=True, blank=True)
-    finished_at = models.DateTimeField(null=True, blank=True)
 
-    objects = ResearchTeamQuerySet.as_manager()
-
-    class Meta:
-        ordering = ("-created_at", "-id")
+    progress_fields = ("step", "total_steps")
 
     def __str__(self) -> str:
         return f"{self.get_kind_display()} run {self.pk} ({self.status})"
-
-    @property
-    def percent(self) -> int:
-        if self.status == RunStatus.DONE:
-            return 100
-        return int(100 * self.step / self.total_steps) if self.total_steps else 0
-
-    @property
-    def is_finished(self) -> bool:
-        return self.status in FINISHED
 
 
 class ModelCheckpoint(models.Model):
@@ -95,12 +148,11 @@ class ModelCheckpoint(models.Model):
         return f"{self.name} ({self.get_kind_display()})"
 
 
-class SamplingRun(models.Model):
+class SamplingRun(JobRow):
     """Best-of-n sampling of a question set by a policy, scored by a reward model (a job on the ``sampling``
     queue). The questions are resolved when the run is requested and kept in ``question_ids``, so the run
     can be reproduced from its row; each sample is an episode (kind model) with a ``Sample`` row."""
 
-    owner = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
     policy = models.ForeignKey(
         ModelCheckpoint,
         null=True,
@@ -124,36 +176,16 @@ class SamplingRun(models.Model):
     settings = models.JSONField(default=dict, help_text="training.sampling.SamplingSettings and the rest")
     question_source = models.JSONField(default=dict, help_text="How the questions were chosen")
     question_ids = models.JSONField(default=list)
-    status = models.CharField(max_length=10, choices=RunStatus.choices, default=RunStatus.QUEUED)
-    cancel_requested = models.BooleanField(default=False)
     episodes_done = models.PositiveIntegerField(default=0)
     episodes_total = models.PositiveIntegerField(default=0)
     tokens_generated = models.PositiveBigIntegerField(default=0)
     tokens_per_second = models.FloatField(default=0.0)
     metrics = models.JSONField(default=dict, blank=True)
-    log = models.TextField(blank=True)
-    error = models.TextField(blank=True)
-    created_at = models.DateTimeField(auto_now_add=True)
-    started_at = models.DateTimeField(null=True, blank=True)
-    finished_at = models.DateTimeField(null=True, blank=True)
 
-    objects = ResearchTeamQuerySet.as_manager()
-
-    class Meta:
-        ordering = ("-created_at", "-id")
+    progress_fields = ("episodes_done", "episodes_total")
 
     def __str__(self) -> str:
         return f"sampling run {self.pk} ({self.status})"
-
-    @property
-    def percent(self) -> int:
-        if self.status == RunStatus.DONE:
-            return 100
-        return int(100 * self.episodes_done / self.episodes_total) if self.episodes_total else 0
-
-    @property
-    def is_finished(self) -> bool:
-        return self.status in FINISHED
 
 
 class Sample(models.Model):
@@ -182,13 +214,12 @@ class Sample(models.Model):
         return f"sample {self.index} of question {self.question_id} in run {self.run_id}"
 
 
-class ProxyEvaluation(models.Model):
+class ProxyEvaluation(JobRow):
     """The reward-model proxy evaluation of best-of-n (WebGPT Figures 5 and 8), which needs no labelers: a
     "validation" reward model, trained on a separate split, scores every sample of some sampling runs; the
     results hold its mean score of the best-of-k answer (chosen by the runs' own reward model) for
     k = 1, 2, 4, ... n, and the implied preference over k = 1. A job on the ``training`` queue."""
 
-    owner = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
     reward_model = models.ForeignKey(
         ModelCheckpoint,
         null=True,
@@ -200,35 +231,15 @@ class ProxyEvaluation(models.Model):
     reward_model_name = models.CharField(max_length=200, help_text="Kept if the model is deleted")
     sampling_runs = models.ManyToManyField(SamplingRun, related_name="proxy_evaluations")
     settings = models.JSONField(default=dict, blank=True, help_text="Bootstrap seed and resamples")
-    status = models.CharField(max_length=10, choices=RunStatus.choices, default=RunStatus.QUEUED)
-    cancel_requested = models.BooleanField(default=False)
     samples_done = models.PositiveIntegerField(default=0)
     samples_total = models.PositiveIntegerField(default=0)
     scores = models.JSONField(default=dict, blank=True, help_text="Sample id -> validation reward")
     results = models.JSONField(default=dict, blank=True, help_text="The curve per run, with intervals")
-    log = models.TextField(blank=True)
-    error = models.TextField(blank=True)
-    created_at = models.DateTimeField(auto_now_add=True)
-    started_at = models.DateTimeField(null=True, blank=True)
-    finished_at = models.DateTimeField(null=True, blank=True)
 
-    objects = ResearchTeamQuerySet.as_manager()
-
-    class Meta:
-        ordering = ("-created_at", "-id")
+    progress_fields = ("samples_done", "samples_total")
 
     def __str__(self) -> str:
         return f"proxy evaluation {self.pk} ({self.status})"
-
-    @property
-    def percent(self) -> int:
-        if self.status == RunStatus.DONE:
-            return 100
-        return int(100 * self.samples_done / self.samples_total) if self.samples_total else 0
-
-    @property
-    def is_finished(self) -> bool:
-        return self.status in FINISHED
 
 
 class Round(models.Model):

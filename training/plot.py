@@ -19,6 +19,7 @@ MAX_POINTS = 400  # per series: a 10,000-step run polled every 2 s must not send
 MARKERS_UP_TO = 40  # sparse series (validations) get a dot per point, so that one point still shows
 WIDTH, PLOT_HEIGHT, LEGEND_ROW = 720, 240, 18
 LEFT, RIGHT, TOP, BOTTOM = 60, 60, 10, 36
+LEGEND_COLUMNS = max(1, WIDTH // 240)
 
 
 # What a run's timeline is drawn as: logged key, legend text, dash, whether on the accuracy axis.
@@ -90,26 +91,17 @@ def line_chart(
     x_ticks = nice_ticks(min(steps), max(steps))
     left_ticks = _value_ticks([s for s in series if not s.right_axis])
     right_ticks = _value_ticks([s for s in series if s.right_axis])
-    columns = max(1, WIDTH // 240)
-    height = TOP + PLOT_HEIGHT + BOTTOM + LEGEND_ROW * math.ceil(len(series) / columns)
     x = _scale(x_ticks[0], x_ticks[-1], LEFT, WIDTH - RIGHT)
 
-    parts = [_x_axis(x_ticks, x, x_label)]
+    parts = [_x_axis([(t, _number(t)) for t in x_ticks], x, x_label)]
     for ticks, on_right, label in ((left_ticks, False, left_label), (right_ticks, True, right_label)):
         if ticks:  # grid lines for one axis only: two misaligned sets would be noise
             parts.append(_y_axis(ticks, on_right, label, grid=not (on_right and left_ticks)))
     for s in series:
         ticks = right_ticks if s.right_axis else left_ticks
         parts.append(_line(s, x, _scale(ticks[0], ticks[-1], TOP + PLOT_HEIGHT, TOP)))
-    parts.append(_legend(series, columns))
-    return format_html(
-        '<svg class="chart" viewBox="0 0 {} {}" role="img" aria-label="{}"><title>{}</title>{}</svg>',
-        WIDTH,
-        height,
-        title,
-        title,
-        _join(parts),
-    )
+    parts.append(_legend(series))
+    return _svg(title, parts, len(series))
 
 
 def _is_number(value: Any) -> bool:
@@ -134,13 +126,14 @@ def _at(coordinate: float) -> str:
     return f"{coordinate:.1f}"
 
 
-def _x_axis(ticks: list[float], x: Callable[[float], float], label: str) -> SafeString:
+def _x_axis(ticks: Sequence[tuple[float, str]], x: Callable[[float], float], label: str) -> SafeString:
+    """The x axis with a grid line and a label at each (x, text) tick."""
     baseline = TOP + PLOT_HEIGHT
     labels = format_html_join(
         "",
         '<line class="grid" x1="{0}" x2="{0}" y1="{1}" y2="{2}"/>'
         '<text x="{0}" y="{3}" text-anchor="middle">{4}</text>',
-        ((_at(x(t)), TOP, baseline, baseline + 16, _number(t)) for t in ticks),
+        ((_at(x(at)), TOP, baseline, baseline + 16, text) for at, text in ticks),
     )
     return format_html(
         '<g class="axis"><line x1="{}" x2="{}" y1="{}" y2="{}"/>{}'
@@ -212,12 +205,12 @@ def _thin(points: Sequence[tuple[float, float]]) -> Sequence[tuple[float, float]
     return kept if kept[-1] == points[-1] else [*kept, points[-1]]
 
 
-def _legend(series: Sequence[Series], columns: int) -> SafeString:
+def _legend(series: Sequence[Series]) -> SafeString:
     top = TOP + PLOT_HEIGHT + BOTTOM + 12
-    column_width = (WIDTH - LEFT) // columns
+    column_width = (WIDTH - LEFT) // LEGEND_COLUMNS
     entries = []
     for i, s in enumerate(series):
-        left, y = LEFT + (i % columns) * column_width, top + (i // columns) * LEGEND_ROW
+        left, y = LEFT + (i % LEGEND_COLUMNS) * column_width, top + (i // LEGEND_COLUMNS) * LEGEND_ROW
         dash = format_html(' stroke-dasharray="{}"', s.dash) if s.dash else ""
         entries.append(
             format_html(
@@ -234,6 +227,19 @@ def _legend(series: Sequence[Series], columns: int) -> SafeString:
             )
         )
     return format_html('<g class="legend">{}</g>', _join(entries))
+
+
+def _svg(title: str, parts: Iterable[SafeString], legend_entries: int) -> SafeString:
+    """The chart's element: the plot, then as many legend rows as its entries take."""
+    height = TOP + PLOT_HEIGHT + BOTTOM + LEGEND_ROW * math.ceil(legend_entries / LEGEND_COLUMNS)
+    return format_html(
+        '<svg class="chart" viewBox="0 0 {} {}" role="img" aria-label="{}"><title>{}</title>{}</svg>',
+        WIDTH,
+        height,
+        title,
+        title,
+        _join(parts),
+    )
 
 
 def _join(parts: Iterable[SafeString]) -> SafeString:
@@ -268,49 +274,18 @@ def interval_chart(
     pad = NUDGE * len(drawn)  # the outermost bars stay inside the axes
     x = _scale(low_x, high_x, LEFT + pad, WIDTH - RIGHT - pad)
     y = _scale(y_ticks[0], y_ticks[-1], TOP + PLOT_HEIGHT, TOP)
-    columns = max(1, WIDTH // 240)
-    height = TOP + PLOT_HEIGHT + BOTTOM + LEGEND_ROW * math.ceil(len(drawn) / columns)
-    parts = [_placed_x_axis(x_ticks, x, x_label), _y_axis(y_ticks, False, y_label, grid=True)]
+    parts = [_x_axis(x_ticks, x, x_label), _y_axis(y_ticks, False, y_label, grid=True)]
     for i, (s, bars) in enumerate(drawn):
         offset = (i - (len(drawn) - 1) / 2) * NUDGE
         nudged = _shifted(x, offset)
         parts.append(_bars(s, bars, nudged, y))
         parts.append(_line(s, nudged, y))
-    parts.append(_legend([s for s, _ in drawn], columns))
-    return format_html(
-        '<svg class="chart" viewBox="0 0 {} {}" role="img" aria-label="{}"><title>{}</title>{}</svg>',
-        WIDTH,
-        height,
-        title,
-        title,
-        _join(parts),
-    )
+    parts.append(_legend([s for s, _ in drawn]))
+    return _svg(title, parts, len(drawn))
 
 
 def _shifted(x: Callable[[float], float], offset: float) -> Callable[[float], float]:
     return lambda v: x(v) + offset
-
-
-def _placed_x_axis(ticks: Sequence[tuple[float, str]], x: Callable[[float], float], label: str) -> SafeString:
-    baseline = TOP + PLOT_HEIGHT
-    labels = format_html_join(
-        "",
-        '<line class="grid" x1="{0}" x2="{0}" y1="{1}" y2="{2}"/>'
-        '<text x="{0}" y="{3}" text-anchor="middle">{4}</text>',
-        ((_at(x(at)), TOP, baseline, baseline + 16, text) for at, text in ticks),
-    )
-    return format_html(
-        '<g class="axis"><line x1="{}" x2="{}" y1="{}" y2="{}"/>{}'
-        '<text x="{}" y="{}" text-anchor="middle">{}</text></g>',
-        LEFT,
-        WIDTH - RIGHT,
-        baseline,
-        baseline,
-        labels,
-        (LEFT + WIDTH - RIGHT) // 2,
-        baseline + 32,
-        label,
-    )
 
 
 def _bars(

@@ -12,8 +12,10 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from annotation.api.permissions import IsResearcher
+from annotation.api.strict import StrictSerializer
 from training.inputs import RunError
-from training.models import ModelCheckpoint, ProxyEvaluation, RunStatus, SamplingRun
+from training.job_api import cancel_job, visible_checkpoint
+from training.models import ProxyEvaluation, RunStatus, SamplingRun
 from training.proxy_eval import DEFAULT_RESAMPLES
 from training.proxy_jobs import (
     BOUNDS,
@@ -22,9 +24,7 @@ from training.proxy_jobs import (
     cancel_proxy_evaluation,
     request_proxy_evaluation,
 )
-from training.sampling_api import _Strict
 from webgpt_site.inputs import MAX_ID
-from webgpt_site.permissions import get_visible_or_404
 
 LISTED = (
     "id", "reward_model", "reward_model_name", "sampling_runs", "settings", "status", "cancel_requested",
@@ -53,7 +53,7 @@ class ProxyEvaluationDetailSerializer(ProxyEvaluationSerializer):
         read_only_fields = fields
 
 
-class ProxyEvaluationInput(_Strict):
+class ProxyEvaluationInput(StrictSerializer):
     reward_model = serializers.IntegerField(
         allow_null=True,
         min_value=1,
@@ -95,11 +95,7 @@ class ProxyEvaluationList(generics.ListAPIView):
         form = ProxyEvaluationInput(data=request.data)
         form.is_valid(raise_exception=True)
         data = form.validated_data
-        model = None
-        if data["reward_model"] is not None:  # none: the check says to choose one
-            model = ModelCheckpoint.objects.visible_to(request.user).filter(pk=data["reward_model"]).first()
-            if model is None:
-                raise serializers.ValidationError({"reward_model": ["no such model"]})
+        model = visible_checkpoint(request, data["reward_model"], "reward_model")  # none: the check says why
         runs = self._runs(request, data["runs"])
         proxy = ProxyRequest(reward_model=model, runs=runs, seed=data["seed"], resamples=data["resamples"])
         try:
@@ -137,7 +133,4 @@ class ProxyEvaluationCancel(APIView):
 
     @extend_schema(request=None, responses={202: ProxyEvaluationSerializer})
     def post(self, request: Request, pk: int) -> Response:
-        evaluation = get_visible_or_404(ProxyEvaluation.objects, request.user, pk=pk)
-        cancel_proxy_evaluation(request.user, evaluation)
-        evaluation.refresh_from_db()
-        return Response(ProxyEvaluationSerializer(evaluation).data, status=status.HTTP_202_ACCEPTED)
+        return cancel_job(request, ProxyEvaluation, pk, cancel_proxy_evaluation, ProxyEvaluationSerializer)

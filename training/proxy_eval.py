@@ -36,6 +36,7 @@ from typing import Any
 
 import numpy as np
 
+from annotation.feedback.result_stats import resampled_rows
 from training.evaluation import sigmoid
 
 DEFAULT_RESAMPLES = 1000
@@ -102,14 +103,8 @@ def bootstrap_means(
     replacement; every column uses the same resamples. Reproducible from ``seed``."""
     values = np.asarray(columns, dtype=float)  # (columns, rows)
     rows = values.shape[1]
-    if rows == 0:
-        raise ValueError("no rows to resample")
-    rng = np.random.default_rng(list(seed))
-    means = []
-    for start in range(0, resamples, RESAMPLE_CHUNK):
-        picked = rng.integers(0, rows, size=(min(RESAMPLE_CHUNK, resamples - start), rows))
-        means.append(values[:, picked].mean(axis=2))  # (columns, chunk)
-    drawn = np.concatenate(means, axis=1)
+    chunks = resampled_rows(rows, seed=list(seed), resamples=resamples, cells=RESAMPLE_CHUNK * max(rows, 1))
+    drawn = np.concatenate([values[:, picked].mean(axis=2) for picked in chunks], axis=1)  # (columns, draws)
     low, high = np.quantile(drawn, [0.025, 0.975], axis=1)
     return [(float(lo), float(hi)) for lo, hi in zip(low, high, strict=True)]
 

@@ -10,8 +10,7 @@ from typing import Any
 from django import forms
 from django.http import QueryDict
 
-from training.forms import checkpoint_label
-from training.inputs import RunError
+from training.forms import JobRequestForm, checkpoint_label
 from training.models import ModelCheckpoint, RunKind, SamplingRun
 from training.proxy_eval import DEFAULT_RESAMPLES
 from training.proxy_jobs import BOUNDS, MAX_RUNS, ProxyRequest
@@ -24,7 +23,7 @@ def run_label(run: SamplingRun) -> str:
     return f"Sampling run {run.pk}: {run.policy_name}, best-of-{run.n}, {scorer} ({run.get_status_display()})"
 
 
-class ProxyEvaluationForm(forms.Form):
+class ProxyEvaluationForm(JobRequestForm):
     reward_model = forms.ModelChoiceField(
         queryset=ModelCheckpoint.objects.none(),
         required=False,
@@ -82,11 +81,3 @@ class ProxyEvaluationForm(forms.Form):
             seed=data["seed"],
             resamples=data["resamples"],
         )
-
-    def add_run_error(self, exc: RunError) -> None:
-        """The service's refusal on the field it names, or on the whole form."""
-        if exc.field in self.fields:
-            self.add_error(exc.field, exc.reason[0].upper() + exc.reason[1:] + ".")
-        else:
-            message = str(exc)
-            self.add_error(None, message[0].upper() + message[1:] + ". Nothing was started.")

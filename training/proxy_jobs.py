@@ -16,7 +16,6 @@ from typing import Any
 from django.conf import settings
 from django.db import transaction
 from django.db.models import QuerySet
-from django.utils import timezone
 
 from annotation.models import Question
 from browser.engine.page import Quote
@@ -131,11 +130,7 @@ def request_proxy_evaluation(user: Any, request: ProxyRequest, *, queue: bool = 
 
 def cancel_proxy_evaluation(user: Any, evaluation: ProxyEvaluation) -> None:
     """A queued evaluation is cancelled at once; a running one after the samples it is scoring."""
-    active = (Status.QUEUED, Status.RUNNING)
-    ProxyEvaluation.objects.filter(pk=evaluation.pk, status__in=active).update(cancel_requested=True)
-    ProxyEvaluation.objects.filter(pk=evaluation.pk, status=Status.QUEUED).update(
-        status=Status.CANCELLED, finished_at=timezone.now()
-    )
+    evaluation.request_cancel()
     log_action(user, "proxy_evaluation.cancel", evaluation)
 
 
@@ -154,26 +149,23 @@ class StoredAnswer:
 
 def run_proxy_evaluation_job(evaluation_id: int) -> ProxyEvaluation:
     """The worker's job. Whatever happens, the row ends done, cancelled or failed with the reason."""
-    claimed = ProxyEvaluation.objects.filter(pk=evaluation_id, status=Status.QUEUED).update(
-        status=Status.RUNNING, started_at=timezone.now()
-    )
+    claimed = ProxyEvaluation.claim(evaluation_id)
     evaluation = ProxyEvaluation.objects.select_related("reward_model").get(pk=evaluation_id)
     if not claimed:
         if evaluation.status == Status.RUNNING:  # redelivered after the worker that held it died
-            stopped = "the worker running this job stopped (killed or restarted)"
-            return _finish(evaluation, Status.FAILED, error=stopped)
+            return evaluation.fail_redelivered()
         return evaluation
     scores: dict[str, float] = {}
     try:
         _execute(evaluation, scores)
     except Cancelled:
-        return _finish(evaluation, Status.CANCELLED, scores=scores)
+        return evaluation.finish(Status.CANCELLED, scores=scores)
     except Exception as exc:  # the row must say why; the worker log has the traceback
-        _finish(evaluation, Status.FAILED, error=f"{type(exc).__name__}: {exc}"[:4000], scores=scores)
+        evaluation.fail(exc, scores=scores)
         if isinstance(exc, ValueError | OSError):
             return evaluation  # a deleted model or folder: the reason is on the row
         raise
-    return _finish(evaluation, Status.DONE)
+    return evaluation.finish(Status.DONE)
 
 
 def _execute(evaluation: ProxyEvaluation, scores: dict[str, float]) -> None:
@@ -189,7 +181,8 @@ def _execute(evaluation: ProxyEvaluation, scores: dict[str, float]) -> None:
     ProxyEvaluation.objects.filter(pk=evaluation.pk).update(samples_total=len(samples), samples_done=0)
     set_threads(settings.TRAINING_THREADS)
     scorer = RewardScorer(model.path)
-    _log(evaluation, f"{model.name} loaded; scoring {len(samples)} answered samples of {len(runs)} run(s)")
+    loaded = f"{model.name} loaded; scoring {len(samples)} answered samples of {len(runs)} run(s)"
+    evaluation.append_log(loaded)
     saved_at = 0.0
     for start in range(0, len(samples), SCORE_CHUNK):
         chunk = samples[start : start + SCORE_CHUNK]
@@ -202,13 +195,13 @@ def _execute(evaluation: ProxyEvaluation, scores: dict[str, float]) -> None:
         if now - saved_at >= SAVE_EVERY_S or start + len(chunk) == len(samples):
             saved_at = now
             ProxyEvaluation.objects.filter(pk=evaluation.pk).update(samples_done=len(scores))
-            if ProxyEvaluation.objects.filter(pk=evaluation.pk, cancel_requested=True).exists():
+            if evaluation.cancel_was_requested():
                 raise Cancelled
     results = {"runs": [_run_results(evaluation, run, by_run[run.pk], scores) for run in runs]}
     ProxyEvaluation.objects.filter(pk=evaluation.pk).update(
         scores=scores, results=results, samples_done=len(scores)
     )
-    _log(evaluation, f"{len(scores)} samples scored; curves of {len(runs)} run(s) computed")
+    evaluation.append_log(f"{len(scores)} samples scored; curves of {len(runs)} run(s) computed")
 
 
 def _samples(run: SamplingRun) -> list[Sample]:
@@ -262,15 +255,3 @@ def _run_results(
         "samples": sum(len(samples) for samples in by_question.values()),
         "points": curve_rows(points),
     }
-
-
-def _log(evaluation: ProxyEvaluation, line: str) -> None:
-    evaluation.log += f"{timezone.now():%H:%M:%S} {line}\n"
-    ProxyEvaluation.objects.filter(pk=evaluation.pk).update(log=evaluation.log)
-
-
-def _finish(evaluation: ProxyEvaluation, status: str, **fields: Any) -> ProxyEvaluation:
-    fields = {"status": status, "finished_at": timezone.now(), **fields}
-    ProxyEvaluation.objects.filter(pk=evaluation.pk).update(**fields)
-    evaluation.refresh_from_db()
-    return evaluation

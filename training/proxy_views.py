@@ -21,7 +21,7 @@ from django.utils.safestring import SafeString
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 from django.views.decorators.vary import vary_on_headers
 
-from training.inputs import RunError
+from training.job_views import cancel_unless_finished
 from training.models import ProxyEvaluation, RunStatus, SamplingRun
 from training.plot import DOTTED, Series, interval_chart
 from training.proxy_forms import ProxyEvaluationForm
@@ -55,19 +55,17 @@ def proxy_list(request: HttpRequest) -> HttpResponse:
     initial = ProxyEvaluationForm.prefill(request.GET, request.user)
     data = request.POST if request.method == "POST" else None
     form = ProxyEvaluationForm(data, user=request.user, initial=initial)
+    evaluation = None
     if data is not None and form.is_valid():
-        try:
-            evaluation = request_proxy_evaluation(request.user, form.proxy_request())
-        except RunError as exc:
-            form.add_run_error(exc)
-        else:
-            messages.success(
-                request,
-                f"Proxy evaluation {evaluation.pk} queued: a worker on the training queue will start it.",
-            )
-            for warning in evaluation.settings.get("warnings", []):
-                messages.warning(request, warning)
-            return redirect("training:proxy_evaluation", pk=evaluation.pk)
+        evaluation = form.start(lambda: request_proxy_evaluation(request.user, form.proxy_request()))
+    if evaluation is not None:
+        messages.success(
+            request,
+            f"Proxy evaluation {evaluation.pk} queued: a worker on the training queue will start it.",
+        )
+        for warning in evaluation.settings.get("warnings", []):
+            messages.warning(request, warning)
+        return redirect("training:proxy_evaluation", pk=evaluation.pk)
     # The scores and curves grow with the samples: a list needs neither.
     evaluations = (
         ProxyEvaluation.objects.select_related("owner")
@@ -190,10 +188,5 @@ def _text_cell(text: str) -> str:
 @login_required
 def proxy_cancel(request: HttpRequest, pk: int) -> HttpResponse:
     evaluation = get_visible_or_404(ProxyEvaluation.objects, request.user, pk=pk)
-    if evaluation.is_finished:
-        status = evaluation.get_status_display().lower()
-        messages.info(request, f"Proxy evaluation {evaluation.pk} had already finished ({status}).")
-    else:
-        cancel_proxy_evaluation(request.user, evaluation)
-        messages.info(request, f"Proxy evaluation {evaluation.pk}: cancel requested.")
+    cancel_unless_finished(request, evaluation, "Proxy evaluation", cancel_proxy_evaluation)
     return redirect("training:proxy_evaluation", pk=evaluation.pk)

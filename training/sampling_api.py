@@ -6,7 +6,6 @@ key variables are never shown."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import Any
 
 from django.conf import settings
@@ -18,9 +17,11 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from annotation.api.permissions import IsResearcher
+from annotation.api.strict import StrictSerializer
 from annotation.models import DemonstrationBatch
 from training.inputs import RunError
-from training.models import ModelCheckpoint, RunStatus, Sample, SamplingRun
+from training.job_api import cancel_job, visible_checkpoint
+from training.models import RunStatus, Sample, SamplingRun
 from training.sampling_runs import (
     BOUNDS,
     PROMPTED_DEFAULT,
@@ -91,21 +92,7 @@ class BackendSerializer(serializers.Serializer):
     max_retries = serializers.IntegerField(required=False)
 
 
-class _Strict(serializers.Serializer):
-    """Refuses keys it does not know (a misspelt option would otherwise be dropped without a word)."""
-
-    def to_internal_value(self, data: Any) -> Any:
-        if isinstance(data, Mapping):
-            unknown = sorted(str(key)[:100] for key in data if key not in self.fields)
-            if unknown:
-                expected = ", ".join(self.fields)
-                raise serializers.ValidationError(
-                    {key: [f"unknown; expected {expected}"] for key in unknown[:10]}
-                )
-        return super().to_internal_value(data)
-
-
-class QuestionSetInput(_Strict):
+class QuestionSetInput(StrictSerializer):
     batch = serializers.IntegerField(
         required=False, allow_null=True, min_value=1, max_value=MAX_ID, help_text="A demonstration batch"
     )
@@ -118,7 +105,7 @@ class QuestionSetInput(_Strict):
     )
 
 
-class SamplingRunInput(_Strict):
+class SamplingRunInput(StrictSerializer):
     policy = serializers.IntegerField(
         required=False,
         allow_null=True,
@@ -172,8 +159,8 @@ class SamplingRunList(generics.ListAPIView):
             if batch is None:
                 raise serializers.ValidationError({"questions": {"batch": ["no such demonstration batch"]}})
         sampling = SamplingRequest(
-            policy=self._checkpoint(request, data, "policy"),
-            reward_model=self._checkpoint(request, data, "reward_model"),
+            policy=visible_checkpoint(request, data.get("policy"), "policy"),
+            reward_model=visible_checkpoint(request, data.get("reward_model"), "reward_model"),
             backend=data["backend"],
             questions=QuestionSet(
                 batch=batch,
@@ -188,15 +175,6 @@ class SamplingRunList(generics.ListAPIView):
         except RunError as exc:
             raise serializers.ValidationError(_by_field(exc)) from None
         return Response(SamplingRunSerializer(run).data, status=status.HTTP_202_ACCEPTED)
-
-    @staticmethod
-    def _checkpoint(request: Request, data: dict[str, Any], name: str) -> ModelCheckpoint | None:
-        if not data.get(name):
-            return None
-        found = ModelCheckpoint.objects.visible_to(request.user).filter(pk=data[name]).first()
-        if found is None:
-            raise serializers.ValidationError({name: ["no such model"]})
-        return found
 
 
 def _by_field(exc: RunError) -> dict[str, Any]:
@@ -227,10 +205,7 @@ class SamplingRunCancel(APIView):
 
     @extend_schema(request=None, responses={202: SamplingRunSerializer})
     def post(self, request: Request, pk: int) -> Response:
-        run = get_visible_or_404(SamplingRun.objects, request.user, pk=pk)
-        cancel_sampling(request.user, run)
-        run.refresh_from_db()
-        return Response(SamplingRunSerializer(run).data, status=status.HTTP_202_ACCEPTED)
+        return cancel_job(request, SamplingRun, pk, cancel_sampling, SamplingRunSerializer)
 
 
 @extend_schema(

@@ -13,8 +13,7 @@ from django.core.exceptions import ValidationError
 from django.http import QueryDict
 
 from annotation.models import DemonstrationBatch, Question, Split
-from training.forms import checkpoint_label
-from training.inputs import RunError
+from training.forms import JobRequestForm, checkpoint_label
 from training.models import ModelCheckpoint, RunKind
 from training.sampling_runs import BOUNDS, DEFAULTS, SETTABLE, QuestionSet, SamplingRequest
 from webgpt_site.permissions import AnyUser
@@ -40,7 +39,7 @@ def dataset_choices() -> list[tuple[str, str]]:
     return [("", "Any dataset"), *((name, name) for name in names)]
 
 
-class SamplingForm(forms.Form):
+class SamplingForm(JobRequestForm):
     policy = forms.ModelChoiceField(
         queryset=ModelCheckpoint.objects.none(),
         required=False,
@@ -137,11 +136,3 @@ class SamplingForm(forms.Form):
             ),
             settings=values,
         )
-
-    def add_run_error(self, exc: RunError) -> None:
-        """The service's refusal on the field it names, or on the whole form."""
-        if exc.field in self.fields:
-            self.add_error(exc.field, exc.reason[0].upper() + exc.reason[1:] + ".")
-        else:
-            message = str(exc)
-            self.add_error(None, message[0].upper() + message[1:] + ". Nothing was started.")

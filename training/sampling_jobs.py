@@ -41,26 +41,23 @@ class Cancelled(Exception):
 
 def run_sampling_job(run_id: int, echo: Callable[[SamplingRun], None] | None = None) -> SamplingRun:
     """The worker's job (``echo`` is told about progress, for the command's progress bar)."""
-    claimed = SamplingRun.objects.filter(pk=run_id, status=Status.QUEUED).update(
-        status=Status.RUNNING, started_at=timezone.now()
-    )
+    claimed = SamplingRun.claim(run_id)
     run = SamplingRun.objects.select_related("policy", "reward_model").get(pk=run_id)
     if not claimed:
         if run.status == Status.RUNNING:  # redelivered after the worker that held it died
-            stopped = "the worker running this job stopped (killed or restarted)"
-            return _finish(run, Status.FAILED, error=stopped)
+            return run.fail_redelivered()
         return run
     progress = _Progress(run, echo)
     try:
         _execute(run, progress)
     except Cancelled:
-        return _finish(run, Status.CANCELLED, **progress.fields())
+        return run.finish(Status.CANCELLED, **progress.fields())
     except Exception as exc:  # the row must say why; the worker log has the traceback
-        _finish(run, Status.FAILED, error=f"{type(exc).__name__}: {exc}"[:4000], **progress.fields())
+        run.fail(exc, **progress.fields())
         if isinstance(exc, BackendError | ValueError):
             return run  # an unreachable endpoint or bad settings: the reason is on the row
         raise
-    return _finish(run, Status.DONE, **progress.fields())
+    return run.finish(Status.DONE, **progress.fields())
 
 
 class _Progress:
@@ -84,7 +81,7 @@ class _Progress:
         if now - self.saved_at >= SAVE_EVERY_S:
             self.saved_at = now
             self.save()
-            if SamplingRun.objects.filter(pk=self.run.pk, cancel_requested=True).exists():
+            if self.run.cancel_was_requested():
                 raise Cancelled
 
     def chunk_stored(self, samples: Sequence[EpisodeSample]) -> None:
@@ -136,7 +133,7 @@ def _execute(run: SamplingRun, progress: _Progress) -> None:
         scores = scorer.score_samples(samples) if scorer else [None] * len(samples)
         _store(run, chunk, browsers, samples, scores, totals)
         progress.chunk_stored(samples)
-        _log(run, f"{start + len(chunk)}/{len(questions)} questions sampled")
+        run.append_log(f"{start + len(chunk)}/{len(questions)} questions sampled")
     progress.metrics = totals.metrics(progress.fields()["tokens_per_second"])
     SamplingRun.objects.filter(pk=run.pk).update(metrics=progress.metrics)
 
@@ -145,7 +142,7 @@ def _questions(run: SamplingRun) -> list[Question]:
     found = Question.objects.in_bulk(run.question_ids)
     missing = [pk for pk in run.question_ids if pk not in found]
     if missing:
-        _log(run, f"{len(missing)} question(s) deleted since the run was requested: skipped")
+        run.append_log(f"{len(missing)} question(s) deleted since the run was requested: skipped")
     return [found[pk] for pk in run.question_ids if pk in found]
 
 
@@ -255,15 +252,3 @@ def _episode(run: SamplingRun, question: Question, browser: Browser, sample: Epi
         for index, step in enumerate(sample.steps)
     )
     return episode
-
-
-def _log(run: SamplingRun, line: str) -> None:
-    run.log += f"{timezone.now():%H:%M:%S} {line}\n"
-    SamplingRun.objects.filter(pk=run.pk).update(log=run.log)
-
-
-def _finish(run: SamplingRun, status: str, **fields: Any) -> SamplingRun:
-    fields = {"status": status, "finished_at": timezone.now(), **fields}
-    SamplingRun.objects.filter(pk=run.pk).update(**fields)
-    run.refresh_from_db()
-    return run

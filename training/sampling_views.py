@@ -19,7 +19,7 @@ from django.views.decorators.vary import vary_on_headers
 
 from annotation.demo import DEMO_BATCH_DATASET
 from annotation.models import Question
-from training.inputs import RunError
+from training.job_views import cancel_unless_finished
 from training.models import ModelCheckpoint, RunKind, Sample, SamplingRun
 from training.plot import DOTTED, Series, line_chart
 from training.sampling_forms import SamplingForm
@@ -72,16 +72,14 @@ def sampling_list(request: HttpRequest) -> HttpResponse:
 def sampling_new(request: HttpRequest) -> HttpResponse:
     initial = SamplingForm.prefill(request.GET, request.user)
     form = SamplingForm(request.POST or None, user=request.user, initial=initial)
+    run = None
     if request.method == "POST" and form.is_valid():
-        try:
-            run = request_sampling(request.user, form.sampling_request())
-        except RunError as exc:
-            form.add_run_error(exc)
-        else:
-            messages.success(
-                request, f"Sampling run {run.pk} queued: a worker on the sampling queue will start it."
-            )
-            return redirect("training:sampling_run", pk=run.pk)
+        run = form.start(lambda: request_sampling(request.user, form.sampling_request()))
+    if run is not None:
+        messages.success(
+            request, f"Sampling run {run.pk} queued: a worker on the sampling queue will start it."
+        )
+        return redirect("training:sampling_run", pk=run.pk)
     status = 400 if form.errors else 200
     return render(request, "training/sampling_new.html", {"form": form}, status=status)
 
@@ -178,11 +176,5 @@ def coverage_chart(run: SamplingRun) -> str:
 @login_required
 def sampling_cancel(request: HttpRequest, pk: int) -> HttpResponse:
     run = get_visible_or_404(SamplingRun.objects, request.user, pk=pk)
-    if run.is_finished:
-        messages.info(
-            request, f"Sampling run {run.pk} had already finished ({run.get_status_display().lower()})."
-        )
-    else:
-        cancel_sampling(request.user, run)
-        messages.info(request, f"Sampling run {run.pk}: cancel requested.")
+    cancel_unless_finished(request, run, "Sampling run", cancel_sampling)
     return redirect("training:sampling_run", pk=run.pk)

@@ -10,15 +10,8 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from annotation.feedback.results import (
-    DEFAULT_RESAMPLES,
-    DEFAULT_SEED,
-    RESAMPLES_RANGE,
-    SEED_RANGE,
-    SettingsError,
-    batch_results,
-    parse_settings,
-)
+from annotation.feedback.result_stats import SETTINGS_HELP, SettingsError
+from annotation.feedback.results import results_for_query
 from annotation.models import FeedbackBatch
 from webgpt_site.permissions import get_visible_or_404
 
@@ -29,25 +22,12 @@ class BatchResults(APIView):
     by question and the judgements and questions behind it (value null: no judgements)."""
 
     @extend_schema(
-        parameters=[
-            OpenApiParameter(
-                "seed",
-                int,
-                description=f"Bootstrap seed, {SEED_RANGE[0]} to {SEED_RANGE[1]} (default {DEFAULT_SEED})",
-            ),
-            OpenApiParameter(
-                "resamples",
-                int,
-                description=f"Bootstrap resamples, {RESAMPLES_RANGE[0]} to {RESAMPLES_RANGE[1]} "
-                f"(default {DEFAULT_RESAMPLES})",
-            ),
-        ],
+        parameters=[OpenApiParameter(name, int, description=text) for name, text in SETTINGS_HELP.items()],
         responses={200: OpenApiTypes.OBJECT},
     )
     def get(self, request: Request, pk: int) -> Response:
         batch = get_visible_or_404(FeedbackBatch.objects, request.user, pk=pk)
         try:
-            seed, resamples = parse_settings(request.query_params)
+            return Response(results_for_query(batch, request.query_params))
         except SettingsError as exc:
             return Response({exc.field: [exc.message]}, status=status.HTTP_400_BAD_REQUEST)
-        return Response(batch_results(batch, seed=seed, resamples=resamples))

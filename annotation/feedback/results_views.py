@@ -13,16 +13,14 @@ from django.http import HttpRequest, HttpResponse, HttpResponseBadRequest
 from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
-from annotation.feedback.results import (
+from annotation.feedback.result_stats import (
     DEFAULT_RESAMPLES,
     DEFAULT_SEED,
     RESAMPLES_RANGE,
     SEED_RANGE,
     SettingsError,
-    batch_results,
-    parse_settings,
-    preference_label,
 )
+from annotation.feedback.results import preference_label, results_for_query
 from annotation.feedback.results_plot import preference_chart, selective_chart
 from annotation.models import FeedbackBatch
 from webgpt_site.permissions import Role, get_visible_or_404, role_required
@@ -126,13 +124,6 @@ def csv_cell(value: Any) -> Any:
     return value
 
 
-def _settings_or_error(request: HttpRequest) -> tuple[int, int] | SettingsError:
-    try:
-        return parse_settings(request.GET)
-    except SettingsError as exc:
-        return exc
-
-
 def _query(seed: int, resamples: int) -> str:
     """The query string that keeps a chosen seed and resample count on the page's links."""
     changed = {"seed": seed} if seed != DEFAULT_SEED else {}
@@ -144,7 +135,6 @@ def _query(seed: int, resamples: int) -> str:
 @role_required(Role.RESEARCHER)
 def results_page(request: HttpRequest, pk: int) -> HttpResponse:
     batch = get_visible_or_404(FeedbackBatch.objects, request.user, pk=pk)
-    settings = _settings_or_error(request)
     context: dict[str, Any] = {
         "batch": batch,
         "seed_range": SEED_RANGE,
@@ -152,16 +142,16 @@ def results_page(request: HttpRequest, pk: int) -> HttpResponse:
         "seed": request.GET.get("seed", DEFAULT_SEED),
         "resamples": request.GET.get("resamples", DEFAULT_RESAMPLES),
     }
-    if isinstance(settings, SettingsError):
-        context["error"] = settings
+    try:
+        results = results_for_query(batch, request.GET)
+    except SettingsError as exc:
+        context["error"] = exc
         return render(request, "console/feedback_results.html", context, status=400)
-    seed, resamples = settings
-    results = batch_results(batch, seed=seed, resamples=resamples)
     tables = result_tables(results)
     context |= {
         "results": results,
         "tables": [(table, page_rows(table)) for table in tables.values()],
-        "query": _query(seed, resamples),
+        "query": _query(results["seed"], results["resamples"]),
         "preference_chart": (
             preference_chart(results["preference"], results["sides"]) if results["preference"] else ""
         ),
@@ -176,11 +166,10 @@ def results_page(request: HttpRequest, pk: int) -> HttpResponse:
 @role_required(Role.RESEARCHER)
 def results_csv(request: HttpRequest, pk: int, table: str) -> HttpResponse:
     batch = get_visible_or_404(FeedbackBatch.objects, request.user, pk=pk)
-    settings = _settings_or_error(request)
-    if isinstance(settings, SettingsError):
-        return _bad_request(settings.message)
-    seed, resamples = settings
-    tables = result_tables(batch_results(batch, seed=seed, resamples=resamples))
+    try:
+        tables = result_tables(results_for_query(batch, request.GET))
+    except SettingsError as exc:
+        return _bad_request(exc.message)
     if table not in tables:
         return _bad_request(f"This batch has no table '{table[:50]}'; its tables are {', '.join(tables)}.")
     response = HttpResponse(content_type="text/csv; charset=utf-8")

@@ -1,0 +1,26 @@
+"""What the pages of the jobs (training runs, sampling runs, proxy evaluations) do alike."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+from django.contrib import messages
+from django.http import HttpRequest
+
+from training.models import JobRow
+
+Job = TypeVar("Job", bound=JobRow)
+
+
+def cancel_unless_finished(
+    request: HttpRequest, job: Job, name: str, cancel: Callable[[Any, Job], None]
+) -> None:
+    """Asks ``cancel`` to cancel the job unless it has already ended; the next page says which (``name``:
+    what the job is called there, e.g. "Sampling run")."""
+    if job.is_finished:
+        status = job.get_status_display().lower()
+        messages.info(request, f"{name} {job.pk} had already finished ({status}).")
+    else:
+        cancel(request.user, job)
+        messages.info(request, f"{name} {job.pk}: cancel requested.")
