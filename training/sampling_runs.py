@@ -12,12 +12,11 @@ from typing import Any
 
 from django.conf import settings
 from django.db import transaction
-from django.utils import timezone
 
 from annotation.models import DemonstrationBatch, Question, Split
 from training.config import SMOLLM2
 from training.inputs import RunError
-from training.models import ModelCheckpoint, RunKind, RunStatus, SamplingRun
+from training.models import ModelCheckpoint, RunKind, SamplingRun
 from webgpt_site.models import log_action
 
 # Each number's range: (low, high). The paper's best-of-n goes to 64; 100 actions is its action limit.
@@ -179,9 +178,5 @@ def request_sampling(user: Any, request: SamplingRequest, *, queue: bool = True)
 def cancel_sampling(user: Any, run: SamplingRun) -> None:
     """A queued run is cancelled at once; a running one stops after its current round of actions,
     keeping the questions it finished."""
-    active = (RunStatus.QUEUED, RunStatus.RUNNING)
-    SamplingRun.objects.filter(pk=run.pk, status__in=active).update(cancel_requested=True)
-    SamplingRun.objects.filter(pk=run.pk, status=RunStatus.QUEUED).update(
-        status=RunStatus.CANCELLED, finished_at=timezone.now()
-    )
+    run.request_cancel()
     log_action(user, "sampling.cancel", run)

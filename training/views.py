@@ -17,6 +17,7 @@ from django.views.decorators.vary import vary_on_headers
 from annotation.models import Export
 from training.forms import CompareForm, RunForm
 from training.inputs import FORMATS, RunError
+from training.job_views import cancel_unless_finished
 from training.jobs import cancel_run, checkpoint_users, delete_checkpoint, request_run
 from training.models import ModelCheckpoint, RunKind, TrainingRun
 from training.plot import line_chart, timeline_series
@@ -85,8 +86,8 @@ def run_new(request: HttpRequest) -> HttpResponse:
     form = RunForm(request.POST or None, user=request.user, initial=_preselected(request))
     if request.method == "POST" and form.is_valid():
         data = form.cleaned_data
-        try:
-            run = request_run(
+        run = form.start(
+            lambda: request_run(
                 request.user,
                 data["kind"],
                 data["export"],
@@ -94,9 +95,8 @@ def run_new(request: HttpRequest) -> HttpResponse:
                 preset=data["preset"],
                 base_checkpoint=data["base_checkpoint"],
             )
-        except RunError as exc:
-            form.add_run_error(exc)
-        else:
+        )
+        if run is not None:
             messages.success(request, f"Run {run.pk} queued: a worker on the training queue will start it.")
             return redirect("training:run", pk=run.pk)
     status = 400 if form.errors else 200
@@ -154,11 +154,7 @@ def _other_metrics(run: TrainingRun) -> list[tuple[str, str]]:
 @login_required
 def run_cancel(request: HttpRequest, pk: int) -> HttpResponse:
     run = get_visible_or_404(TrainingRun.objects, request.user, pk=pk)
-    if run.is_finished:
-        messages.info(request, f"Run {run.pk} had already finished ({run.get_status_display().lower()}).")
-    else:
-        cancel_run(request.user, run)
-        messages.info(request, f"Run {run.pk}: cancel requested.")
+    cancel_unless_finished(request, run, "Run", cancel_run)
     return redirect("training:run", pk=run.pk)
 
 
