@@ -100,6 +100,7 @@ def route_named(name: str) -> Route:
 OBJECT_OF = {
     "console:feedback_batch": "batch",
     "console:feedback_toggle": "batch",
+    "console:feedback_priority": "batch",
     "console:feedback_results": "batch",
     "console:feedback_results_csv": "batch",
     "api-batch": "batch",

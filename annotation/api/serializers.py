@@ -161,6 +161,7 @@ class BatchSerializer(serializers.ModelSerializer):
             "preset",
             "instructions",
             "overlap",
+            "priority",
             "required_probability",
             "always_required",
             "lease_seconds",
@@ -197,6 +198,9 @@ class BatchCreateInput(serializers.Serializer):
         required=False, help_text="source=file only: JSONL {question_id or question, answer, quotes, source}"
     )
     overlap = serializers.IntegerField(default=1, help_text="Labelers per item, 1-10")
+    priority = serializers.IntegerField(
+        default=1, help_text="Share of each labeler's next tasks against the other active batches, 1-10"
+    )
     required_probability = serializers.FloatField(
         default=0.1, help_text="Probability that every part of a task is required, 0-1"
     )
@@ -258,6 +262,7 @@ class BatchCreateInput(serializers.Serializer):
             preset=data["preset"],
             instructions=data["instructions"],
             overlap=data["overlap"],
+            priority=data["priority"],
             required_probability=data["required_probability"],
             always_required=data["always_required"] or None,
             lease_seconds=data["lease_seconds"],

@@ -13,11 +13,18 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from django.db import transaction
-from django.db.models import Exists, OuterRef
+from django.db.models import Count, Exists, OuterRef
 from django.utils import timezone
 
 from annotation.feedback.validation import AnswerShape, Validation, draw_required_all, validate_response
-from annotation.models import Answer, Assignment, AssignmentRevision, AssignmentStatus, FeedbackItem
+from annotation.models import (
+    Answer,
+    Assignment,
+    AssignmentRevision,
+    AssignmentStatus,
+    FeedbackBatch,
+    FeedbackItem,
+)
 from webgpt_site.models import log_action
 from webgpt_site.permissions import AnyUser
 
@@ -90,9 +97,33 @@ def next_assignment(labeler: AnyUser, *, now: datetime | None = None) -> Assignm
     return assignment
 
 
+def batch_turns(labeler: AnyUser) -> list[int]:
+    """The active batches in the order this labeler is to be offered them: each batch's share of the
+    labeler's tasks follows its priority (a batch of priority 2 comes up twice as often as one of 1), so
+    active batches are interleaved instead of drained in id order. The batch with the fewest of this
+    labeler's assignments per unit of priority is first; ties go to the older batch. Deterministic, and
+    cheap: it counts the labeler's own assignments, never the pool."""
+    active = dict(FeedbackBatch.objects.filter(is_active=True).values_list("pk", "priority"))
+    taken = dict(
+        Assignment.objects.filter(labeler=labeler, item__batch__in=list(active))
+        .values_list("item__batch")
+        .annotate(n=Count("pk"))
+        .values_list("item__batch", "n")
+    )
+    return sorted(active, key=lambda pk: ((taken.get(pk, 0) + 1) / max(active[pk], 1), pk))
+
+
 def _pick_item(labeler: AnyUser) -> FeedbackItem | None:
+    for batch in batch_turns(labeler):
+        item = _pick_item_in(labeler, batch)
+        if item is not None:
+            return item
+    return None
+
+
+def _pick_item_in(labeler: AnyUser, batch: int) -> FeedbackItem | None:
     had_it = Assignment.objects.filter(item=OuterRef("pk"), labeler=labeler)
-    items = FeedbackItem.objects.filter(is_open=True, batch__is_active=True).filter(~Exists(had_it))
+    items = FeedbackItem.objects.filter(is_open=True, batch_id=batch).filter(~Exists(had_it))
     # The labeler's own answers as a list, not a join: with the join PostgreSQL misjudged how many items
     # it removes and sorted the whole pool (250 ms at 100k items) instead of walking the index.
     own = list(Answer.objects.filter(episode__user=labeler).values_list("id", flat=True))

@@ -43,6 +43,7 @@ SOURCES = (
 MAX_NAME = FeedbackBatch._meta.get_field("name").max_length
 MAX_INSTRUCTIONS = 20_000  # characters; instructions are shown above every task
 OVERLAP = (1, 10)
+PRIORITY = (1, 10)
 LEASE_SECONDS = (60, 24 * 3600)
 REVISION_SECONDS = (0, 7 * 24 * 3600)
 MAX_RUNS = 2  # one run's samples, or two runs' chosen answers side by side
@@ -72,6 +73,7 @@ class BatchSettings:
     preset: str = ""
     instructions: str = ""
     overlap: int = 1
+    priority: int = 1
     required_probability: float = 0.1
     always_required: list[str] | None = None  # None: the template's default
     lease_seconds: int = 1800
@@ -127,6 +129,7 @@ def check_batch_settings(config: BatchSettings) -> None:
         raise BatchError(f"The instructions are at most {MAX_INSTRUCTIONS} characters.", "instructions")
     if not OVERLAP[0] <= config.overlap <= OVERLAP[1]:
         raise BatchError(f"The overlap is {OVERLAP[0]} to {OVERLAP[1]} labelers per item.", "overlap")
+    check_priority(config.priority)
     if not 0 <= config.required_probability <= 1:  # also NaN
         raise BatchError("The probability that everything is required is 0 to 1.", "required_probability")
     requirable = [code for code, _ in requirable_fields(config.template, config.preset or None)]
@@ -140,6 +143,21 @@ def check_batch_settings(config: BatchSettings) -> None:
         raise BatchError("The lease is 1 minute to 24 hours.", "lease_seconds")
     if not REVISION_SECONDS[0] <= config.revision_seconds <= REVISION_SECONDS[1]:
         raise BatchError("Revisions are allowed for 0 to 7 days after submitting.", "revision_seconds")
+
+
+def check_priority(priority: int) -> None:
+    if not PRIORITY[0] <= priority <= PRIORITY[1]:
+        raise BatchError(
+            f"The priority is {PRIORITY[0]} to {PRIORITY[1]} (a batch's share of each labeler's tasks).",
+            "priority",
+        )
+
+
+def set_priority(user: AnyUser | None, batch: FeedbackBatch, priority: int) -> None:
+    """A new share of the labelers' next tasks for the batch (BatchError out of range; nothing changed)."""
+    check_priority(priority)
+    FeedbackBatch.objects.filter(pk=batch.pk).update(priority=priority)
+    log_action(user, "feedback_batch.priority", batch, priority=priority)
 
 
 def check_batch_request(config: BatchSettings, source: str, has_answers_file: bool, gold_pairs: str) -> None:
@@ -253,6 +271,7 @@ def create_feedback_batch(
             preset=config.preset,
             instructions=config.instructions,
             overlap=config.overlap,
+            priority=config.priority,
             required_probability=config.required_probability,
             always_required=always,
             lease_seconds=config.lease_seconds,

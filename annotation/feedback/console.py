@@ -16,11 +16,13 @@ from annotation.feedback.batches import (
     MAX_RUNS,
     OVERLAP,
     PAIRS_PER_QUESTION,
+    PRIORITY,
     SOURCES,
     BatchError,
     BatchSettings,
     check_batch_request,
     create_batch_from_source,
+    set_priority,
 )
 from annotation.feedback.pairing import PAIRINGS, run_label
 from annotation.feedback.scales import RATING_PRESETS, TEMPLATES
@@ -101,6 +103,12 @@ class FeedbackBatchForm(forms.Form):
         help_text="Questions the run declined (best score under its threshold): their best answer is used",
     )
     overlap = forms.IntegerField(initial=1, widget=_number(*OVERLAP), help_text="Labelers per item")
+    priority = forms.IntegerField(
+        required=False,
+        initial=1,
+        widget=_number(*PRIORITY),
+        help_text="Share of each labeler's next tasks: priority 2 comes up twice as often as priority 1",
+    )
     required_probability = forms.FloatField(
         initial=0.1,
         widget=_number(0, 1, "any"),
@@ -162,6 +170,7 @@ class FeedbackBatchForm(forms.Form):
             preset=data["preset"],
             instructions=data["instructions"],
             overlap=data["overlap"],
+            priority=1 if data["priority"] is None else data["priority"],
             required_probability=data["required_probability"],
             always_required=always,
             lease_seconds=data["lease_minutes"] * 60,
@@ -215,14 +224,20 @@ def batch_create(request: HttpRequest) -> HttpResponse:
 @role_required(Role.RESEARCHER)
 def batch_detail(request: HttpRequest, pk: int) -> HttpResponse:
     batch = get_visible_or_404(FeedbackBatch.objects, request.user, pk=pk)
+    return _detail_page(request, batch)
+
+
+def _detail_page(request: HttpRequest, batch: FeedbackBatch, priority_error: str = "") -> HttpResponse:
     context = {
         "batch": batch,
         "progress": batch_progress(batch),
         "labelers": labeler_stats(batch),
         "late": late_submissions(batch)[:100],  # the oldest; the count above has them all
         "origin": origin_context(batch),
+        "priority_range": PRIORITY,
+        "priority_error": priority_error,
     }
-    return render(request, "console/feedback_detail.html", context)
+    return render(request, "console/feedback_detail.html", context, status=400 if priority_error else 200)
 
 
 def origin_context(batch: FeedbackBatch) -> dict[str, object]:
@@ -243,6 +258,21 @@ def origin_context(batch: FeedbackBatch) -> dict[str, object]:
         "skipped": skipped[:SKIPPED_SHOWN],
         "skipped_count": len(skipped),
     }
+
+
+@require_POST
+@role_required(Role.RESEARCHER)
+def batch_priority(request: HttpRequest, pk: int) -> HttpResponse:
+    batch = get_visible_or_404(FeedbackBatch.objects, request.user, pk=pk)
+    raw = request.POST.get("priority", "").strip()
+    try:
+        set_priority(
+            request.user, batch, int(raw) if raw.isascii() and raw.isdigit() and len(raw) < 4 else -1
+        )
+    except BatchError as exc:
+        return _detail_page(request, batch, priority_error=f"{exc.message} Nothing was changed.")
+    messages.info(request, f"Priority set to {int(raw)}.")
+    return redirect("console:feedback_batch", pk=batch.pk)
 
 
 @require_POST

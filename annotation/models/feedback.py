@@ -75,6 +75,11 @@ class FeedbackBatch(models.Model):
         default=3600, help_text="How long after submitting a labeler may revise"
     )
     is_active = models.BooleanField(default=True)
+    priority = models.PositiveSmallIntegerField(
+        default=1,
+        validators=[MinValueValidator(1), MaxValueValidator(10)],
+        help_text="Share of each labeler's next tasks, against the other active batches (1 to 10)",
+    )
     origin = models.JSONField(
         default=dict,
         blank=True,

@@ -46,6 +46,7 @@ class Command(BaseCommand):
         )
         parser.add_argument("--answers", type=Path, help="answers JSONL (with --source file)")
         parser.add_argument("--overlap", type=int, default=1)
+        parser.add_argument("--priority", type=int, default=1, help="share of labelers' tasks, 1-10")
         parser.add_argument("--required-probability", type=float, default=0.1)
         parser.add_argument("--always-required", default="", help="comma-separated field codes")
         parser.add_argument("--instructions", default="")
@@ -79,6 +80,7 @@ class Command(BaseCommand):
             preset=options["preset"],
             instructions=options["instructions"],
             overlap=options["overlap"],
+            priority=options["priority"],
             required_probability=options["required_probability"],
             always_required=[c.strip() for c in options["always_required"].split(",") if c.strip()] or None,
             lease_seconds=options["lease_minutes"] * 60,
