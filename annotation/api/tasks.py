@@ -29,6 +29,7 @@ def task_data(task: Assignment) -> dict[str, Any]:
     """The task as its page shows it, as JSON. Never the answers' ids or sources: the page is blind."""
     context = task_context(task)
     batch = task.item.batch
+    revision = context["revision"]
     return {
         "id": task.pk,
         "status": task.status,
@@ -37,6 +38,9 @@ def task_data(task: Assignment) -> dict[str, Any]:
         "instructions": batch.instructions,
         "leased_until": task.leased_until,
         "submitted_at": task.submitted_at,
+        # Until when a new submit may replace the response (null before the first submit), and whether now.
+        "revisable_until": revision.revisable_until if revision else None,
+        "revisable": revision.revisable if revision else False,
         "question": context["question"],
         "answers": [
             {

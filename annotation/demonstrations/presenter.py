@@ -11,6 +11,8 @@ from annotation.models import Episode
 from browser.engine.browser import Browser
 from browser.engine.page import LINK_MARKER
 
+SEARCH_REQUEST = "search:"  # how the engine names the request of a search action
+
 SHORTCUTS = (
     ("/", "focus the search box"),
     ("f", "focus the find box"),
@@ -36,6 +38,14 @@ def line_segments(line: str) -> list[dict[str, Any]]:
     return segments
 
 
+def last_search_query(browser: Browser) -> str:
+    """The query of the latest search that ran, so the search box can show what was searched."""
+    for action in reversed(browser.actions):
+        if action.valid and action.request.startswith(SEARCH_REQUEST):
+            return action.request.removeprefix(SEARCH_REQUEST)
+    return ""
+
+
 def panel_context(
     episode: Episode, browser: Browser, *, message: str = "", valid: bool = True
 ) -> dict[str, Any]:
@@ -51,6 +61,7 @@ def panel_context(
         "scrollbar": {"first": first, "last": last, "total": len(page.lines)},
         "link_urls": {index: link.url for index, link in enumerate(page.links)},
         "quotes": browser.quotes,
+        "last_query": last_search_query(browser),
         "actions_left": browser.actions_left,
         "quote_chars_left": browser.quote_chars_left,
         "message": message,

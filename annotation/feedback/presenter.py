@@ -6,7 +6,11 @@ from __future__ import annotations
 import json
 import re
 import uuid
+from dataclasses import dataclass
+from datetime import datetime, timedelta
 from typing import Any
+
+from django.utils import timezone
 
 from annotation.feedback.assignment import answer_shapes
 from annotation.feedback.scales import (
@@ -21,7 +25,7 @@ from annotation.feedback.scales import (
     rating_fields,
 )
 from annotation.feedback.validation import required_fields
-from annotation.models import Answer, Assignment
+from annotation.models import Answer, Assignment, AssignmentStatus
 
 CITATION = re.compile(r"\s*\[\d+\]")
 
@@ -53,6 +57,27 @@ def _required_label(path: str, batch: Any) -> str:
     if parts[0] in ("ranks", "likert"):
         return f"{'rank' if parts[0] == 'ranks' else '1-7 rating'} of answer {parts[1]}"
     return labels.get(path, path)
+
+
+@dataclass(frozen=True)
+class RevisionWindow:
+    """When a submitted task was submitted and until when its labeler may still revise it."""
+
+    submitted_at: datetime
+    revisable_until: datetime
+    revisable: bool
+
+
+def revision_window(assignment: Assignment, now: datetime | None = None) -> RevisionWindow | None:
+    """The revision window of a submitted (or late) task; None while it was never submitted. The bound is
+    inclusive, as ``assignment.submit`` refuses only once ``now - submitted_at`` exceeds the window."""
+    if assignment.submitted_at is None or assignment.status not in (
+        AssignmentStatus.SUBMITTED,
+        AssignmentStatus.LATE,
+    ):
+        return None
+    until = assignment.submitted_at + timedelta(seconds=assignment.item.batch.revision_seconds)
+    return RevisionWindow(assignment.submitted_at, until, (now or timezone.now()) <= until)
 
 
 def task_context(
@@ -149,6 +174,7 @@ def task_context(
         else [],
         "submit_key": uuid.uuid4(),
         "version": assignment.version,
+        "revision": revision_window(assignment),
     }
 
 

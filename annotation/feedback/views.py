@@ -84,7 +84,10 @@ def _refuse(request: HttpRequest, task: Assignment, **refused: dict) -> HttpResp
 def _render_task(request: HttpRequest, task: Assignment, refused: dict) -> HttpResponse:
     context = task_context(task, errors=refused.get("errors"), refused=refused.get("response"))
     mine = task.labeler_id == request.user.pk
-    context["read_only"] = not mine or task.status not in EDITABLE
+    revision = context["revision"]
+    closed = revision is not None and not revision.revisable  # a submit would be refused: say so up front
+    context["mine"] = mine
+    context["read_only"] = not mine or task.status not in EDITABLE or closed
     context["slot_gone"] = work.SLOT_GONE if mine and task.status == AssignmentStatus.EXPIRED else ""
     return render(request, TEMPLATE_PAGES[task.item.batch.template], context)
 

@@ -1,5 +1,6 @@
-"""Labelers do feedback tasks in the real browser: claims with the mouse, ratings with the keyboard, a
-ranking, a GopherCite rating, and a reload in the middle that keeps the draft."""
+"""Labelers do feedback tasks in the real browser: claims with the mouse (no support level preselected),
+ratings with the keyboard, a ranking, a GopherCite rating, a reload in the middle that keeps the draft, and
+a submitted task revisited."""
 
 from __future__ import annotations
 
@@ -168,6 +169,43 @@ def test_a_labeler_compares_two_answers_with_mouse_claims_and_keyboard_ratings(d
         "coherence": "equal",
         "weakly_supported_usefulness": "a_much_better",
     }
+
+
+def test_a_claim_needs_a_support_level_chosen_and_a_revisited_task_says_it_was_submitted(demo, page):
+    only("webgpt_comparison")
+    sign_in_and_start(page)
+    text = page.locator(".answer-text[data-slot='A']").get_attribute("data-text")
+    start, end = a_span(text)
+    drag_select(page, "A", start, end)
+    editor = page.locator(".claim-editor[data-slot='A']")
+    support = editor.get_by_label("Support")
+    expect(support).to_have_value("")  # nothing preselected: a default would bias quick claims
+    expect(support.locator("option:checked")).to_have_text("Choose the support")
+    editor.get_by_role("button", name="Add claim").click()
+    message = editor.get_by_role("alert")
+    expect(message).to_have_text("Choose how well this claim is supported before adding it.")
+    expect(support).to_be_focused()
+    expect(support).to_have_attribute("aria-invalid", "true")
+    expect(editor).to_be_visible()
+    expect(page.locator("[data-claims-list='A'] li")).to_have_count(0)
+    expect(page.locator(".answer-text[data-slot='A'] mark")).to_have_count(0)
+
+    support.select_option(label="Unsupported")
+    expect(message).to_have_text("")
+    expect(support).not_to_have_attribute("aria-invalid", "true")
+    editor.get_by_role("button", name="Add claim").click()
+    expect(editor).to_be_hidden()
+    expect(page.locator("[data-claims-list='A'] li")).to_contain_text("Unsupported, Relevant")
+    scale(page, "Overall usefulness").get_by_label("B better").check()
+    task = submit(page)
+    assert [(c["start"], c["end"], c["support"]) for c in task.response["answers"]["A"]["claims"]] == [
+        (start, end, "unsupported")
+    ]
+
+    page.goto(f"/tasks/{task.pk}/")
+    expect(page.locator("[data-revision]")).to_contain_text("Submitted at")
+    expect(page.locator("[data-revision]")).to_contain_text("You can revise it until")
+    expect(page.locator("[data-claims-list='A'] li")).to_contain_text("Unsupported, Relevant")
 
 
 def test_a_labeler_ranks_rates_and_tags_answers(demo, page):

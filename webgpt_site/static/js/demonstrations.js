@@ -1,4 +1,5 @@
-// The browsing page's keyboard shortcuts, quoting from the selection, and the active-time heartbeat.
+// The browsing page's keyboard shortcuts, quoting from the selection, the confirmation before ending without
+// an answer, and the active-time heartbeat.
 // No inline scripts (CSP); the panel is replaced by htmx after every action, so listeners live on document.
 (function () {
   "use strict";
@@ -34,6 +35,79 @@
     if (selection) { selection.removeAllRanges(); }
   });
 
+  // End: Nonsense and End: Controversial end the question without an answer, so the first press only arms
+  // the button ("Confirm: ..." with a Cancel beside it) and the second sends. The listener runs in the
+  // capture phase on document, before htmx's submit listener on the form: an unconfirmed press never
+  // reaches the server. Shortcuts and Enter submit the same forms, so they go through this too.
+  var CONFIRM_PREFIX = "Confirm: ";
+  // A second press sooner than this is the same slip (a double click), not a confirmation.
+  var CONFIRM_DELAY_MS = 600;
+
+  function confirmStatus() { return document.getElementById("end-confirm-status"); }
+
+  function announce(text) {
+    var status = confirmStatus();
+    if (status) { status.textContent = text; }
+  }
+
+  function needsConfirmation(button) {
+    var group = button && button.closest && button.closest("[data-confirm-ids]");
+    return Boolean(group) && group.dataset.confirmIds.split(/\s+/).indexOf(button.id) >= 0;
+  }
+
+  function disarm(button) {
+    if (!button.dataset.armed) { return; }
+    delete button.dataset.armed;
+    button.removeAttribute("aria-disabled");
+    button.textContent = button.dataset.label;
+    var cancel = document.getElementById(button.id + "-cancel");
+    if (cancel) { cancel.remove(); }
+  }
+
+  function armedButton() { return document.querySelector("button[data-armed]"); }
+
+  function cancelConfirmation(button) {
+    disarm(button);
+    button.focus();
+    announce("Cancelled: " + button.textContent + " was not sent; the question goes on.");
+  }
+
+  function arm(button) {
+    var other = armedButton();
+    if (other) { disarm(other); }
+    button.dataset.label = button.textContent;
+    button.dataset.armed = "true";
+    button.textContent = CONFIRM_PREFIX + button.dataset.label;
+    button.setAttribute("aria-disabled", "true");
+    window.setTimeout(function () { button.removeAttribute("aria-disabled"); }, CONFIRM_DELAY_MS);
+    var cancel = document.createElement("button");
+    cancel.type = "button";
+    cancel.id = button.id + "-cancel";
+    cancel.className = "secondary";
+    cancel.dataset.cancels = button.id;
+    cancel.textContent = "Cancel";
+    button.insertAdjacentElement("afterend", cancel);
+    button.focus();
+    announce("Press \u201c" + button.textContent + "\u201d to end this question without an answer, " +
+             "or Cancel (Escape) to go on.");
+  }
+
+  document.addEventListener("submit", function (event) {
+    var form = event.target;
+    var button = event.submitter || (form.querySelector && form.querySelector("button[type=submit]"));
+    if (!needsConfirmation(button)) { return; }
+    if (button.dataset.armed && button.getAttribute("aria-disabled") !== "true") { return; }
+    event.preventDefault();
+    event.stopPropagation();
+    if (!button.dataset.armed) { arm(button); }
+  }, true);
+
+  document.addEventListener("click", function (event) {
+    var cancel = event.target.closest && event.target.closest("button[data-cancels]");
+    var button = cancel && document.getElementById(cancel.dataset.cancels);
+    if (button) { cancelConfirmation(button); }
+  });
+
   function press(id, event) {
     var element = document.getElementById(id);
     if (element) { event.preventDefault(); element.click(); }
@@ -46,6 +120,8 @@
 
   document.addEventListener("keydown", function (event) {
     if (event.ctrlKey || event.metaKey || event.altKey) { return; }
+    var armed = armedButton();
+    if (event.key === "Escape" && armed) { event.preventDefault(); cancelConfirmation(armed); return; }
     var target = event.target;
     if (target.closest && target.closest("input, textarea, select, [contenteditable]")) {
       if (event.key === "Escape") { target.blur(); }

@@ -91,13 +91,27 @@
     editor.dataset.index = index === undefined ? "" : String(index);
     editor.querySelector(".claim-span").textContent = "“" + text.slice(start, end) + "”";
     var existing = index === undefined ? null : readClaims(slot)[index];
-    editor.querySelector("[data-field=support]").value = existing ? existing.support : "supported";
+    // A new claim starts with no support level: a preselected one would bias quick claims.
+    editor.querySelector("[data-field=support]").value = existing ? existing.support : "";
+    showClaimError(editor, "");
     editor.querySelector("[data-field=relevance]").value = existing ? existing.relevance : "relevant";
     editor.querySelectorAll("[data-quote]").forEach(function (box) {
       box.checked = existing ? existing.quotes.indexOf(Number(box.dataset.quote)) >= 0 : false;
     });
     editor.querySelector("[data-action=add-claim]").textContent = existing ? "Save claim" : "Add claim";
   }
+
+  // The message sits next to the support select in a role=alert region, so screen readers announce it.
+  function showClaimError(editor, message) {
+    var select = editor.querySelector("[data-field=support]");
+    editor.querySelector("[data-claim-error]").textContent = message;
+    if (message) { select.setAttribute("aria-invalid", "true"); } else { select.removeAttribute("aria-invalid"); }
+  }
+
+  document.addEventListener("change", function (event) {
+    var select = event.target.closest && event.target.closest(".claim-editor [data-field=support]");
+    if (select && select.value) { showClaimError(select.closest(".claim-editor"), ""); }
+  });
 
   document.addEventListener("mouseup", function (event) {
     // Clicks in the editor (its selects, checkboxes, button) leave the selection in place: not a new span.
@@ -122,9 +136,15 @@
     if (!button) { return; }
     var editor = button.closest(".claim-editor");
     var slot = editor.dataset.slot;
+    var support = editor.querySelector("[data-field=support]");
+    if (!support.value) {
+      showClaimError(editor, "Choose how well this claim is supported before adding it.");
+      support.focus();
+      return;
+    }
     var claim = {
       start: Number(editor.dataset.start), end: Number(editor.dataset.end),
-      support: editor.querySelector("[data-field=support]").value,
+      support: support.value,
       relevance: editor.querySelector("[data-field=relevance]").value,
       quotes: Array.prototype.map.call(editor.querySelectorAll("[data-quote]:checked"), function (b) { return Number(b.dataset.quote); })
     };
