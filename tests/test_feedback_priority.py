@@ -50,7 +50,7 @@ def test_active_batches_are_interleaved_by_priority(django_user_model, question)
     rating_batch("urgent", 6, priority=2)
     lee = make_user(django_user_model, "lee", "labeler")
     turns = handed_out(lee, 8)
-    # The fewest tasks per unit of priority first (ties: the older batch): urgent's share is twice each other's.
+    # Fewest tasks per unit of priority first (ties: the older batch): urgent gets twice each other's share.
     assert turns == ["urgent", "old", "new", "urgent", "urgent", "old", "new", "urgent"]
     assert turns.count("urgent") == 2 * turns.count("old") == 2 * turns.count("new")
 
