@@ -593,3 +593,22 @@ def test_eval_questions_are_left_out_when_asked_and_training_then_accepts_the_ex
     refused = client.post("/api/exports", {**body, "split": "eval"}, content_type="application/json")
     assert refused.status_code == 400 and "nothing matches" in refused.json()["exclude_eval"][0]
     assert Export.objects.count() == 3
+
+
+def test_an_exports_page_shows_its_filters_as_words(client_for, alice):
+    from annotation.exports.rules import describe_filters, export_filters
+
+    assert describe_filters(export_filters()) == ["everything"]
+    filters = export_filters(split="rm", labeler="<b>bob</b>", include_gold=False, exclude_eval=False)
+    assert describe_filters(filters) == [
+        "questions of the rm split",
+        "labeler <b>bob</b>",
+        "gold items left out",
+    ]
+    later = export_filters(exclude_eval=True, include_late=True, source="platform", episode_kind="model")
+    assert describe_filters(later) == [
+        "eval questions left out", "platform only", "late submissions included", "model samples",
+    ]  # fmt: skip
+    export = Export.objects.create(export_format="rm-pairs", filters=filters)
+    html = client_for(alice).get(reverse("console:export", args=[export.pk])).content.decode()
+    assert "questions of the rm split; labeler &lt;b&gt;bob&lt;/b&gt;; gold items left out" in html

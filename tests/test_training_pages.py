@@ -325,3 +325,11 @@ def test_runs_and_models_are_listed_read_only_in_the_admin(client_for, django_us
         assert client.get(reverse(f"admin:training_{name}_changelist")).status_code == 200
         page = client.get(reverse(f"admin:training_{name}_change", args=[pk]))
         assert page.status_code == 200 and 'name="_save"' not in page.content.decode()
+
+
+@pytest.mark.django_db
+def test_a_models_folder_is_shown_relative_to_the_model_store(settings, tmp_path):
+    settings.MODEL_STORE_DIR = tmp_path / "store"
+    inside = ModelCheckpoint(kind="rm", name="a", base_model="x", path=str(tmp_path / "store" / "rm-run-3"))
+    outside = ModelCheckpoint(kind="rm", name="b", base_model="x", path="/opt/models/mine")
+    assert (inside.store_path, outside.store_path) == ("rm-run-3", "/opt/models/mine")

@@ -3,6 +3,7 @@ registry (a row per trained model folder in the model store)."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any, Self
 
 from django.conf import settings
@@ -146,6 +147,16 @@ class ModelCheckpoint(models.Model):
 
     def __str__(self) -> str:
         return f"{self.name} ({self.get_kind_display()})"
+
+    @property
+    def store_path(self) -> str:
+        """The folder as pages show it: relative to the model store (``MODEL_STORE_DIR``) when inside it,
+        so that a machine's absolute paths stay off the screen; any other folder as it was given."""
+        folder = Path(self.path)
+        try:
+            return str(folder.relative_to(Path(settings.MODEL_STORE_DIR)))
+        except ValueError:
+            return self.path
 
 
 class SamplingRun(JobRow):

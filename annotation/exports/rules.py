@@ -153,3 +153,35 @@ def clean_export_request(export_format: str, file_type: str, **filters: Any) -> 
     """Check a whole request; its filters (see ``export_filters``), or ExportRequestError."""
     check_file_type(export_format, file_type)
     return export_filters(**filters)
+
+
+def describe_filters(filters: Mapping[str, Any]) -> list[str]:
+    """An export's filters as a person reads them, one phrase each, defaults left out ("everything" when
+    nothing narrows it): what the export page shows instead of the stored JSON."""
+    filters = filters if isinstance(filters, Mapping) else {}
+    phrases = []
+    named = (
+        ("batch", "feedback batch {}"),
+        ("split", "questions of the {} split"),
+        ("template", "template {}"),
+        ("labeler", "labeler {}"),
+        ("since", "from {}"),
+        ("until", "until {}"),
+        ("sampling_run", "samples of sampling run {}"),
+    )
+    for key, phrase in named:
+        if filters.get(key) not in (None, ""):
+            phrases.append(phrase.format(filters[key]))
+    if filters.get("exclude_eval"):
+        phrases.append("eval questions left out")
+    if filters.get("source") not in (None, "", "both"):
+        phrases.append(dict(SOURCES).get(filters["source"], str(filters["source"])).lower())
+    if filters.get("include_flagged") is False:
+        phrases.append("flagged judgements left out")
+    if filters.get("include_gold") is False:
+        phrases.append("gold items left out")
+    if filters.get("include_late"):
+        phrases.append("late submissions included")
+    if filters.get("episode_kind") not in (None, "", "human") and filters.get("sampling_run") is None:
+        phrases.append(dict(EPISODE_KINDS).get(filters["episode_kind"], str(filters["episode_kind"])).lower())
+    return phrases or ["everything"]

@@ -18,6 +18,7 @@ from annotation.exports.rules import (
     SOURCES,
     ExportRequestError,
     clean_export_request,
+    describe_filters,
     filter_arguments,
 )
 from annotation.exports.service import open_finished_file, request_export
@@ -127,7 +128,7 @@ def _prefill(request: HttpRequest) -> dict[str, Any]:
 def export_detail(request: HttpRequest, pk: int) -> HttpResponse:
     export = get_visible_or_404(Export.objects.select_related("owner"), request.user, pk=pk)
     template = "console/_export_status.html" if request.htmx else "console/export_detail.html"
-    return render(request, template, {"export": export})
+    return render(request, template, {"export": export, "filters": describe_filters(export.filters)})
 
 
 @require_GET
@@ -138,6 +139,6 @@ def export_download(request: HttpRequest, pk: int) -> HttpResponse:
     try:
         handle = open_finished_file(export)
     except Http404 as missing:  # the export's page, saying why there is no file (the plain 404 page cannot)
-        context = {"export": export, "problem": str(missing)}
+        context = {"export": export, "filters": describe_filters(export.filters), "problem": str(missing)}
         return render(request, "console/export_detail.html", context, status=404)
     return FileResponse(handle, as_attachment=True, filename=export.file_name)
