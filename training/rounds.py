@@ -66,6 +66,11 @@ def check_round_request(name: str, notes: str, run_ids: Sequence[int]) -> list[S
         raise RoundError(f"The name is at most {MAX_NAME} characters.", "name")
     if len(notes) > MAX_NOTES:
         raise RoundError(f"The notes are at most {MAX_NOTES} characters.", "notes")
+    return check_runs(run_ids)
+
+
+def check_runs(run_ids: Sequence[int]) -> list[SamplingRun]:
+    """The sampling runs named (each must exist, at least one, no repeats), or RoundError."""
     if not run_ids:
         raise RoundError("Choose the sampling runs this round made (at least one).", "sampling_runs")
     if len(run_ids) > MAX_RUNS:
@@ -102,7 +107,7 @@ def create_round(user: AnyUser | None, name: str, notes: str, run_ids: Sequence[
 
 def add_runs(user: AnyUser | None, round_: Round, run_ids: Sequence[int]) -> list[SamplingRun]:
     """Add sampling runs to a round (those already in it are refused by name)."""
-    runs = check_round_request(round_.name, round_.notes, run_ids)
+    runs = check_runs(run_ids)
     already = set(round_.sampling_runs.filter(pk__in=run_ids).values_list("pk", flat=True))
     if already:
         listed = ", ".join(str(pk) for pk in sorted(already))
@@ -133,9 +138,9 @@ def round_contents(round_: Round) -> RoundContents:
     return RoundContents(
         round=round_,
         sampling_runs=runs,
-        policies=_unique(run.policy_name for run in runs),
-        policy_models=_unique(run.policy for run in runs if run.policy is not None),
-        reward_models=_unique(run.reward_model for run in runs if run.reward_model is not None),
+        policies=list(dict.fromkeys(run.policy_name for run in runs)),  # in order, once each
+        policy_models=list(dict.fromkeys(run.policy for run in runs if run.policy is not None)),
+        reward_models=list(dict.fromkeys(run.reward_model for run in runs if run.reward_model)),
         batches=batches,
         exports=exports,
         training_runs=training_runs,
@@ -143,14 +148,6 @@ def round_contents(round_: Round) -> RoundContents:
         proxy_evaluations=proxy,
         retrain_exports=[e for e in exports if e.export_format in RM_FORMATS and e.status == "done"],
     )
-
-
-def _unique(values: Any) -> list:
-    seen: list = []
-    for value in values:
-        if value not in seen:
-            seen.append(value)
-    return seen
 
 
 def retrain_query(contents: RoundContents, export: Export) -> dict[str, Any]:
