@@ -21,6 +21,11 @@ class DemonstrationBatch(models.Model):
     overlap = models.PositiveSmallIntegerField(
         default=1, validators=[MinValueValidator(1), MaxValueValidator(10)]
     )
+    corpus = models.CharField(
+        max_length=100,
+        blank=True,
+        help_text="The corpus its questions are answered with (blank: the site's default corpus)",
+    )
     is_active = models.BooleanField(default=True)
     created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
     created_at = models.DateTimeField(auto_now_add=True)

@@ -147,6 +147,11 @@ class AssignmentStatus(models.TextChoices):
     LATE = "late", "Submitted late"
 
 
+class FlagDecision(models.TextChoices):
+    KEEP = "keep", "Keep"
+    EXCLUDE = "exclude", "Exclude from exports"
+
+
 class AssignmentQuerySet(models.QuerySet):
     def visible_to(self, user: AnyUser) -> AssignmentQuerySet:
         """Labelers see their own assignments; researchers see all."""
@@ -179,6 +184,12 @@ class Assignment(models.Model):
     draft = models.JSONField(default=dict, blank=True)
     response = models.JSONField(null=True, blank=True)
     flags = models.JSONField(default=list, blank=True, help_text="Reasons for review, e.g. contradictions")
+    flag_decision = models.CharField(
+        max_length=10,
+        choices=FlagDecision.choices,
+        blank=True,
+        help_text="A researcher's latest decision on a flagged judgement (blank: not reviewed yet)",
+    )
     skip_reason = models.TextField(blank=True)
     submit_key = models.UUIDField(null=True, blank=True, editable=False)
     version = models.PositiveIntegerField(
@@ -197,6 +208,25 @@ class Assignment(models.Model):
 
     def __str__(self) -> str:
         return f"assignment {self.pk} ({self.labeler}, {self.status})"
+
+
+class FlagReview(models.Model):
+    """One researcher's decision on a flagged judgement; every decision is kept, the latest is copied to
+    ``Assignment.flag_decision`` (what exports read)."""
+
+    assignment = models.ForeignKey(Assignment, on_delete=models.CASCADE, related_name="flag_reviews")
+    decision = models.CharField(max_length=10, choices=FlagDecision.choices)
+    note = models.TextField(blank=True)
+    reviewer = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    decided_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ("assignment", "decided_at", "id")
+
+    def __str__(self) -> str:
+        return f"{self.decision} for assignment {self.assignment_id}"
 
 
 class AssignmentRevision(models.Model):
