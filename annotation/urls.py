@@ -1,6 +1,7 @@
 from django.urls import path
 
 from annotation.demonstrations import views as demo
+from annotation.feedback import guidelines
 from annotation.feedback import views as tasks
 
 app_name = "annotation"
@@ -24,4 +25,11 @@ urlpatterns = [
     path("tasks/<int:pk>/submit/", tasks.submit, name="task_submit"),
     path("tasks/<int:pk>/skip/", tasks.skip, name="task_skip"),
     path("tasks/<int:pk>/heartbeat/", tasks.heartbeat, name="task_heartbeat"),
+    path("tasks/guidelines/", guidelines.index, name="guidelines"),
+    path("tasks/guidelines/<slug:template>/", guidelines.template_guidelines, name="template_guidelines"),
+    path(
+        "tasks/guidelines/<slug:template>/<slug:preset>/",
+        guidelines.preset_guidelines,
+        name="preset_guidelines",
+    ),
 ]

@@ -33,19 +33,50 @@ class Corpus(models.Model):
         return Path(settings.CORPUS_INDEX_DIR) / self.name
 
 
+class ImportStatus(models.TextChoices):
+    QUEUED = "queued", "Queued"
+    RUNNING = "running", "Running"
+    DONE = "done", "Done"
+    FAILED = "failed", "Failed"
+
+
 class CorpusImport(models.Model):
+    """One import into a corpus: a job row when queued from the console (status, progress, error), a
+    finished row when the command ran it. ``progress`` counts records read while ``total`` is unknown,
+    then records indexed out of ``total``."""
+
     corpus = models.ForeignKey(Corpus, on_delete=models.CASCADE, related_name="imports")
-    source = models.CharField(max_length=500)
+    source = models.CharField(max_length=500, help_text="The uploaded file's name or the server path")
     source_format = models.CharField(max_length=20)
-    record_count = models.PositiveIntegerField()
+    base_url = models.CharField(max_length=500, blank=True, help_text="Where a folder's pages are served")
+    upload = models.CharField(
+        max_length=255,
+        blank=True,
+        help_text="The uploaded copy under MEDIA_ROOT/corpus-imports/ until the job ends",
+    )
+    status = models.CharField(max_length=10, choices=ImportStatus.choices, default=ImportStatus.QUEUED)
+    progress = models.PositiveIntegerField(default=0)
+    total = models.PositiveIntegerField(
+        null=True, blank=True, help_text="Records to index, once all are read"
+    )
+    record_count = models.PositiveIntegerField(null=True, blank=True)
+    error = models.TextField(blank=True)
     created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
     created_at = models.DateTimeField(auto_now_add=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    objects = ResearchTeamQuerySet.as_manager()
 
     class Meta:
         ordering = ("-created_at", "-id")
 
     def __str__(self) -> str:
-        return f"{self.corpus}: {self.source} ({self.record_count})"
+        return f"{self.corpus}: {self.source} ({self.status})"
+
+    @property
+    def is_finished(self) -> bool:
+        return self.status in (ImportStatus.DONE, ImportStatus.FAILED)
 
 
 class PageSnapshot(models.Model):

@@ -2,27 +2,37 @@
 
 from __future__ import annotations
 
+import fcntl
 import threading
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from functools import lru_cache
 from pathlib import Path
 
 from django.conf import settings
 from django.core.validators import validate_slug
 from django.db import transaction
+from django.utils import timezone
 
 from browser.corpus.readers import detect_format, read_corpus
 from browser.engine.backend import SearchBackend
 from browser.engine.browser import Browser
 from browser.engine.page import Page
 from browser.engine.settings import BrowserSettings
-from browser.models import Corpus, CorpusImport, PageSnapshot
+from browser.models import Corpus, CorpusImport, ImportStatus, PageSnapshot
 from browser.search.local import LocalIndex
 from webgpt_site.models import log_action
 from webgpt_site.permissions import AnyUser
 
+PROGRESS_EVERY = 100  # records between progress reports of an import
+Progress = Callable[[int, int | None], None]  # (done, total): see import_corpus
+
 _indexes: dict[str, LocalIndex] = {}
 _indexes_lock = threading.Lock()
+
+
+def _no_progress(done: int, total: int | None) -> None:
+    pass
 
 
 def browser_settings() -> BrowserSettings:
@@ -46,6 +56,23 @@ def backend_for(name: str | None = None) -> LocalIndex:
     return index if index is not None else open_index(Corpus.objects.get(name=name))
 
 
+def _every(n: int, call: Callable[[int], None]) -> Callable[[int], None]:
+    """``call(count)`` for every ``n``-th count only (a database write per record would cost more than it)."""
+    return lambda count: call(count) if count % n == 0 else None
+
+
+@contextmanager
+def _writer_lock(name: str) -> Iterator[None]:
+    """One import per corpus at a time, across processes: a lock file next to the index orders writers
+    before tantivy's own writer lock (which refuses a second writer instead of waiting). A file lock, not
+    a database row lock: holding a transaction while indexing would hide the job's progress from pages."""
+    folder = Path(settings.CORPUS_INDEX_DIR)
+    folder.mkdir(parents=True, exist_ok=True)
+    with (folder / f".{name}.import-lock").open("a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
+        yield
+
+
 def import_corpus(
     name: str,
     path: Path,
@@ -53,29 +80,47 @@ def import_corpus(
     source_format: str | None = None,
     base_url: str | None = None,
     user: AnyUser | None = None,
+    job: CorpusImport | None = None,
+    on_progress: Progress = _no_progress,
 ) -> CorpusImport:
     """Read every record first (CorpusFileError names file and line), then add them in one index commit.
 
-    A bad record leaves the corpus as it was; re-importing a URL replaces its page.
+    A bad record leaves the corpus as it was; re-importing a URL replaces its page. The command gets a new
+    row once the import is done (a failed command leaves none); the console's job passes its row as
+    ``job``, finished here. ``on_progress(done, total)`` hears every PROGRESS_EVERY records: records read
+    (``total`` None), then records indexed out of ``total``.
     """
     validate_slug(name)  # ValidationError: the name is also a folder name
-    records = read_corpus(path, source_format, base_url)
-    with transaction.atomic():
+    source_format = source_format or detect_format(path)
+    records = read_corpus(
+        path, source_format, base_url, on_record=_every(PROGRESS_EVERY, lambda n: on_progress(n, None))
+    )
+    total = len(records)
+    on_progress(0, total)
+    with _writer_lock(name):
         corpus, _ = Corpus.objects.get_or_create(name=name)
-        # One import per corpus at a time: the row lock orders writers before tantivy's own writer lock.
-        corpus = Corpus.objects.select_for_update().get(pk=corpus.pk)
         index = open_index(corpus)
-        index.add(records)
-        corpus.document_count = index.count()
-        corpus.save(update_fields=["document_count", "updated_at"])
-        report = CorpusImport.objects.create(
-            corpus=corpus,
-            source=str(path)[:500],
-            source_format=source_format or detect_format(path),
-            record_count=len(records),
-            created_by=user if getattr(user, "is_authenticated", False) else None,
-        )
-        log_action(user, "corpus.import", report, records=len(records))
+        index.add(records, on_record=_every(PROGRESS_EVERY, lambda n: on_progress(n, total)))
+        with transaction.atomic():
+            corpus = Corpus.objects.select_for_update().get(pk=corpus.pk)
+            corpus.document_count = index.count()
+            corpus.save(update_fields=["document_count", "updated_at"])
+            now = timezone.now()
+            done = {"status": ImportStatus.DONE, "progress": total, "total": total, "record_count": total}
+            done |= {"source_format": source_format, "finished_at": now}
+            if job is None:
+                report = CorpusImport.objects.create(
+                    corpus=corpus,
+                    source=str(path)[:500],
+                    base_url=(base_url or "")[:500],
+                    created_by=user if getattr(user, "is_authenticated", False) else None,
+                    started_at=now,
+                    **done,
+                )
+            else:
+                CorpusImport.objects.filter(pk=job.pk).update(**done)
+                report = CorpusImport.objects.select_related("corpus").get(pk=job.pk)
+            log_action(user, "corpus.import", report, records=total)
     return report
 
 

@@ -4,6 +4,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 export DEBUG="${DEBUG:-1}"
 PORT="${PORT:-8000}"
+# The demo corpus answers only the demo batch's questions: no TriviaQA/NQ questions from the bc split.
+export DEMONSTRATION_SPLIT_FALLBACK="${DEMONSTRATION_SPLIT_FALLBACK:-0}"
 PY=.venv/bin/python
 
 $PY manage.py migrate --noinput -v 0

@@ -103,12 +103,18 @@ OBJECT_OF = {
     "console:feedback_priority": "batch",
     "console:feedback_results": "batch",
     "console:feedback_results_csv": "batch",
+    "console:feedback_flags": "batch",
+    "console:feedback_flag_decision": "task",  # the judgement (an assignment) decided on
     "api-batch": "batch",
     "api-batch-results": "batch",
+    "api-batch-flags": "batch",
+    "api-assignment-flag-decision": "task",
     "console:export": "export",
     "console:export_download": "export",
     "api-export": "export",
     "api-export-download": "export",
+    "console:corpus_import": "corpus_import",
+    "api-corpus-import": "corpus_import",
     "questions:detail": "question",
     "api-question": "question",
     "questions:import_detail": "import",
@@ -137,6 +143,10 @@ OBJECT_OF = {
     "api-task-submit": "task",
     "api-task-draft": "task",
     "api-task-skip": "task",
+    # The guidelines pages name a task template (and a rating preset), not an object: the tables give
+    # these kinds the URL's keyword arguments instead.
+    "annotation:template_guidelines": "guidelines",
+    "annotation:preset_guidelines": "guidelines_preset",
 }
 
 

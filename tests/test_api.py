@@ -138,7 +138,7 @@ def test_a_labeler_gets_a_blind_task_and_submits_it_once(batches, bob):
     assert set(task["answers"][0]) == {"slot", "text", "quotes"}
     assert not {"source", "source_kind", "episode", "order"} & _keys(task)
     for answer in Answer.objects.filter(pk__in=assignment.order):
-        assert answer.source["field"] not in response.content.decode()
+        assert answer.source["dataset"] not in response.content.decode()
     assert isinstance(task["required"], list) and task["required_labels"]
 
     assert (

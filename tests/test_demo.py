@@ -7,7 +7,7 @@ from django.core.management import CommandError, call_command
 from django.test import RequestFactory
 
 from annotation.demo import DEMO_RM_LOG, DEMO_RM_PRESET, DEMO_RM_SETTINGS
-from annotation.models import Export, ExportFormat, Question, QuestionImport
+from annotation.models import Answer, Export, ExportFormat, FeedbackBatch, Question, QuestionImport
 from training.data import read_rows
 from training.models import RunKind, RunStatus, TrainingRun
 from webgpt_site.permissions import Role, user_roles
@@ -49,6 +49,9 @@ def test_load_demo_creates_the_demo_users_and_questions_once(settings, tmp_path)
         get_user_model().objects.count(),
     ) == counts
     assert TrainingRun.objects.count() == 1  # the demo reward model is queued once
+    # The demo batches and their FreshWiki answers (tests/test_demo_answers.py) are made once too.
+    assert FeedbackBatch.objects.filter(name__startswith="FreshWiki demo: ").count() == 6
+    assert Answer.objects.filter(source__dataset="freshwiki_demo_answers").count() == 48
 
 
 def test_load_demo_queues_a_fast_reward_model_on_the_demo_comparisons(settings, tmp_path):

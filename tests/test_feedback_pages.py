@@ -63,9 +63,8 @@ def test_a_webgpt_comparison_is_blind_and_accepts_a_full_submission(client_for, 
     ):
         assert f">{dimension}" in html
     for answer in Answer.objects.filter(pk__in=task.order):  # the sources never reach the labeler
-        assert answer.source == {"dataset": "truthfulqa", "field": answer.source["field"]}
-        assert answer.source["field"] not in html
-    assert "truthfulqa" not in html.lower() and "demo" not in html.lower()
+        assert answer.source == {"dataset": "freshwiki_demo_answers", "quality": answer.source["quality"]}
+    assert "freshwiki" not in html.lower() and "demo" not in html.lower()
     data = {
         **form_fields(html),
         "rating-overall": "a_better",

@@ -73,6 +73,8 @@ RICH = {
     "api-training-runs",
     "console:feedback_create",
     "console:exports",
+    "console:corpora",
+    "api-corpus-imports",
     "console:demonstration_batches",
     "questions:import",
     "training:new",
@@ -113,9 +115,9 @@ def _build_world(tmp: Any) -> World:
     from annotation.demonstrations import service as demos
     from annotation.feedback.answers_import import import_answers
     from annotation.feedback.batches import BatchSettings, create_feedback_batch, group_answers
-    from annotation.models import Assignment, Export, ExportStatus, Question
+    from annotation.models import Assignment, Export, ExportStatus, FeedbackItem, Question
     from annotation.questions.service import import_questions
-    from browser.models import Corpus
+    from browser.models import Corpus, CorpusImport
     from training.models import ModelCheckpoint, ProxyEvaluation, Round, SamplingRun, TrainingRun
 
     users: dict[str, Any] = {"anonymous": None}
@@ -128,7 +130,7 @@ def _build_world(tmp: Any) -> World:
         users[name] = User.objects.create_user(name)  # no password: nothing to hash
         if role:
             users[name].groups.add(Group.objects.get_or_create(name=role)[0])
-    Corpus.objects.create(name="freshwiki", document_count=100)
+    corpus = Corpus.objects.create(name="freshwiki", document_count=100)
     report = import_questions(
         b'{"question": "Why is the sky blue?"}\n{"question": "Who won the 2022 AFL Grand Final?"}',
         filename="q.jsonl",
@@ -148,6 +150,22 @@ def _build_world(tmp: Any) -> World:
         )
         item.slots_taken, item.is_open = 1, False
         item.save()
+    # A judgement flagged for review (its overall rating against its coherence one), last among the tasks:
+    # the flag review page then shows its decision form, whose fields the decision routes are fuzzed with.
+    flagged = FeedbackItem.objects.create(batch=tasks[0].item.batch, question=answers[0].question)
+    flagged.answers.set(group_answers(answers, "webgpt_comparison")[1])
+    tasks.append(
+        Assignment.objects.create(
+            item=flagged,
+            labeler=User.objects.create_user("frank"),
+            order=list(flagged.answers.order_by("id").values_list("id", flat=True)),
+            status="submitted",
+            response={"ratings": {"overall": "a_better", "coherence": "b_much_better"}},
+            flags=["overall_contradicts_dimensions"],
+            submitted_at=timezone.now(),
+            leased_until=timezone.now(),
+        )
+    )
     # Dana's first episode goes through every step (its page's forms are read at each), the second browses.
     dana, forms = users["dana"], World(users, {})
     episode = demos.next_episode(dana)
@@ -175,9 +193,14 @@ def _build_world(tmp: Any) -> World:
     )
     objects = {
         "task": tasks,
+        "guidelines": [{"template": name} for name in ("webgpt_comparison", "rating", "nope")],
+        "guidelines_preset": [{"template": "rating", "preset": name} for name in ("gophercite", "nope")],
         "episode": [episode, finished],
         "batch": [tasks[0].item.batch],
         "export": [export],
+        "corpus_import": [
+            CorpusImport.objects.create(corpus=corpus, source="f.jsonl", source_format="jsonl")
+        ],
         "question": [report.questions.first()],
         "import": [report],
         "run": [run],
@@ -229,7 +252,9 @@ def url_of(route: Route, world: World, pick: int = 0) -> str:
     if not route.params:
         return route.url()
     candidates = world.objects[object_kind(route)]
-    return route.url(pk=candidates[pick % len(candidates)])
+    candidate = candidates[pick % len(candidates)]
+    # The guidelines pages name a template (and a preset): their candidates are the URL's keyword arguments.
+    return route.url(**candidate) if isinstance(candidate, dict) else route.url(pk=candidate)
 
 
 # Fields, read from the site ------------------------------------------------------------------------------
@@ -441,7 +466,8 @@ def requests(draw: Any, world: World, route: Route, method: str) -> dict[str, An
     would send (or, for the API, a value of each field's type) and change a few fields."""
     keys = _keys(world, route, method)
     url = url_of(route, world, draw(st.integers(0, 2)))
-    if route.params and draw(st.integers(0, 9)) == 0:
+    # An id nobody has (the guidelines pages name a template: their candidates include an unknown one).
+    if "pk" in route.params and draw(st.integers(0, 9)) == 0:
         url = route.url(pk=draw(st.sampled_from([MISSING_ID, int("9" * 30)])))
     if method == "GET":
         query = draw(st.dictionaries(keys, st.lists(TEXT, min_size=1, max_size=2), max_size=4))

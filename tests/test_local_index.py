@@ -154,6 +154,19 @@ def test_a_title_only_match_gets_the_start_of_the_body_as_snippet(tmp_path):
     assert result.snippet == ("word " * 40).strip()
 
 
+def test_a_snippet_does_not_repeat_the_results_title(tmp_path):
+    ix = LocalIndex.open(tmp_path / "index")
+    ix.add(
+        [
+            page("https://e.org/okapi", "Okapi facts", "Okapi facts\nThe okapi lives in the Congo."),
+            page("https://e.org/okapis", "Okapi", "Okapis are shy. Okapi calves hide."),  # a word, no title
+        ]
+    )
+    by_url = {result.url: result.snippet for result in ix.search("okapi")}
+    assert by_url["https://e.org/okapi"].startswith("The okapi lives in the Congo")
+    assert by_url["https://e.org/okapis"].startswith("Okapis are shy. Okapi calves hide")
+
+
 def test_snippets_of_long_pages_come_from_around_the_match(tmp_path):
     filler = "Lorem ipsum dolor sit amet. " * 400
     ix = LocalIndex.open(tmp_path / "index")

@@ -21,6 +21,7 @@ from annotation.exports.service import run_export_job
 from annotation.feedback import assignment as work
 from annotation.models import Answer, Export, FeedbackBatch, Question
 from annotation.questions.service import import_questions
+from browser.models import CorpusImport
 from tests.conftest import make_user
 from tests.routes import Route, all_routes, object_kind
 from training.models import ModelCheckpoint, ProxyEvaluation, Round, SamplingRun, TrainingRun
@@ -46,6 +47,12 @@ API_RESEARCH_OBJECT = (OK, GONE, GONE, GONE, AUTH, GONE)
 API_EPISODES = (OK, FORBIDDEN, OK, FORBIDDEN, AUTH, FORBIDDEN)
 API_EPISODE = (OK, GONE, OK, GONE, AUTH, GONE)
 API_LABELER = (FORBIDDEN, OK, FORBIDDEN, FORBIDDEN, AUTH, FORBIDDEN)
+LABELER_OR_RESEARCHER = (OK, OK, FORBIDDEN, FORBIDDEN, LOGIN, FORBIDDEN)  # the labelers' guidelines
+# The guidelines pages name a template (and a rating preset), not an object: their URL's arguments.
+GUIDELINES = {
+    "guidelines": {"template": "webgpt_comparison"},
+    "guidelines_preset": {"template": "rating", "preset": "webglm"},
+}
 
 EXPECTED: dict[str, tuple] = {
     # route name                        alice, bob, dana, charlie, anonymous, erin
@@ -67,9 +74,13 @@ EXPECTED: dict[str, tuple] = {
     "console:feedback_priority": RESEARCHER,
     "console:feedback_results": RESEARCHER,
     "console:feedback_results_csv": RESEARCHER,  # the table the matrix names does not exist: a 400
+    "console:feedback_flags": RESEARCHER,
+    "console:feedback_flag_decision": RESEARCHER,  # on bob's task, not flagged: a 400
     "console:exports": RESEARCHER,
     "console:export": RESEARCH_OBJECT,
     "console:export_download": RESEARCH_OBJECT,
+    "console:corpora": RESEARCHER,
+    "console:corpus_import": RESEARCH_OBJECT,
     "questions:list": RESEARCHER,
     "questions:detail": RESEARCH_OBJECT,
     "questions:import": RESEARCHER,
@@ -106,13 +117,18 @@ EXPECTED: dict[str, tuple] = {
     "api-batches": API_RESEARCHER,
     "api-batch": API_RESEARCH_OBJECT,
     "api-batch-results": API_RESEARCH_OBJECT,
+    "api-batch-flags": API_RESEARCH_OBJECT,
+    "api-assignment-flag-decision": API_RESEARCHER,
     "api-task-next": API_LABELER,
+    "api-task-waiting": API_LABELER,
     "api-task": API_LABELER,
     "api-task-submit": API_LABELER,
     "api-task-draft": API_LABELER,
     "api-task-skip": API_LABELER,
     "api-exports": API_RESEARCHER,
     "api-export": API_RESEARCH_OBJECT,
+    "api-corpus-imports": API_RESEARCHER,
+    "api-corpus-import": API_RESEARCH_OBJECT,
     "api-export-download": API_RESEARCH_OBJECT,
     "api-training-runs": API_RESEARCHER,
     "api-training-run": API_RESEARCH_OBJECT,
@@ -148,6 +164,9 @@ EXPECTED: dict[str, tuple] = {
     "annotation:task_submit": LABELER,
     "annotation:task_skip": LABELER,
     "annotation:task_heartbeat": LABELER,
+    "annotation:guidelines": LABELER_OR_RESEARCHER,
+    "annotation:template_guidelines": LABELER_OR_RESEARCHER,
+    "annotation:preset_guidelines": LABELER_OR_RESEARCHER,
 }
 
 
@@ -175,6 +194,9 @@ def world(
     shared = {
         "batch": FeedbackBatch.objects.first(),
         "export": export,
+        "corpus_import": CorpusImport.objects.create(
+            corpus=freshwiki, source="w.jsonl", source_format="jsonl"
+        ),
         "question": report.questions.get(),
         "import": report,
         "run": run,
@@ -204,6 +226,8 @@ def url_for(route: Route, caller: str, shared: dict, own: dict) -> str:
     if not route.params:
         return route.url()
     kind = object_kind(route)
+    if kind in GUIDELINES:
+        return route.url(**GUIDELINES[kind])
     if kind == "task":
         target = (own["erin"] if caller == "erin" else own["bob"])["task"]
     elif kind == "episode":

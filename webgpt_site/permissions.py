@@ -82,6 +82,25 @@ def role_required(role: Role) -> Callable[[Callable[..., HttpResponse]], Callabl
     return decorator
 
 
+def any_role_required(*roles: Role) -> Callable[[Callable[..., HttpResponse]], Callable[..., HttpResponse]]:
+    """Like ``role_required``, for a page several roles read (the labelers' guidelines: labelers and
+    researchers)."""
+
+    def decorator(view: Callable[..., HttpResponse]) -> Callable[..., HttpResponse]:
+        @wraps(view)
+        def wrapper(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
+            if not request.user.is_authenticated:
+                return redirect_to_login(request.get_full_path())
+            if not any(has_role(request.user, role) for role in roles):
+                names = " or ".join(role.value for role in roles)
+                raise PermissionDenied(f"This page is for the {names} role.")
+            return view(request, *args, **kwargs)
+
+        return wrapper
+
+    return decorator
+
+
 class ResearchTeamQuerySet(QuerySet):
     """For what belongs to the research team as a whole (the question bank, corpora, answers, batches,
     exports): researchers see all of it, other roles none (they reach questions only through their work)."""

@@ -279,6 +279,9 @@ QUESTION_SPLIT_RATIOS = env_ratios(
 # read; the file is then read a chunk at a time. Non-file request bodies: DATA_UPLOAD_MAX_MEMORY_SIZE.
 QUESTION_IMPORT_MAX_BYTES = env_int("QUESTION_IMPORT_MAX_BYTES", 50 * 1024 * 1024, minimum=1)
 ANSWERS_IMPORT_MAX_BYTES = env_int("ANSWERS_IMPORT_MAX_BYTES", 50 * 1024 * 1024, minimum=1)
+# "Next task" holds back a question a labeler judged (or holds) under another template or preset for this
+# long: an earlier judgement of the same question biases the later one. 0 turns the rule off.
+FEEDBACK_SAME_QUESTION_WINDOW = timedelta(hours=env_int("FEEDBACK_SAME_QUESTION_HOURS", 24, minimum=0))
 DATA_UPLOAD_MAX_MEMORY_SIZE = 5 * 1024 * 1024
 FILE_UPLOAD_MAX_MEMORY_SIZE = 5 * 1024 * 1024
 
@@ -358,6 +361,15 @@ except ValueError as exc:
 # --- The browsing environment ----------------------------------------------------------------------
 CORPUS_INDEX_DIR = Path(env_str("CORPUS_INDEX_DIR") or VAR_DIR / "corpora")
 DEFAULT_CORPUS = env_str("DEFAULT_CORPUS") or "freshwiki"
+# Corpus imports from the console (browser/import_requests.py): the largest upload (.jsonl, .zim, .zip),
+# the most a .zip may hold unpacked, and the only folder a server path may name (unset: uploads only).
+CORPUS_IMPORT_MAX_BYTES = env_int("CORPUS_IMPORT_MAX_BYTES", 500 * 1024 * 1024, minimum=1)
+CORPUS_IMPORT_MAX_UNZIPPED_BYTES = env_int("CORPUS_IMPORT_MAX_UNZIPPED_BYTES", 2 * 1024**3, minimum=1)
+CORPUS_IMPORT_ROOT = Path(env_str("CORPUS_IMPORT_ROOT")) if env_str("CORPUS_IMPORT_ROOT") else None
+# When no active demonstration batch has a question left, demonstrators get questions of the bc split
+# (searched in DEFAULT_CORPUS). The demo (`make run`) turns this off: its 100-page corpus cannot answer the
+# TriviaQA/NQ questions of the bc split, so its pool is the demo batch, written for that corpus.
+DEMONSTRATION_SPLIT_FALLBACK = env_bool("DEMONSTRATION_SPLIT_FALLBACK", True)
 # Passed to browser.engine.settings.BrowserSettings; the defaults there are explained in its docstring.
 BROWSER = {
     "max_actions": env_int("BROWSER_MAX_ACTIONS", 100, minimum=1),

@@ -7,7 +7,9 @@ from annotation.api.docs import ApiDocs
 from annotation.demonstrations import console as demonstration_console
 from annotation.exports import views as export_views
 from annotation.feedback import console as feedback_console
+from annotation.feedback import flag_review_views as flag_review
 from annotation.feedback import results_views as feedback_results
+from browser import views as corpus_views
 from webgpt_site import account, console, views
 
 console_patterns = (
@@ -27,6 +29,12 @@ console_patterns = (
             feedback_results.results_csv,
             name="feedback_results_csv",
         ),
+        path("feedback/<int:pk>/flags/", flag_review.flags_page, name="feedback_flags"),
+        path(
+            "feedback/judgements/<int:pk>/flag-decision/", flag_review.decide, name="feedback_flag_decision"
+        ),
+        path("corpora/", corpus_views.corpus_list, name="corpora"),
+        path("corpora/imports/<int:pk>/", corpus_views.corpus_import_detail, name="corpus_import"),
         path("exports/", export_views.export_list, name="exports"),
         path("exports/<int:pk>/", export_views.export_detail, name="export"),
         path("exports/<int:pk>/download/", export_views.export_download, name="export_download"),

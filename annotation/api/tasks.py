@@ -17,6 +17,7 @@ from rest_framework.views import APIView
 
 from annotation.api.permissions import IsLabeler
 from annotation.feedback import assignment as work
+from annotation.feedback import progress
 from annotation.feedback.presenter import task_context
 from annotation.feedback.scales import COMPARISON_SCALE, QUESTION_FLAGS
 from annotation.feedback.validation import MAX_SKIP_REASON, input_errors, skip_reason_error
@@ -132,7 +133,8 @@ def _closed(exc: Exception) -> Response:
 
 
 class TaskNext(APIView):
-    """Lease the next task (or return the live one): 201 with the task, 204 when none is waiting."""
+    """Lease the next task (or return the live one): 201 with the task, 204 when none is waiting for you now
+    (``GET /api/tasks/waiting`` says whether the same-question window holds some back, and until when)."""
 
     permission_classes = (IsLabeler,)
 
@@ -224,3 +226,33 @@ class TaskSkip(APIView):
         except work.TaskClosed as exc:
             return _closed(exc)
         return Response({"status": "skipped"})
+
+
+class TaskWaiting(APIView):
+    """What is waiting for you, by the rule "next task" follows: ``kinds`` (per template and preset, the
+    items it could hand you now), ``held_back`` (items only the same-question window keeps from you, and
+    when the first comes back: null while it waits on a task you hold; with the sentence the task page
+    shows) and ``submitted_today`` (since midnight in the site's time zone). When next answers 204, this
+    says whether work waits behind the window."""
+
+    permission_classes = (IsLabeler,)
+
+    @extend_schema(responses={200: OpenApiTypes.OBJECT})
+    def get(self, request: Request) -> Response:
+        now = timezone.now()
+        held = progress.held_back(request.user, now)
+        kinds = progress.waiting_kinds(request.user, now)
+        return Response(
+            {
+                "kinds": [
+                    {"template": k.template, "preset": k.preset, "label": k.label, "count": k.count}
+                    for k in kinds
+                ],
+                "held_back": {
+                    "count": held.count,
+                    "next_at": held.next_at,
+                    "detail": held.message if held.count else "",
+                },
+                "submitted_today": progress.submitted_today(request.user, now),
+            }
+        )

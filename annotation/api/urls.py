@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from django.urls import path
 
-from annotation.api import exports, results, tasks, views
+from annotation.api import corpora, exports, flags, results, tasks, views
 from training import api as training
 from training import proxy_api as proxy
 from training import rounds_api as rounds
@@ -21,11 +21,20 @@ urlpatterns = [
     path("batches", views.BatchList.as_view(), name="api-batches"),
     path("batches/<int:pk>", views.BatchDetail.as_view(), name="api-batch"),
     path("batches/<int:pk>/results", results.BatchResults.as_view(), name="api-batch-results"),
+    path("batches/<int:pk>/flags", flags.BatchFlags.as_view(), name="api-batch-flags"),
+    path(
+        "assignments/<int:pk>/flag-decision",
+        flags.AssignmentFlagDecision.as_view(),
+        name="api-assignment-flag-decision",
+    ),
     path("tasks/next", tasks.TaskNext.as_view(), name="api-task-next"),
+    path("tasks/waiting", tasks.TaskWaiting.as_view(), name="api-task-waiting"),
     path("tasks/<int:pk>", tasks.TaskDetail.as_view(), name="api-task"),
     path("tasks/<int:pk>/submit", tasks.TaskSubmit.as_view(), name="api-task-submit"),
     path("tasks/<int:pk>/draft", tasks.TaskDraft.as_view(), name="api-task-draft"),
     path("tasks/<int:pk>/skip", tasks.TaskSkip.as_view(), name="api-task-skip"),
+    path("corpora/imports", corpora.CorpusImportList.as_view(), name="api-corpus-imports"),
+    path("corpora/imports/<int:pk>", corpora.CorpusImportDetail.as_view(), name="api-corpus-import"),
     path("exports", exports.ExportList.as_view(), name="api-exports"),
     path("exports/<int:pk>", exports.ExportDetail.as_view(), name="api-export"),
     path("exports/<int:pk>/download", exports.ExportDownload.as_view(), name="api-export-download"),

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 from django import forms
+from django.conf import settings
 from django.contrib import messages
 from django.db.models import Count, Q
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_http_methods
 
-from annotation.demonstrations.batches import create_demonstration_batch
+from annotation.demonstrations.batches import corpus_error, create_demonstration_batch
 from annotation.models import DemonstrationBatch, EpisodeStatus, Question, Split
 from webgpt_site.permissions import Role, role_required
 
@@ -22,6 +23,17 @@ class DemonstrationBatchForm(forms.Form):
         min_value=1, max_value=100_000, initial=50, help_text="At most this many questions"
     )
     overlap = forms.IntegerField(min_value=1, max_value=10, initial=1, help_text="Demonstrators per question")
+    corpus = forms.CharField(
+        required=False,
+        max_length=100,
+        help_text="The corpus its questions are answered with; empty: the default",
+    )
+
+    def clean_corpus(self) -> str:
+        corpus = self.cleaned_data["corpus"].strip()
+        if problem := corpus_error(corpus):
+            raise forms.ValidationError(problem)
+        return corpus
 
     def questions(self) -> list[int]:
         data = self.cleaned_data
@@ -47,6 +59,7 @@ def batches(request: HttpRequest) -> HttpResponse:
                 form.cleaned_data["name"],
                 Question.objects.filter(pk__in=ids),
                 form.cleaned_data["overlap"],
+                corpus=form.cleaned_data["corpus"],
             )
             messages.success(request, f"Batch {batch.name!r} created with {len(ids)} questions.")
             return redirect("console:demonstration_batches")
@@ -55,6 +68,10 @@ def batches(request: HttpRequest) -> HttpResponse:
         finished=Count("episode", filter=Q(episode__status=EpisodeStatus.FINISHED), distinct=True),
     ).order_by("-created_at")
     status = 400 if form.errors else 200
-    return render(
-        request, "console/demonstration_batches.html", {"form": form, "batches": rows}, status=status
-    )
+    context = {
+        "form": form,
+        "batches": rows,
+        "default_corpus": settings.DEFAULT_CORPUS,
+        "split_fallback": settings.DEMONSTRATION_SPLIT_FALLBACK,
+    }
+    return render(request, "console/demonstration_batches.html", context, status=status)

@@ -12,11 +12,12 @@ from datetime import datetime, timedelta
 
 from django.conf import settings
 from django.db import transaction
-from django.db.models import Count, Exists, IntegerField, OuterRef, Subquery
+from django.db.models import Count, Exists, IntegerField, OuterRef, Q, Subquery
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
 from annotation.demonstrations.answers import answer_errors
+from annotation.demonstrations.batches import batch_corpus
 from annotation.models import DemonstrationBatch, Episode, EpisodeAction, EpisodeStatus, Question, Split
 from browser.engine.browser import Browser, StepResult
 from browser.engine.commands import EndReason
@@ -50,13 +51,14 @@ def next_episode(user: AnyUser) -> Episode | None:
         question, batch = _pick_question(user)
         if question is None:
             return None
-        browser = Browser(backend_for(settings.DEFAULT_CORPUS), browser_settings())
+        corpus = batch_corpus(batch)
+        browser = Browser(backend_for(corpus), browser_settings())
         browser.reset(question.text, question.reference_answers)
         episode = Episode.objects.create(
             user=user,
             question=question,
             batch=batch,
-            corpus=settings.DEFAULT_CORPUS,
+            corpus=corpus,
             settings=browser.settings.to_dict(),
             state=save_browser(browser),
             last_seen_at=timezone.now(),
@@ -66,7 +68,8 @@ def next_episode(user: AnyUser) -> Episode | None:
 
 
 def _pick_question(user: AnyUser) -> tuple[Question | None, DemonstrationBatch | None]:
-    """Active batches first (each question to ``overlap`` people), then the bc split (one person each).
+    """Active batches first (each question to ``overlap`` people), then the bc split (one person each)
+    unless settings.DEMONSTRATION_SPLIT_FALLBACK is off.
 
     Rows are locked with SKIP LOCKED, so two people asking at the same moment get different questions.
     """
@@ -89,6 +92,8 @@ def _pick_question(user: AnyUser) -> tuple[Question | None, DemonstrationBatch |
         )
         if question is not None:
             return question, batch
+    if not settings.DEMONSTRATION_SPLIT_FALLBACK:
+        return None, None
     # Model samples never take a question from the people who demonstrate it.
     taken_by_anyone = (
         Episode.objects.human().filter(question=OuterRef("pk")).exclude(status=EpisodeStatus.SKIPPED)
@@ -274,6 +279,10 @@ def skip_episode(episode_id: int, user: AnyUser, reason: str) -> None:
 
 
 def open_question_count() -> int:
-    """How many bc questions are waiting for anyone (an indication for the landing page)."""
+    """How many questions are waiting for anyone (an indication for the landing page): those of active
+    batches, and the untaken bc questions when the bc split is handed out too."""
     taken = Episode.objects.human().filter(question=OuterRef("pk")).exclude(status=EpisodeStatus.SKIPPED)
-    return Question.objects.filter(split=Split.BC).filter(~Exists(taken)).count()
+    pool = Q(demonstration_batches__is_active=True)
+    if settings.DEMONSTRATION_SPLIT_FALLBACK:
+        pool |= Q(split=Split.BC)
+    return Question.objects.filter(pool).filter(~Exists(taken)).distinct().count()

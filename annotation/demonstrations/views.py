@@ -12,7 +12,7 @@ from django.views.decorators.vary import vary_on_headers
 
 from annotation.demonstrations import service
 from annotation.demonstrations.forms import ActionForm, AnswerForm, NoteForm, SkipForm, form_problems
-from annotation.demonstrations.presenter import panel_context
+from annotation.demonstrations.presenter import active_time, corpus_summary, panel_context
 from annotation.models import Episode, EpisodeStatus
 from webgpt_site.permissions import Role, get_visible_or_404, role_required
 
@@ -57,7 +57,11 @@ def episode_page(request: HttpRequest, pk: int) -> HttpResponse:
     browser = service.open_browser(episode)
     if episode.status == EpisodeStatus.ANSWERING:
         return render(request, "demonstrations/answer.html", _answer_context(episode, browser, refused))
-    context = {**panel_context(episode, browser), "refused": refused}
+    context = {
+        **panel_context(episode, browser),
+        "refused": refused,
+        "corpus": corpus_summary(episode.corpus),
+    }
     return render(request, "demonstrations/episode.html", context)
 
 
@@ -85,6 +89,8 @@ def _answer_context(episode: Episode, browser, refused: dict) -> dict:
         "errors": refused.get("errors", []),
         "can_browse_again": browser.actions_left > 0,
         "actions_left": browser.actions_left,
+        "active_seconds": int(episode.active_seconds),
+        "active_time": active_time(episode.active_seconds),
     }
 
 
@@ -117,7 +123,9 @@ def act(request: HttpRequest, pk: int) -> HttpResponse:
         return _panel_or_redirect(
             request, episode, outcome.browser, outcome.result.message, outcome.result.valid
         )
-    return _panel_or_redirect(request, episode, outcome.browser, outcome.notice, valid=not outcome.notice)
+    # Not applied: a repeated key (nothing to say) or a stale version (the notice says so: not the
+    # person's mistake, so a note, not an error).
+    return _panel_or_redirect(request, episode, outcome.browser, outcome.notice)
 
 
 def _panel_or_redirect(request, episode, browser=None, message="", valid=True) -> HttpResponse:

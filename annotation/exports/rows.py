@@ -24,6 +24,7 @@ from annotation.models import (
     EpisodeKind,
     EpisodeStatus,
     ExportFormat,
+    FlagDecision,
     ImportedComparison,
     Split,
 )
@@ -51,14 +52,15 @@ _LOOKUPS = {
 def submitted_judgements(filters: dict[str, Any]) -> QuerySet[Assignment]:
     """Submitted assignments matching the export filters: batch, question split, template, labeler (user
     name), submitted since/until (ISO dates, inclusive), and whether flagged, gold and late ones are
-    included. Only SUBMITTED counts, and LATE when asked: any other status, present or future, never does."""
+    included. Only SUBMITTED counts, and LATE when asked: any other status, present or future, never does.
+    A judgement a researcher excluded on flag review (``flag_review``) never counts, whatever the filters."""
     statuses = [AssignmentStatus.SUBMITTED]
     if filters.get("include_late"):  # stored after the slot went to someone else: an extra judgement
         statuses.append(AssignmentStatus.LATE)
     lookups = {name: value for name, value in filters.items() if value and name in _LOOKUPS}
     tasks = Assignment.objects.filter(
         status__in=statuses, **{_LOOKUPS[name]: value for name, value in lookups.items()}
-    )
+    ).exclude(flag_decision=FlagDecision.EXCLUDE)
     if not filters.get("include_flagged", True):
         tasks = tasks.filter(flags=[])
     if not filters.get("include_gold", True):

@@ -157,7 +157,9 @@ def clean_export_request(export_format: str, file_type: str, **filters: Any) -> 
 
 def describe_filters(filters: Mapping[str, Any]) -> list[str]:
     """An export's filters as a person reads them, one phrase each, defaults left out ("everything" when
-    nothing narrows it): what the export page shows instead of the stored JSON."""
+    nothing narrows it): what the export page shows instead of the stored JSON. Judgements excluded on
+    flag review are never exported, whatever the filters (``rows.submitted_judgements``): the export page
+    says so once, not as a filter."""
     filters = filters if isinstance(filters, Mapping) else {}
     phrases = []
     named = (

@@ -46,7 +46,11 @@ class ExportForm(forms.Form):
     since = forms.DateField(required=False, help_text="YYYY-MM-DD, inclusive")
     until = forms.DateField(required=False, help_text="YYYY-MM-DD, inclusive")
     source = forms.ChoiceField(choices=SOURCES, required=False)
-    exclude_flagged = forms.BooleanField(required=False, label="Leave out judgements flagged for review")
+    exclude_flagged = forms.BooleanField(
+        required=False,
+        label="Leave out judgements flagged for review",
+        help_text="Judgements excluded on a batch's flag review are left out whatever this says",
+    )
     exclude_gold = forms.BooleanField(required=False, label="Leave out gold items")
     include_late = forms.BooleanField(
         required=False,

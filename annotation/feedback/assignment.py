@@ -12,10 +12,12 @@ import uuid
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
+from django.conf import settings
 from django.db import transaction
-from django.db.models import Count, Exists, OuterRef
+from django.db.models import Count, Exists, OuterRef, Q, QuerySet
 from django.utils import timezone
 
+from annotation.feedback.flag_review import clear_on_revision
 from annotation.feedback.validation import AnswerShape, Validation, draw_required_all, validate_response
 from annotation.models import (
     Answer,
@@ -65,7 +67,8 @@ class SubmitResult:
 
 
 def next_assignment(labeler: AnyUser, *, now: datetime | None = None) -> Assignment | None:
-    """The labeler's live lease, or a new one on an item they never had; None when nothing is left."""
+    """The labeler's live lease, or a new one on an item of ``available_items``; None when nothing is
+    left for them now (``progress.held_back`` tells whether work waits behind the same-question window)."""
     now = now or timezone.now()
     current = Assignment.objects.filter(
         labeler=labeler, status=AssignmentStatus.LEASED, leased_until__gt=now
@@ -74,7 +77,7 @@ def next_assignment(labeler: AnyUser, *, now: datetime | None = None) -> Assignm
         return current
     reclaim_expired(now)
     with transaction.atomic():
-        item = _pick_item(labeler)
+        item = _pick_item(labeler, now)
         if item is None:
             return None
         batch = item.batch
@@ -113,29 +116,69 @@ def batch_turns(labeler: AnyUser) -> list[int]:
     return sorted(active, key=lambda pk: ((taken.get(pk, 0) + 1) / max(active[pk], 1), pk))
 
 
-def _pick_item(labeler: AnyUser) -> FeedbackItem | None:
+def _pick_item(labeler: AnyUser, now: datetime) -> FeedbackItem | None:
+    pool = available_items(labeler, now)
     for batch in batch_turns(labeler):
-        item = _pick_item_in(labeler, batch)
+        item = (
+            pool.filter(batch_id=batch)
+            .select_related("batch")
+            .order_by("is_open", "batch_id", "id")
+            .select_for_update(skip_locked=True, of=("self",))
+            .first()
+        )
         if item is not None:
             return item
     return None
 
 
-def _pick_item_in(labeler: AnyUser, batch: int) -> FeedbackItem | None:
+JUDGED = (AssignmentStatus.SUBMITTED, AssignmentStatus.LATE)
+
+
+def eligible_items(labeler: AnyUser) -> QuerySet[FeedbackItem]:
+    """The items the labeler may be given, the same-question window aside: open, in an active batch, never
+    theirs before (whatever became of it), none of their own answers in it."""
     had_it = Assignment.objects.filter(item=OuterRef("pk"), labeler=labeler)
-    items = FeedbackItem.objects.filter(is_open=True, batch_id=batch).filter(~Exists(had_it))
+    items = FeedbackItem.objects.filter(is_open=True, batch__is_active=True).filter(~Exists(had_it))
     # The labeler's own answers as a list, not a join: with the join PostgreSQL misjudged how many items
     # it removes and sorted the whole pool (250 ms at 100k items) instead of walking the index.
     own = list(Answer.objects.filter(episode__user=labeler).values_list("id", flat=True))
     if own:
         links = FeedbackItem.answers.through.objects.filter(feedbackitem_id=OuterRef("pk"), answer_id__in=own)
         items = items.filter(~Exists(links))
-    return (
-        items.select_related("batch")
-        .order_by("is_open", "batch_id", "id")
-        .select_for_update(skip_locked=True, of=("self",))
-        .first()
+    return items
+
+
+def recent_judgements(labeler: AnyUser, now: datetime) -> QuerySet[Assignment]:
+    """The labeler's tasks that bias a later judgement of their question: the ones they hold, and the ones
+    they submitted within FEEDBACK_SAME_QUESTION_WINDOW."""
+    window = settings.FEEDBACK_SAME_QUESTION_WINDOW
+    return Assignment.objects.filter(labeler=labeler).filter(
+        Q(status=AssignmentStatus.LEASED) | Q(status__in=JUDGED, submitted_at__gt=now - window)
     )
+
+
+def same_question_clash(labeler: AnyUser, now: datetime) -> Exists | None:
+    """True for an item whose question is in one of the labeler's ``recent_judgements`` under another
+    template or preset: the earlier judgement would bias this one (the same template again is another item
+    of the same kind, not a second look from another angle). None when the window is 0. An Exists over the
+    labeler's own assignments, so the pool is still walked by its index."""
+    if not settings.FEEDBACK_SAME_QUESTION_WINDOW:
+        return None
+    return Exists(
+        recent_judgements(labeler, now)
+        .filter(item__question_id=OuterRef("question_id"))
+        .exclude(
+            item__batch__template=OuterRef("batch__template"), item__batch__preset=OuterRef("batch__preset")
+        )
+    )
+
+
+def available_items(labeler: AnyUser, now: datetime) -> QuerySet[FeedbackItem]:
+    """What "next task" may hand the labeler now: the one rule for the page, the API and the counts of
+    waiting work."""
+    items = eligible_items(labeler)
+    clash = same_question_clash(labeler, now)
+    return items if clash is None else items.filter(~clash)
 
 
 def reclaim_expired(now: datetime | None = None) -> int:
@@ -326,6 +369,7 @@ def _store(
             submitted_at=assignment.submitted_at,
         )
     late = assignment.status in (AssignmentStatus.EXPIRED, AssignmentStatus.LATE)
+    clear_on_revision(assignment, result.cleaned, result.flags, labeler)
     assignment.response, assignment.flags = result.cleaned, list(result.flags)
     assignment.status = AssignmentStatus.LATE if late else AssignmentStatus.SUBMITTED
     assignment.submitted_at, assignment.submit_key = now, key

@@ -24,6 +24,7 @@ from annotation.feedback.batches import (
     create_batch_from_source,
     set_priority,
 )
+from annotation.feedback.flag_review import flag_counts
 from annotation.feedback.pairing import PAIRINGS, run_label
 from annotation.feedback.scales import RATING_PRESETS, TEMPLATES
 from annotation.feedback.stats import batch_progress, labeler_stats, late_submissions
@@ -231,6 +232,7 @@ def _detail_page(request: HttpRequest, batch: FeedbackBatch, priority_error: str
     context = {
         "batch": batch,
         "progress": batch_progress(batch),
+        "flag_counts": flag_counts(batch),
         "labelers": labeler_stats(batch),
         "late": late_submissions(batch)[:100],  # the oldest; the count above has them all
         "origin": origin_context(batch),

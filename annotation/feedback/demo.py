@@ -1,19 +1,26 @@
-"""Demo feedback batches from real shipped answers: TruthfulQA's best answer against its best incorrect
-answer, and its lists of correct and incorrect answers for rankings. Nothing is invented; the question's
-``Source`` is the reference when it has one."""
+"""Demo feedback batches from the hand-written FreshWiki demo answers (``demo_answers``: four answers of
+different quality to each FreshWiki demo question, every quote checked verbatim against the corpus), and
+TruthfulQA's own judgements (its best answer against its best incorrect answer) as imported comparisons
+for reward-model training. Nothing in the TruthfulQA part is invented; the question's ``Source`` is the
+reference when it has one."""
 
 from __future__ import annotations
 
 import hashlib
+from itertools import pairwise
 
 from django.db import transaction
 
 from annotation.feedback.batches import BatchSettings, create_feedback_batch, group_answers
+from annotation.feedback.demo_answers import QUALITIES, load_demo_answers
 from annotation.models import Answer, FeedbackBatch, ImportedComparison, Question, SourceKind, Template
 from browser.engine.text import domain_of
 
-DEMO_QUESTIONS = 12
-PREFIX = "TruthfulQA demo"
+PREFIX = "FreshWiki demo"
+# Before issue 14 the demo batches were built from TruthfulQA answers whose only "quote" was the source
+# URL with an empty extract; a demo database from then still has them. They are switched off (kept, with
+# their judgements) when the FreshWiki batches are made, so labelers get tasks with evidence.
+OLD_PREFIX = "TruthfulQA demo"
 REFERENCE_SOURCE = "truthfulqa-reference"
 
 
@@ -32,39 +39,44 @@ def _answer(question: Question, text: str, field: str) -> Answer:
     return answer
 
 
-def create_demo_feedback_batches() -> list[FeedbackBatch]:
-    """One batch per template and rating preset; each is made once (idempotent)."""
-    questions = list(
-        Question.objects.filter(dataset="truthfulqa", metadata__has_key="best_incorrect_answer").order_by(
-            "id"
-        )[:DEMO_QUESTIONS]
-    )
+def _neighbour_pairs(answers: list[Answer]) -> list[list[Answer]]:
+    """Each question's answers compared with the next one down in quality (complete against partial,
+    partial against unsupported, unsupported against wrong): every pair has a clear better answer, and
+    the comparisons together order all four."""
+    rank = {quality: index for index, quality in enumerate(QUALITIES)}
+    by_question: dict[int, list[Answer]] = {}
+    for answer in answers:
+        by_question.setdefault(answer.question_id, []).append(answer)
     pairs = []
-    ranked = []
-    for question in questions:
-        best = _answer(question, question.reference_answers[0], "Best Answer")
-        worst = _answer(question, question.metadata["best_incorrect_answer"], "Best Incorrect Answer")
-        pairs += [best, worst]
-        correct = [_answer(question, text, "Correct Answers") for text in question.reference_answers[1:4]]
-        incorrect = [
-            _answer(question, text, "Incorrect Answers")
-            for text in question.metadata.get("incorrect_answers", [])[:3]
-        ]
-        ranked += [best, worst, *correct, *incorrect]
+    for question_id in sorted(by_question):
+        ordered = sorted(by_question[question_id], key=lambda answer: rank[answer.source["quality"]])
+        pairs += [list(pair) for pair in pairwise(ordered)]
+    return pairs
+
+
+def create_demo_feedback_batches() -> list[FeedbackBatch]:
+    """One batch per template and rating preset from the FreshWiki demo answers; each is made once
+    (idempotent: ``make run`` calls this at every start). DemoAnswersError if a shipped quote is not on its
+    page."""
+    answers = load_demo_answers()
     batches = []
-    for template, preset, answers in (
-        (Template.WEBGPT_COMPARISON, "", pairs),
-        (Template.MINIMAL_COMPARISON, "", pairs),
-        (Template.RANKING, "", ranked),
-        (Template.RATING, "gophercite", pairs),
-        (Template.RATING, "truthfulqa", pairs),
-        (Template.RATING, "webglm", pairs),
+    for template, preset, groups in (
+        (Template.WEBGPT_COMPARISON, "", _neighbour_pairs(answers)),
+        (Template.MINIMAL_COMPARISON, "", _neighbour_pairs(answers)),
+        (Template.RANKING, "", group_answers(answers, Template.RANKING)),
+        (Template.RATING, "gophercite", group_answers(answers, Template.RATING)),
+        (Template.RATING, "truthfulqa", group_answers(answers, Template.RATING)),
+        (Template.RATING, "webglm", group_answers(answers, Template.RATING)),
     ):
         name = f"{PREFIX}: {Template(template).label}" + (f" ({preset})" if preset else "")
         if FeedbackBatch.objects.filter(name=name).exists():
             continue
         config = BatchSettings(name=name, template=template, preset=preset, overlap=2)
-        batches.append(create_feedback_batch(None, config, group_answers(answers, template)))
+        batches.append(create_feedback_batch(None, config, groups))
+    if batches:
+        FeedbackBatch.objects.filter(name__startswith=f"{OLD_PREFIX}: ", created_by=None).update(
+            is_active=False
+        )
     return batches
 
 

@@ -138,6 +138,10 @@ def task_context(
         "batch": batch,
         "question": assignment.item.question.text,
         "slots": slots,
+        # A ranking page shows its answers in the order of the saved ranks, so a reload keeps the order.
+        "ranked_slots": in_rank_order(slots, _section(values, "ranks"))
+        if batch.template == "ranking"
+        else slots,
         "scales": [
             {
                 "code": code,
@@ -176,6 +180,17 @@ def task_context(
         "version": assignment.version,
         "revision": revision_window(assignment),
     }
+
+
+def in_rank_order(slots: list[dict[str, Any]], ranks: dict) -> list[dict[str, Any]]:
+    """Ranking slots ("1".."K") by their rank (1 first; ties by slot number), the unranked last in slot
+    order: the order ranking.js keeps on the page, so the page after a reload looks as it did before."""
+
+    def key(slot: dict[str, Any]) -> tuple[int, int]:
+        rank = str(ranks.get(slot["slot"], ""))
+        return (int(rank) if rank.isdecimal() else len(slots) + 1, int(slot["slot"]))
+
+    return sorted(slots, key=key)
 
 
 def _value_words(path: str, value: Any, texts: dict[str, str]) -> str:

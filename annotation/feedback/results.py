@@ -52,7 +52,7 @@ from annotation.feedback.scales import (
     dimensions_for,
 )
 from annotation.feedback.stats import labeler_stats
-from annotation.models import Answer, Assignment, AssignmentStatus, FeedbackBatch, Template
+from annotation.models import Answer, Assignment, AssignmentStatus, FeedbackBatch, FlagDecision, Template
 from webgpt_site.inputs import parse_id
 
 _MAX_LABEL = 200
@@ -81,9 +81,11 @@ class Submission:
 
 def submissions(batch: FeedbackBatch) -> list[Submission]:
     """The batch's SUBMITTED assignments (late and skipped ones are not judgements), oldest first; any
-    without a readable order or response is left out."""
+    without a readable order or response is left out, and so is any a researcher excluded on flag review
+    (as exports do)."""
     rows = (
         Assignment.objects.filter(item__batch=batch, status=AssignmentStatus.SUBMITTED)
+        .exclude(flag_decision=FlagDecision.EXCLUDE)
         .order_by("id")
         .values_list(
             "item_id", "item__question_id", "item__is_gold", "item__sides", "labeler_id", "order", "response"

@@ -10,7 +10,7 @@ from django.db.models import Count, Q, QuerySet
 
 from annotation.feedback.agreement import comparison_agreement, gold_accuracy, ranking_agreement
 from annotation.feedback.scales import COMPARISON_TEMPLATES, preference_value
-from annotation.models import Assignment, AssignmentStatus, FeedbackBatch
+from annotation.models import Assignment, AssignmentStatus, FeedbackBatch, FlagDecision
 
 
 def batch_progress(batch: FeedbackBatch) -> dict[str, int]:
@@ -50,7 +50,8 @@ def _preference_for_first_answer(assignment: Assignment) -> float | None:
 
 def labeler_stats(batch: FeedbackBatch) -> list[dict[str, Any]]:
     """One row per labeler: submitted, skipped, flagged, median active time, agreement with the others
-    (comparisons: overall preference; rankings: pairwise order) and accuracy on gold items."""
+    (comparisons: overall preference; rankings: pairwise order) and accuracy on gold items; judgements
+    excluded on flag review count as submitted and flagged, never towards agreement or gold accuracy."""
     assignments = list(
         Assignment.objects.filter(item__batch=batch).select_related("labeler", "item").order_by("id")
     )
@@ -72,6 +73,8 @@ def labeler_stats(batch: FeedbackBatch) -> list[dict[str, Any]]:
         row["submitted"] += 1
         row["flagged"] += bool(task.flags)
         times[task.labeler_id].append(task.active_seconds)
+        if task.flag_decision == FlagDecision.EXCLUDE:
+            continue  # still the labeler's work (counted above), but not a judgement to agree with
         labeler, item = str(task.labeler_id), str(task.item_id)
         if batch.template in COMPARISON_TEMPLATES:
             value = _preference_for_first_answer(task)

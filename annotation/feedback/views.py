@@ -13,6 +13,7 @@ from django.utils import timezone
 from django.views.decorators.http import require_GET, require_POST
 
 from annotation.feedback import assignment as work
+from annotation.feedback import progress
 from annotation.feedback.forms import response_from_post
 from annotation.feedback.presenter import task_context
 from annotation.feedback.validation import input_errors, skip_reason_error
@@ -34,7 +35,20 @@ def landing(request: HttpRequest) -> HttpResponse:
     mine = Assignment.objects.filter(labeler=request.user).select_related("item__batch", "item__question")
     current = mine.filter(status=AssignmentStatus.LEASED, leased_until__gt=timezone.now()).first()
     done = mine.filter(status__in=(AssignmentStatus.SUBMITTED, AssignmentStatus.LATE))
-    return render(request, "tasks/landing.html", {"current": current, "recent": done[:10]})
+    context = {"current": current, "recent": done[:10], **_waiting(request)}
+    return render(request, "tasks/landing.html", context)
+
+
+def _waiting(request: HttpRequest) -> dict:
+    """What the landing page says is waiting: the kinds of task the labeler could get now, those the
+    same-question window holds back, and today's count."""
+    now = timezone.now()
+    held = progress.held_back(request.user, now)
+    return {
+        "waiting": progress.waiting_kinds(request.user, now),
+        "held_back": held if held.count else None,
+        "today": progress.submitted_today(request.user, now),
+    }
 
 
 @require_POST
@@ -42,7 +56,11 @@ def landing(request: HttpRequest) -> HttpResponse:
 def start(request: HttpRequest) -> HttpResponse:
     task = work.next_assignment(request.user)
     if task is None:
-        messages.info(request, "No feedback tasks are waiting for you right now. Thank you!")
+        held = progress.held_back(request.user)
+        if held.count:
+            messages.info(request, held.message)
+        else:
+            messages.info(request, "No feedback tasks are waiting for you right now. Thank you!")
         return redirect("annotation:next_task")
     return redirect("annotation:task", pk=task.pk)
 
@@ -89,6 +107,8 @@ def _render_task(request: HttpRequest, task: Assignment, refused: dict) -> HttpR
     context["mine"] = mine
     context["read_only"] = not mine or task.status not in EDITABLE or closed
     context["slot_gone"] = work.SLOT_GONE if mine and task.status == AssignmentStatus.EXPIRED else ""
+    # The labeler's own progress line; a researcher looking at someone's task sees none.
+    context["progress"] = progress.task_progress(task) if mine else None
     return render(request, TEMPLATE_PAGES[task.item.batch.template], context)
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
@@ -16,10 +17,15 @@ from browser.corpus.freshwiki import read_freshwiki
 from browser.corpus.html_text import collapse_spaces, html_title
 from browser.corpus.records import CONTENT_TYPES, CorpusFileError, CorpusRecord, is_http_url
 
+OnRecord = Callable[[int], None]  # called with the number of records read so far
 FORMATS = ("jsonl", "folder", "freshwiki", "zim")
 FOLDER_TYPES = {".html": "text/html", ".htm": "text/html", ".txt": "text/plain"}
 _JSONL_KEYS = {"url", "title", "text", "html"}
 __all__ = ["FORMATS", "read_corpus", "read_folder", "read_freshwiki", "read_jsonl", "read_zim"]
+
+
+def _ignore(count: int) -> None:
+    pass
 
 
 def _read_bytes(path: Path) -> bytes:
@@ -76,7 +82,7 @@ def _jsonl_row(row: Any) -> CorpusRecord:
     return CorpusRecord(row["url"], title, row[body], "text/html" if body == "html" else "text/plain")
 
 
-def read_jsonl(path: str | Path) -> list[CorpusRecord]:
+def read_jsonl(path: str | Path, on_record: OnRecord = _ignore) -> list[CorpusRecord]:
     """Rows ``{"url", "title", "text" | "html"}``, one JSON object per line; blank lines are skipped.
 
     Lines are split on "\\n" only: str.splitlines() would also split on U+2028 and friends, which JSON
@@ -107,6 +113,7 @@ def read_jsonl(path: str | Path) -> list[CorpusRecord]:
             raise CorpusFileError(str(path), lineno, reason)
         first_line[record.url] = lineno
         records.append(record)
+        on_record(len(records))
     if not records:
         raise CorpusFileError(str(path), 0, "no records in this file")
     return records
@@ -124,7 +131,7 @@ def _folder_files(root: Path) -> list[Path]:
     return sorted(found, key=lambda p: p.relative_to(root).as_posix())
 
 
-def read_folder(path: str | Path, base_url: str) -> list[CorpusRecord]:
+def read_folder(path: str | Path, base_url: str, on_record: OnRecord = _ignore) -> list[CorpusRecord]:
     """Every .html/.htm/.txt file below ``path``, served at ``base_url`` + its relative path.
 
     The title is the HTML <title>, else the file name without extension (underscores as spaces)."""
@@ -145,6 +152,7 @@ def read_folder(path: str | Path, base_url: str) -> list[CorpusRecord]:
         title = title or collapse_spaces(file.stem.replace("_", " ")) or file.name
         url = base + quote(file.relative_to(root).as_posix())
         records.append(CorpusRecord(url, title, content, content_type))
+        on_record(len(records))
     return records
 
 
@@ -153,7 +161,9 @@ def _zim_host(name: str) -> str:
     return host or "zim"
 
 
-def read_zim(path: str | Path, base_url: str | None = None) -> list[CorpusRecord]:
+def read_zim(
+    path: str | Path, base_url: str | None = None, on_record: OnRecord = _ignore
+) -> list[CorpusRecord]:
     """HTML and plain-text entries (not redirects) of a ZIM archive, served at ``base_url`` + entry path.
 
     The default base URL is ``https://<the ZIM's Name metadata or file name>/``. libzim is GPL-3.0 and
@@ -199,6 +209,7 @@ def read_zim(path: str | Path, base_url: str | None = None) -> list[CorpusRecord
             title = html_title(content)
         url = base + quote(entry.path, safe="/!$&'()*+,;=:@-._~")
         records.append(CorpusRecord(url, title or entry.path, content, content_type))
+        on_record(len(records))
     if not records:
         raise CorpusFileError(str(path), 0, "no text/html or text/plain entries in this ZIM file")
     return records
@@ -220,20 +231,25 @@ def detect_format(path: str | Path) -> str:
     raise CorpusFileError(str(path), 0, "no such file or folder")
 
 
-def read_corpus(path: str | Path, fmt: str | None = None, base_url: str | None = None) -> list[CorpusRecord]:
+def read_corpus(
+    path: str | Path, fmt: str | None = None, base_url: str | None = None, on_record: OnRecord = _ignore
+) -> list[CorpusRecord]:
     """Read a corpus in format ``fmt`` (one of FORMATS; detected when None). ``base_url`` is where a
     folder's files are served (required for "folder") or overrides a ZIM's default; other formats carry
-    their own URLs."""
+    their own URLs. ``on_record`` hears the count after each record read (FreshWiki: once, at the end:
+    its articles link to each other, so all are loaded before any is rendered)."""
     fmt = fmt or detect_format(path)
     if fmt == "jsonl":
-        return read_jsonl(path)
+        return read_jsonl(path, on_record)
     if fmt == "freshwiki":
-        return read_freshwiki(path)
+        records = read_freshwiki(path)
+        on_record(len(records))
+        return records
     if fmt == "zim":
-        return read_zim(path, base_url)
+        return read_zim(path, base_url, on_record)
     if fmt == "folder":
         if not base_url:
             reason = "a folder corpus needs a base URL (where its pages are served)"
             raise CorpusFileError(str(path), 0, reason)
-        return read_folder(path, base_url)
+        return read_folder(path, base_url, on_record)
     raise CorpusFileError(str(path), 0, f"unknown format {fmt!r} (expected one of {', '.join(FORMATS)})")

@@ -10,6 +10,7 @@ HTML page is its visible text less bare-URL links (reference lists), which would
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 
 import tantivy
@@ -105,19 +106,26 @@ class LocalIndex:
         doc.add_text(SEARCH_FIELD, f"{record.title}\n{body}")
         return doc
 
-    def add(self, records: list[CorpusRecord], heap_size: int = 256_000_000) -> int:
+    def add(
+        self,
+        records: list[CorpusRecord],
+        heap_size: int = 256_000_000,
+        on_record: Callable[[int], None] = lambda count: None,
+    ) -> int:
         """Add or replace (by URL) ``records`` in one commit; on any error nothing changes.
 
-        Returns the number of records written. Tantivy discards uncommitted segments on rollback, so a
-        failure halfway through a large import leaves the previous index intact."""
+        Returns the number of records written; ``on_record`` hears the count after each one is added.
+        Tantivy discards uncommitted segments on rollback, so a failure halfway through a large import
+        leaves the previous index intact."""
         records = list(records)
         if not records:
             return 0
         writer = self._index.writer(heap_size=heap_size)
         try:
-            for record in records:
+            for count, record in enumerate(records, start=1):
                 writer.delete_documents_by_term("url", record.url)
                 writer.add_document(self._document(record))
+                on_record(count)
             writer.commit()
         except BaseException:
             writer.rollback()
@@ -169,7 +177,8 @@ class LocalIndex:
         for _, url, doc in self._top_hits(searcher, tantivy_query, k):
             body = (doc.get_first("body") or doc.get_first("content") or b"").decode("utf-8")
             title = doc.get_first("title").decode("utf-8")
-            results.append(SearchResult(url=url, title=title, snippet=make_snippet(generator, body, tokens)))
+            snippet = make_snippet(generator, body, tokens, title=title)
+            results.append(SearchResult(url=url, title=title, snippet=snippet))
         return results
 
     def _lookup(self, searcher: tantivy.Searcher, url: str) -> tantivy.Document | None:

@@ -70,8 +70,27 @@ def windows(body: str, tokens: Iterable[str]) -> str | None:
     return "\n".join(parts) if parts else None
 
 
-def make_snippet(generator: tantivy.SnippetGenerator, body: str, tokens: Iterable[str]) -> str:
-    """About SNIPPET_CHARS characters of ``body`` around the query's terms, as one line of plain text."""
+def without_title(text: str, title: str) -> str:
+    """``text`` less a leading copy of ``title`` (ignoring case and the spaces around it).
+
+    Most pages start with their own title as a heading, so a snippet taken from the start repeated the
+    result's title on the line under it: a wasted line for people and tokens for a model."""
+    stripped = text.lstrip()
+    head = stripped[: len(title)]
+    rest = stripped[len(title) :]
+    if title.strip() and head.casefold() == title.casefold() and not rest[:1].isalnum():
+        return rest.lstrip()
+    return text
+
+
+def make_snippet(
+    generator: tantivy.SnippetGenerator, body: str, tokens: Iterable[str], *, title: str = ""
+) -> str:
+    """About SNIPPET_CHARS characters of ``body`` around the query's terms, as one line of plain text.
+
+    The page's leading heading (its ``title``) is left out, not the title wherever it occurs: further
+    down it is part of a sentence ("Miss Grand International 2022 was the 10th edition...")."""
+    body = without_title(body, title)
     sources = [body]
     if len(body) > SHORT_BODY:
         reduced = windows(body, tokens)

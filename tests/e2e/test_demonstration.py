@@ -7,21 +7,26 @@ from annotation.models import Episode, EpisodeStatus
 
 pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True)]
 
+# Selects ``sentence`` within one line of the page text, also across the Find highlight's <mark>.
 SELECT_SENTENCE = """(sentence) => {
-  const container = document.getElementById("page-text");
-  const walker = document.createTreeWalker(container, NodeFilter.SHOW_TEXT);
-  while (walker.nextNode()) {
-    const node = walker.currentNode;
-    const start = node.textContent.indexOf(sentence);
-    if (start >= 0) {
-      const range = document.createRange();
-      range.setStart(node, start);
-      range.setEnd(node, start + sentence.length);
-      const selection = window.getSelection();
-      selection.removeAllRanges();
-      selection.addRange(range);
-      return true;
-    }
+  for (const line of document.querySelectorAll("#page-text .line")) {
+    const start = line.textContent.indexOf(sentence);
+    if (start < 0) { continue; }
+    const nodes = [], walker = document.createTreeWalker(line, NodeFilter.SHOW_TEXT);
+    while (walker.nextNode()) { nodes.push(walker.currentNode); }
+    const at = (offset) => {
+      for (const node of nodes) {
+        if (offset <= node.length) { return [node, offset]; }
+        offset -= node.length;
+      }
+    };
+    const range = document.createRange();
+    range.setStart(...at(start));
+    range.setEnd(...at(start + sentence.length));
+    const selection = window.getSelection();
+    selection.removeAllRanges();
+    selection.addRange(range);
+    return true;
   }
   return false;
 }"""

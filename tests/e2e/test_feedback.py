@@ -129,7 +129,7 @@ def test_a_labeler_compares_two_answers_with_mouse_claims_and_keyboard_ratings(d
     only("webgpt_comparison")
     sign_in_and_start(page)
     start, end, has_reference = add_claim(page, "A")
-    assert has_reference  # the demo answers cite their question's source
+    assert has_reference  # every demo answer quotes the corpus
 
     trust = page.get_by_role("radiogroup", name="Trust in reference 1 of answer A")
     trust.get_by_label("Trustworthy", exact=True).click()

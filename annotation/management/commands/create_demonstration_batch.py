@@ -6,7 +6,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from annotation.demonstrations.batches import create_demonstration_batch
+from annotation.demonstrations.batches import batch_corpus, create_demonstration_batch
 from annotation.models import Question, Split
 
 
@@ -19,6 +19,11 @@ class Command(BaseCommand):
         parser.add_argument("--split", choices=Split.values, help="only questions of this split")
         parser.add_argument("--limit", type=int, help="at most this many questions")
         parser.add_argument("--overlap", type=int, default=1, help="demonstrators per question (1-10)")
+        parser.add_argument(
+            "--corpus",
+            default="",
+            help="the corpus its questions are answered with (default: DEFAULT_CORPUS)",
+        )
 
     def handle(self, *args: Any, **options: Any) -> None:
         questions = Question.objects.order_by("key")
@@ -31,8 +36,15 @@ class Command(BaseCommand):
             raise CommandError("no question matches; nothing was created")
         try:
             batch = create_demonstration_batch(
-                None, options["name"], Question.objects.filter(pk__in=ids), options["overlap"]
+                None,
+                options["name"],
+                Question.objects.filter(pk__in=ids),
+                options["overlap"],
+                corpus=options["corpus"],
             )
         except ValueError as exc:
             raise CommandError(str(exc)) from None
-        self.stdout.write(f"batch {batch.pk} {batch.name!r}: {len(ids)} questions, overlap {batch.overlap}")
+        self.stdout.write(
+            f"batch {batch.pk} {batch.name!r}: {len(ids)} questions, overlap {batch.overlap}, "
+            f"corpus {batch_corpus(batch)}"
+        )

@@ -23,6 +23,7 @@ from annotation.demo import (
 )
 from annotation.demonstrations.batches import create_demonstration_batch
 from annotation.feedback.demo import create_demo_feedback_batches, create_reference_comparisons
+from annotation.feedback.demo_answers import DemoAnswersError
 from annotation.models import DemonstrationBatch, Question, QuestionImport
 from annotation.questions.service import import_questions
 from browser.models import Corpus
@@ -75,9 +76,14 @@ class Command(BaseCommand):
             self.stdout.write(f"corpus {DEMO_CORPUS_NAME}: {corpus_import.record_count} pages indexed")
         if not DemonstrationBatch.objects.filter(name=DEMO_BATCH_NAME).exists():
             questions = Question.objects.filter(dataset=DEMO_BATCH_DATASET)
-            batch = create_demonstration_batch(None, DEMO_BATCH_NAME, questions)
+            batch = create_demonstration_batch(None, DEMO_BATCH_NAME, questions, corpus=DEMO_CORPUS_NAME)
             self.stdout.write(f"demonstration batch {batch.name!r}: {questions.count()} questions")
-        for batch in create_demo_feedback_batches():
+        try:
+            demo_batches = create_demo_feedback_batches()
+        except DemoAnswersError as error:
+            # A shipped quote no longer on its page (a re-imported corpus, a renderer change): say which.
+            raise CommandError(str(error)) from error
+        for batch in demo_batches:
             self.stdout.write(f"feedback batch {batch.name!r}: {batch.items.count()} items")
         created = create_reference_comparisons()
         self.stdout.write(f"TruthfulQA reference comparisons (imported, for reward models): {created} new")

@@ -1,5 +1,5 @@
 // The browsing page's keyboard shortcuts, quoting from the selection, the confirmation before ending without
-// an answer, and the active-time heartbeat.
+// an answer, the live region read out after each action, and active time (the heartbeat and the clock).
 // No inline scripts (CSP); the panel is replaced by htmx after every action, so listeners live on document.
 (function () {
   "use strict";
@@ -29,10 +29,23 @@
     }
   });
 
+  // The live region stays in the page (the panel is replaced) and says what the action changed; the panel
+  // carries the sentence (data-announce). Emptied first, so that the same sentence twice is read twice.
+  var ANNOUNCE_DELAY_MS = 100;
+
+  function announceChange() {
+    var panel = document.getElementById("episode-panel");
+    var live = document.getElementById("live-status");
+    if (!panel || !live) { return; }
+    live.textContent = "";
+    window.setTimeout(function () { live.textContent = panel.dataset.announce || ""; }, ANNOUNCE_DELAY_MS);
+  }
+
   document.addEventListener("htmx:afterSwap", function () {
     lastSelection = "";
     var selection = window.getSelection();
     if (selection) { selection.removeAllRanges(); }
+    announceChange();
   });
 
   // End: Nonsense and End: Controversial end the question without an answer, so the first press only arms
@@ -150,10 +163,29 @@
     document.addEventListener(name, function () { lastInput = Date.now(); }, { passive: true });
   });
 
+  function inUse() { return document.visibilityState === "visible" && Date.now() - lastInput <= IDLE_MS; }
+
+  // The clock starts from the server's count (each new panel brings it) and ticks while the page is in
+  // use, by the same rule as the heartbeat below, so what it shows is what the server will have counted.
+  function clockText(total) {
+    var hours = Math.floor(total / 3600);
+    var minutes = Math.floor(total / 60) % 60;
+    var seconds = String(total % 60).padStart(2, "0");
+    return hours ? hours + ":" + String(minutes).padStart(2, "0") + ":" + seconds : minutes + ":" + seconds;
+  }
+
+  window.setInterval(function () {
+    var clock = document.getElementById("active-time");
+    if (!clock || !inUse()) { return; }
+    var total = Number(clock.dataset.seconds) + 1;
+    clock.dataset.seconds = String(total);
+    clock.textContent = clockText(total);
+  }, 1000);
+
   // Active time: the server counts the gaps between these beats, while the page is visible and in use.
   window.setInterval(function () {
     var holder = document.getElementById("episode-panel") || document.getElementById("answer-step");
-    if (!holder || document.visibilityState !== "visible" || Date.now() - lastInput > IDLE_MS) { return; }
+    if (!holder || !inUse()) { return; }
     var headers = JSON.parse(document.body.getAttribute("hx-headers") || "{}");
     window.fetch(holder.dataset.heartbeatUrl, { method: "POST", headers: headers, credentials: "same-origin" });
   }, HEARTBEAT_MS);

@@ -113,7 +113,8 @@
     if (select && select.value) { showClaimError(select.closest(".claim-editor"), ""); }
   });
 
-  document.addEventListener("mouseup", function (event) {
+  // A span selected with the mouse, or with the keyboard (Shift+arrows in caret browsing, F7), opens the editor.
+  function spanSelected(event) {
     // Clicks in the editor (its selects, checkboxes, button) leave the selection in place: not a new span.
     if (event.target.closest && event.target.closest(".claim-editor")) { return; }
     var selection = window.getSelection();
@@ -129,7 +130,9 @@
     // A click elsewhere while the span is still selected must not reset what the editor holds.
     if (!editor.hidden && editor.dataset.start === String(start) && editor.dataset.end === String(end)) { return; }
     if (end > start) { openEditor(box.dataset.slot, start, end); }
-  });
+  }
+  document.addEventListener("mouseup", spanSelected);
+  document.addEventListener("keyup", spanSelected);
 
   document.addEventListener("click", function (event) {
     var button = event.target.closest && event.target.closest("[data-action=add-claim]");
@@ -160,31 +163,6 @@
     document.querySelectorAll(".answer-text[data-slot]").forEach(function (box) {
       if (claimsInput(box.dataset.slot)) { render(box.dataset.slot); }
     });
-  });
-
-  // Ranking by drag: drop an answer above another; the ranks then follow the new order (1 = top). Ties are
-  // set with the rank selectors (the keyboard way).
-  var dragged = null;
-  document.addEventListener("dragstart", function (event) {
-    var item = event.target.closest && event.target.closest(".rank-item");
-    if (!item) { return; }
-    dragged = item;
-    event.dataTransfer.effectAllowed = "move";
-    event.dataTransfer.setData("text/plain", "rank");
-  });
-  document.addEventListener("dragover", function (event) {
-    if (dragged && event.target.closest && event.target.closest(".rank-item")) { event.preventDefault(); }
-  });
-  document.addEventListener("drop", function (event) {
-    var target = event.target.closest && event.target.closest(".rank-item");
-    if (!dragged || !target || target === dragged) { dragged = null; return; }
-    event.preventDefault();
-    target.parentNode.insertBefore(dragged, target);
-    dragged = null;
-    target.parentNode.querySelectorAll(".rank-item select[name^=rank-]").forEach(function (select, index) {
-      select.value = String(index + 1);
-    });
-    target.parentNode.querySelector("select[name^=rank-]").dispatchEvent(new Event("change", { bubbles: true }));
   });
 
   // A refused draft (the task changed in another tab, or it is closed) says why where "saved" would show:

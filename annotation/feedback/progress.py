@@ -1,0 +1,147 @@
+"""What a labeler sees of their own work: tasks submitted today and in the batch, time on the task, the
+kinds of task waiting for them, and the work the same-question window holds back (with when it frees)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime, time, timedelta
+
+from django.conf import settings
+from django.db.models import Count, Exists, OuterRef, Q
+from django.utils import timezone
+
+from annotation.feedback.assignment import (
+    JUDGED,
+    available_items,
+    eligible_items,
+    recent_judgements,
+    same_question_clash,
+)
+from annotation.models import Assignment, FeedbackItem, Preset, Template
+from webgpt_site.permissions import AnyUser
+
+
+def start_of_today(now: datetime) -> datetime:
+    """Midnight of the site's day (TIME_ZONE) that ``now`` falls in: "today" for a labeler's counts."""
+    zone = timezone.get_current_timezone()
+    return datetime.combine(timezone.localtime(now, zone).date(), time.min, tzinfo=zone)
+
+
+def clock(seconds: float) -> str:
+    """Seconds as mm:ss (minutes go past 59: a timer, not a clock face), as task_timer.js writes them."""
+    whole = max(int(seconds), 0)
+    return f"{whole // 60:02d}:{whole % 60:02d}"
+
+
+@dataclass(frozen=True)
+class TaskProgress:
+    today: int  # tasks submitted since the site's midnight (a revision counts the task again only once)
+    in_batch: int  # tasks of this batch the labeler submitted
+    batch_total: int  # the batch's items this labeler can do (those with their own answers left out)
+    seconds: int  # active time on this task, as the heartbeats counted it
+
+    @property
+    def clock(self) -> str:
+        return clock(self.seconds)
+
+
+def task_progress(assignment: Assignment, now: datetime | None = None) -> TaskProgress:
+    """The progress line of a task page, for the task's own labeler. Two queries."""
+    now = now or timezone.now()
+    batch_id = assignment.item.batch_id
+    done = Assignment.objects.filter(labeler_id=assignment.labeler_id, status__in=JUDGED).aggregate(
+        today=Count("pk", filter=Q(submitted_at__gte=start_of_today(now))),
+        in_batch=Count("pk", filter=Q(item__batch_id=batch_id)),
+    )
+    own = FeedbackItem.answers.through.objects.filter(
+        feedbackitem_id=OuterRef("pk"), answer__episode__user_id=assignment.labeler_id
+    )
+    total = FeedbackItem.objects.filter(batch_id=batch_id).filter(~Exists(own)).count()
+    return TaskProgress(done["today"], done["in_batch"], total, int(assignment.active_seconds))
+
+
+def submitted_today(labeler: AnyUser, now: datetime | None = None) -> int:
+    now = now or timezone.now()
+    mine = Assignment.objects.filter(labeler=labeler, status__in=JUDGED)
+    return mine.filter(submitted_at__gte=start_of_today(now)).count()
+
+
+@dataclass(frozen=True)
+class WaitingKind:
+    template: str
+    preset: str
+    count: int
+
+    @property
+    def label(self) -> str:
+        """ "K-way ranking", "Single-answer rating (GopherCite)"."""
+        name = Template(self.template).label
+        return f"{name} ({Preset(self.preset).label})" if self.preset else name
+
+
+def waiting_kinds(labeler: AnyUser, now: datetime | None = None) -> list[WaitingKind]:
+    """Per template and preset, how many items "next task" could hand this labeler now (the rule of
+    ``available_items``: open, active batch, never theirs, the same-question window). Two queries."""
+    rows = (
+        available_items(labeler, now or timezone.now())
+        .values("batch__template", "batch__preset")
+        .annotate(count=Count("pk"))
+        .order_by("batch__template", "batch__preset")
+    )
+    return [WaitingKind(row["batch__template"], row["batch__preset"], row["count"]) for row in rows]
+
+
+@dataclass(frozen=True)
+class HeldBack:
+    """Items the labeler could have but for the same-question window."""
+
+    count: int
+    # When the first of them comes back; None while each waits on a question in a task the labeler holds
+    # (it comes back a window after that task is submitted).
+    next_at: datetime | None
+
+    @property
+    def message(self) -> str:
+        """What "next task" says instead of "nothing left"."""
+        hours = settings.FEEDBACK_SAME_QUESTION_WINDOW / timedelta(hours=1)
+        span = f"{hours:g} hour{'' if hours == 1 else 's'}"
+        waiting = f"{self.count} task is" if self.count == 1 else f"{self.count} tasks are"
+        told = (
+            f"{waiting} waiting, but on questions you judged under another kind of task in the last {span}: "
+            "a question is not given to you again from another angle that soon, as the first judgement "
+            "would bias the second."
+        )
+        if self.next_at is None:
+            return f"{told} They come back {span} after you submit the task you hold."
+        local = timezone.localtime(self.next_at)
+        day = "" if local.date() == timezone.localdate() else f"{local:%d %b} "
+        return f"{told} The next one comes back at {day}{local:%H:%M}."
+
+
+def held_back(labeler: AnyUser, now: datetime | None = None) -> HeldBack:
+    """The items only the same-question window keeps from the labeler, and when the first comes back.
+    A few queries; asked only when "next task" found nothing, and by the landing page."""
+    now = now or timezone.now()
+    clash = same_question_clash(labeler, now)
+    if clash is None:
+        return HeldBack(0, None)
+    items = eligible_items(labeler).filter(clash)
+    kinds = set(items.values_list("question_id", "batch__template", "batch__preset").order_by().distinct())
+    if not kinds:
+        return HeldBack(0, None)
+    questions = {question for question, _, _ in kinds}
+    blockers = list(
+        recent_judgements(labeler, now)
+        .filter(item__question_id__in=questions)
+        .values_list("item__question_id", "item__batch__template", "item__batch__preset", "submitted_at")
+    )
+    window = settings.FEEDBACK_SAME_QUESTION_WINDOW
+    frees: list[datetime] = []
+    for question, template, preset in kinds:
+        # A held task (not submitted yet) keeps its question back until a window after it is submitted.
+        ends = [
+            at and at + window for q, t, p, at in blockers if q == question and (t, p) != (template, preset)
+        ]
+        if ends and None not in ends:
+            frees.append(max(ends))
+    return HeldBack(items.count(), min(frees, default=None))

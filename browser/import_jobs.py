@@ -1,0 +1,180 @@
+"""Corpus imports as jobs: checked and queued by the console or the API, run by a worker on the ``exports``
+queue (the queue of long file jobs, so small jobs on ``default`` never wait behind a large corpus), with
+the same importer as ``manage.py import_corpus`` (browser.services.import_corpus).
+
+An upload is copied to ``MEDIA_ROOT/corpus-imports/`` (which the workers share, as they share the
+exports folder) and removed when the job ends; a .zip is unpacked there into a temporary folder.
+"""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+import time
+import zipfile
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+from django.conf import settings
+from django.db import transaction
+from django.utils import timezone
+
+from browser.corpus.records import CorpusFileError
+from browser.import_requests import (
+    ImportRequest,
+    ImportRequestError,
+    check_zip,
+    resolve_server_path,
+    zip_folder,
+)
+from browser.models import Corpus, CorpusImport, ImportStatus
+from browser.services import import_corpus
+from webgpt_site.models import log_action
+
+SAVE_EVERY_S = 1.0  # progress writes at most this often (pages poll every second)
+WORKER_STOPPED = "the worker running this job stopped (killed or restarted)"
+
+
+def staging_dir() -> Path:
+    path = Path(settings.MEDIA_ROOT) / "corpus-imports"
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def request_corpus_import(user: Any, request: ImportRequest) -> CorpusImport:
+    """Create the job row (and the corpus, if new), keep the upload where the worker finds it, and queue
+    the job on the ``exports`` queue once committed. ``request`` comes from check_import_request."""
+    from browser.tasks import run_corpus_import
+
+    with transaction.atomic():
+        corpus, _ = Corpus.objects.get_or_create(name=request.corpus)
+        job = CorpusImport.objects.create(
+            corpus=corpus,
+            source=request.source,
+            source_format=request.source_format,
+            base_url=request.base_url,
+            created_by=user if getattr(user, "is_authenticated", False) else None,
+        )
+        if request.upload is not None:
+            job.upload = f"import-{job.pk}{PurePosixPath(request.source).suffix.lower()}"
+            _store(request.upload, staging_dir() / job.upload)
+            job.save(update_fields=["upload"])
+        log_action(user, "corpus.import_request", job, corpus=corpus.name, source=job.source)
+        transaction.on_commit(
+            lambda: run_corpus_import.apply_async(kwargs={"import_id": job.pk}, queue="exports")
+        )
+    return job
+
+
+def _store(upload: Any, target: Path) -> None:
+    """The upload's bytes at ``target``, a chunk at a time; no partial file is left if writing fails (the
+    row is then rolled back too)."""
+    try:
+        with target.open("wb") as out:
+            for chunk in upload.chunks():
+                out.write(chunk)
+    except BaseException:
+        target.unlink(missing_ok=True)
+        raise
+
+
+class _Recorder:
+    """``on_progress`` for the importer: writes the row at most every SAVE_EVERY_S, and at once when the
+    import moves from reading to indexing (the bar then gets its total)."""
+
+    def __init__(self, pk: int, clock: Callable[[], float] = time.monotonic) -> None:
+        self.pk, self.clock, self.saved_at, self.total = pk, clock, float("-inf"), None
+
+    def __call__(self, done: int, total: int | None) -> None:
+        now = self.clock()
+        if total == self.total and now - self.saved_at < SAVE_EVERY_S:
+            return
+        self.saved_at, self.total = now, total
+        CorpusImport.objects.filter(pk=self.pk).update(progress=done, total=total)
+
+
+def run_corpus_import_job(import_id: int) -> CorpusImport:
+    """The worker's job. Whatever happens, the row ends done or failed with the reason; the corpus's index
+    is changed only by a complete import."""
+    queued = CorpusImport.objects.filter(pk=import_id, status=ImportStatus.QUEUED)
+    claimed = queued.update(status=ImportStatus.RUNNING, started_at=timezone.now())
+    job = CorpusImport.objects.select_related("corpus", "created_by").get(pk=import_id)
+    if not claimed:
+        if job.status == ImportStatus.RUNNING:  # redelivered after the worker that held it died
+            _discard_upload(job)
+            return _fail(job, WORKER_STOPPED)
+        return job
+    source: tuple[Path, str] | None = None
+    try:
+        with _source(job) as source:
+            return import_corpus(
+                job.corpus.name,
+                source[0],
+                source_format=job.source_format,
+                base_url=job.base_url or None,
+                user=job.created_by,
+                job=job,
+                on_progress=_Recorder(job.pk),
+            )
+    except (CorpusFileError, ImportRequestError) as exc:  # bad data: the reason is on the row
+        return _fail(job, _describe(exc, source))
+    except Exception as exc:  # the row must say why; the worker log has the traceback
+        _fail(job, f"{type(exc).__name__}: {exc}")
+        raise
+    finally:
+        _discard_upload(job)
+
+
+@contextmanager
+def _source(job: CorpusImport) -> Iterator[tuple[Path, str]]:
+    """The path the importer reads and the name to show for it in errors: an upload's stored copy (a .zip
+    unpacked into a temporary folder), or the server path, checked again."""
+    if not job.upload:
+        yield resolve_server_path(job.source), job.source  # the root or a link may have changed since
+        return
+    stored = staging_dir() / job.upload
+    if stored.suffix != ".zip":
+        yield stored, job.source
+        return
+    check_zip(stored, job.source_format)
+    unpacked = Path(tempfile.mkdtemp(dir=staging_dir(), prefix=f".import-{job.pk}-"))
+    try:
+        with zipfile.ZipFile(stored) as archive:
+            names = [PurePosixPath(m.filename) for m in archive.infolist() if not m.is_dir()]
+            archive.extractall(unpacked)  # names checked by check_zip: none leaves the folder
+        root = unpacked / zip_folder(names)
+        yield root, job.source
+    finally:
+        shutil.rmtree(unpacked, ignore_errors=True)
+
+
+def _describe(exc: CorpusFileError | ImportRequestError, source: tuple[Path, str] | None) -> str:
+    """The reason, naming the researcher's file (and the member of a .zip), not the worker's copy."""
+    if isinstance(exc, ImportRequestError):
+        return exc.message
+    where = exc.path
+    if source is not None:
+        path, shown = source
+        try:
+            inside = Path(exc.path).relative_to(path)
+        except ValueError:
+            inside = None
+        if inside is not None:
+            where = shown if inside == Path(".") else f"{shown}: {inside.as_posix()}"
+    where = f"{where}: line {exc.line}" if exc.line else where
+    return f"{where}: {exc.reason}. The corpus is unchanged."
+
+
+def _fail(job: CorpusImport, error: str) -> CorpusImport:
+    CorpusImport.objects.filter(pk=job.pk).update(
+        status=ImportStatus.FAILED, error=error[:4000], finished_at=timezone.now()
+    )
+    job.refresh_from_db()
+    return job
+
+
+def _discard_upload(job: CorpusImport) -> None:
+    if job.upload:
+        (staging_dir() / job.upload).unlink(missing_ok=True)

@@ -1,0 +1,64 @@
+"""A labeler's progress on a task page in the real browser: the counts are shown, the quiet timer ticks
+(mm:ss, hidden from screen readers), and "Hide timer" is remembered on the next page."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+from playwright.sync_api import Page, expect
+
+from annotation.feedback.answers_import import import_answers
+from annotation.feedback.batches import BatchSettings, create_feedback_batch
+from annotation.questions.service import import_questions
+from tests.conftest import make_user
+
+pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True)]
+
+
+@pytest.fixture
+def task_page(page: Page, django_user_model) -> Page:
+    """bob, signed in, on the first of two GopherCite ratings."""
+    make_user(django_user_model, "bob", "labeler")
+    import_questions(b'{"question": "Why is the sky blue?"}', filename="q.jsonl")
+    rows = [{"question": "Why is the sky blue?", "answer": f"Rayleigh scattering, take {i}."} for i in (1, 2)]
+    answers = import_answers("\n".join(json.dumps(row) for row in rows).encode())
+    config = BatchSettings("sky", "rating", "gophercite", required_probability=0.0, always_required=[])
+    create_feedback_batch(None, config, [[answer] for answer in answers])
+    page.goto("/accounts/login/")
+    page.get_by_label("Username").fill("bob")
+    page.get_by_label("Password").fill("bob-pw")
+    page.get_by_role("button", name="Sign in").click()
+    expect(page.get_by_text("Single-answer rating (GopherCite): 2")).to_be_visible()
+    page.get_by_role("button", name="Start next task").click()
+    expect(page.locator("#task-form")).to_be_visible()
+    return page
+
+
+def test_progress_is_shown_the_timer_ticks_and_hiding_it_is_remembered(task_page: Page):
+    page = task_page
+    progress = page.locator("[data-progress]")
+    expect(progress).to_contain_text("Submitted today: 0")
+    expect(progress).to_contain_text("This batch: 0 of 2")
+    timer = page.locator("[data-timer]")
+    clock = page.locator("[data-task-timer]")
+    expect(timer).to_have_attribute("aria-hidden", "true")
+    expect(clock).to_have_text(re.compile(r"^\d\d:\d\d$"))
+    expect(clock).to_have_text(re.compile(r"^00:0[1-9]$"))  # it ticks: a second or more has passed
+
+    page.get_by_role("button", name="Hide timer").click()
+    expect(timer).to_be_hidden()
+    page.get_by_role("button", name="Submit", exact=True).click()
+    expect(page.locator(".messages")).to_contain_text("Submitted. Thank you!")
+    expect(page.get_by_text("Single-answer rating (GopherCite): 1")).to_be_visible()
+
+    page.get_by_role("button", name="Start next task").click()
+    expect(progress).to_contain_text("Submitted today: 1")
+    expect(progress).to_contain_text("This batch: 1 of 2")
+    expect(timer).to_be_hidden()  # remembered from the last task
+    page.get_by_role("button", name="Show timer").click()
+    expect(timer).to_be_visible()
+    page.reload()
+    expect(page.locator("[data-timer]")).to_be_visible()
+    expect(page.get_by_role("button", name="Hide timer")).to_be_visible()
