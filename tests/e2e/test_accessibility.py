@@ -119,10 +119,13 @@ def test_the_labeler_pages_for_every_template_and_preset(demo_data, page):
         expect(page.locator("#task-form")).to_be_visible()
         page.wait_for_load_state("load")  # tasks.js has drawn the answers and their controls
         audit.check(f"task: {template} {preset}".strip())
+        guidelines = page.get_by_role("link", name="Guidelines").first.get_attribute("href")
         page.get_by_text("Skip this task").click()  # the next template's task, not this one again
         page.get_by_label("Why?").fill("checking accessibility")
         page.get_by_role("button", name="Skip task").click()
         expect(page.locator(".messages")).to_be_visible()
+        page.goto(guidelines)  # the link opens a new tab: the same page
+        audit.check(f"guidelines: {template} {preset}".strip())
     audit.assert_clean()
 
 
@@ -192,6 +195,8 @@ def test_the_researcher_console_pages(console_world, page):
     batch = console_world["comparison"]
     page.goto(f"/console/feedback/{batch.pk}/")
     audit.check("feedback batch")
+    page.goto(f"/console/feedback/{batch.pk}/flags/")
+    audit.check("flag review")
     page.goto(f"/console/feedback/{batch.pk}/results/")
     expect(page.get_by_role("heading", name="Preference", exact=True)).to_be_visible()
     audit.check("feedback batch results")

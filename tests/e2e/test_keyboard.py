@@ -5,7 +5,7 @@ claim editor and the scales, and arrows, Space and Enter operate them."""
 from __future__ import annotations
 
 import pytest
-from playwright.sync_api import Browser, Locator, Page, expect, sync_playwright
+from playwright.sync_api import Browser, Locator, Page, expect
 
 from annotation.models import Assignment, FeedbackBatch
 from tests.e2e.conftest import CHROMIUM, CHROMIUM_ARGS
@@ -24,14 +24,14 @@ CARET_AT = """([slot, offset]) => {
 
 
 @pytest.fixture(scope="module")
-def browser() -> Browser:
-    """Chromium with caret browsing on (what F7 turns on): how a keyboard user selects text to quote or
-    to mark as a claim. The `page` fixture (CSP check included) opens its pages in this browser."""
-    with sync_playwright() as playwright:
-        args = [*CHROMIUM_ARGS, "--enable-caret-browsing"]
-        browser = playwright.chromium.launch(executable_path=CHROMIUM, headless=True, args=args)
-        yield browser
-        browser.close()
+def browser(browser: Browser) -> Browser:
+    """A second Chromium, from the session's Playwright (one may run per thread), with caret browsing on
+    (what F7 turns on): how a keyboard user selects text to mark as a claim. The `page` fixture (CSP check
+    included) opens its pages in this one."""
+    args = [*CHROMIUM_ARGS, "--enable-caret-browsing"]
+    caret_browser = browser.browser_type.launch(executable_path=CHROMIUM, headless=True, args=args)
+    yield caret_browser
+    caret_browser.close()
 
 
 def tab_to(page: Page, target: Locator, limit: int = 120) -> None:
