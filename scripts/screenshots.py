@@ -1,9 +1,10 @@
 """The README's screenshots, taken from a running app (`make run`):
-python scripts/screenshots.py [URL [STEP...]] (steps: demonstration, feedback, training, sampling, loop; all
-of them, in that order, by default)."""
+python scripts/screenshots.py [URL [STEP...]] (steps: demonstration, feedback, people, training, sampling,
+loop; all of them, in that order, by default)."""
 
 from __future__ import annotations
 
+import re
 import sys
 import time
 from pathlib import Path
@@ -161,6 +162,7 @@ def main(base: str, steps: list[str]) -> None:
         page.screenshot(path=OUT / "question.png", full_page=True)
         demonstration(browser.new_page(viewport={"width": 1280, "height": 1000}), base)
         feedback(browser.new_page(viewport={"width": 1280, "height": 1000}), base)
+        people(browser.new_page(viewport={"width": 1280, "height": 1000}), base)
         training(browser.new_page(viewport={"width": 1280, "height": 1000}), base)
         sampling(browser.new_page(viewport={"width": 1280, "height": 1000}), base)
         loop(browser, base)
@@ -263,7 +265,66 @@ def feedback(page: Page, base: str) -> None:
     page.screenshot(path=OUT / "comparison.png", full_page=True)
 
 
-JOURNEYS = {"demonstration": demonstration, "feedback": feedback, "training": training, "sampling": sampling}
+def _flagged_comparison(page: Page) -> bool:
+    """Judge a WebGPT comparison with an overall rating the other dimensions contradict (it is flagged)."""
+    choices = {"Unsupported information": "B much better", "Overall usefulness": "A better"}
+    for scale in ("Irrelevant information", "Usefulness of supported information", "Coherence"):
+        choices[scale] = "Equally good"
+    for scale, choice in choices.items():
+        page.get_by_role("radiogroup", name=scale).get_by_label(choice, exact=True).check()
+    page.get_by_role("button", name="Submit").click()
+    page.wait_for_load_state("networkidle")
+    return "submitted" in page.content().lower()
+
+
+def people(page: Page, base: str) -> None:
+    """The labeler's tasks page, guidelines and a K-way ranking moved by keyboard; a flagged comparison as the
+    researcher reviews it; the corpora page. Other tasks met on the way are skipped."""
+    sign_in(page, base, "labeler")
+    page.goto(f"{base}/tasks/")
+    page.screenshot(path=OUT / "tasks.png", full_page=True)
+    ranked = flagged = False
+    for _ in range(16):
+        page.goto(f"{base}/tasks/")
+        start = re.compile("Start next task|Continue your task")
+        page.get_by_role("button", name=start).or_(page.get_by_role("link", name=start)).first.click()
+        page.wait_for_load_state("networkidle")
+        if not ranked and page.locator(".rank-item").count():
+            page.locator(".rank-item").nth(1).focus()
+            page.keyboard.press("Alt+ArrowUp")
+            expect(page.locator("#rank-status, [role=status]").first).to_contain_text("moved")
+            page.wait_for_timeout(1000)  # the draft autosaves
+            page.screenshot(path=OUT / "ranking.png")
+            ranked = True
+        elif not flagged and page.get_by_role("radiogroup", name="Unsupported information").count():
+            flagged = _flagged_comparison(page)
+            continue
+        page.locator("details.skip summary").click()
+        page.get_by_label("Why?").fill("screenshot run")
+        page.get_by_role("button", name="Skip task").click()
+        if ranked and flagged:
+            break
+    page.goto(f"{base}/tasks/guidelines/webgpt_comparison/")
+    page.screenshot(path=OUT / "guidelines.png")
+    page.context.clear_cookies()
+    sign_in(page, base, "researcher")
+    page.goto(f"{base}/console/feedback/")
+    page.get_by_role("link", name="FreshWiki demo: WebGPT comparison", exact=True).click()
+    if flagged:
+        page.get_by_role("link", name="not reviewed").click()
+        page.wait_for_load_state("networkidle")
+        page.screenshot(path=OUT / "flag-review.png", full_page=True)
+    page.goto(f"{base}/console/corpora/")
+    page.screenshot(path=OUT / "corpora.png", full_page=True)
+
+
+JOURNEYS = {
+    "demonstration": demonstration,
+    "feedback": feedback,
+    "people": people,
+    "training": training,
+    "sampling": sampling,
+}
 
 if __name__ == "__main__":
     main(sys.argv[1] if len(sys.argv) > 1 else "http://127.0.0.1:8000", sys.argv[2:])
