@@ -82,7 +82,7 @@ def _store(upload: Any, target: Path) -> None:
 
 class _Recorder:
     """``on_progress`` for the importer: writes the row at most every SAVE_EVERY_S, and at once when the
-    import moves from reading to indexing (the bar then gets its total)."""
+    total changes (the import's first report, which gives the bar its total where one is known)."""
 
     def __init__(self, pk: int, clock: Callable[[], float] = time.monotonic) -> None:
         self.pk, self.clock, self.saved_at, self.total = pk, clock, float("-inf"), None

@@ -14,7 +14,7 @@ from django.core.validators import validate_slug
 from django.db import transaction
 from django.utils import timezone
 
-from browser.corpus.readers import detect_format, read_corpus
+from browser.corpus.readers import count_records, detect_format, read_corpus
 from browser.engine.backend import SearchBackend
 from browser.engine.browser import Browser
 from browser.engine.page import Page
@@ -83,30 +83,31 @@ def import_corpus(
     job: CorpusImport | None = None,
     on_progress: Progress = _no_progress,
 ) -> CorpusImport:
-    """Read every record first (CorpusFileError names file and line), then add them in one index commit.
+    """Stream the source's records into the index, checked one by one (CorpusFileError names file and
+    line), in one index commit after the last: memory stays bounded however large the source is.
 
-    A bad record leaves the corpus as it was; re-importing a URL replaces its page. The command gets a new
-    row once the import is done (a failed command leaves none); the console's job passes its row as
-    ``job``, finished here. ``on_progress(done, total)`` hears every PROGRESS_EVERY records: records read
-    (``total`` None), then records indexed out of ``total``.
+    A bad record anywhere leaves the corpus as it was (the writer rolls back); re-importing a URL replaces
+    its page, so an interrupted import is restarted by running it again. The command gets a new row once
+    the import is done (a failed command leaves none); the console's job passes its row as ``job``,
+    finished here. ``on_progress(done, total)`` hears 0 first, then every PROGRESS_EVERY records:
+    records indexed out of ``total``, the source's record count where that is cheap to know
+    (readers.count_records), else None.
     """
     validate_slug(name)  # ValidationError: the name is also a folder name
     source_format = source_format or detect_format(path)
-    records = read_corpus(
-        path, source_format, base_url, on_record=_every(PROGRESS_EVERY, lambda n: on_progress(n, None))
-    )
-    total = len(records)
+    records = read_corpus(path, source_format, base_url)  # problems with the whole source raise here
+    total = count_records(path, source_format)
     on_progress(0, total)
     with _writer_lock(name):
         corpus, _ = Corpus.objects.get_or_create(name=name)
         index = open_index(corpus)
-        index.add(records, on_record=_every(PROGRESS_EVERY, lambda n: on_progress(n, total)))
+        count = index.add(records, on_record=_every(PROGRESS_EVERY, lambda n: on_progress(n, total)))
         with transaction.atomic():
             corpus = Corpus.objects.select_for_update().get(pk=corpus.pk)
             corpus.document_count = index.count()
             corpus.save(update_fields=["document_count", "updated_at"])
             now = timezone.now()
-            done = {"status": ImportStatus.DONE, "progress": total, "total": total, "record_count": total}
+            done = {"status": ImportStatus.DONE, "progress": count, "total": count, "record_count": count}
             done |= {"source_format": source_format, "finished_at": now}
             if job is None:
                 report = CorpusImport.objects.create(
@@ -120,7 +121,7 @@ def import_corpus(
             else:
                 CorpusImport.objects.filter(pk=job.pk).update(**done)
                 report = CorpusImport.objects.select_related("corpus").get(pk=job.pk)
-            log_action(user, "corpus.import", report, records=total)
+            log_action(user, "corpus.import", report, records=count)
     return report
 
 

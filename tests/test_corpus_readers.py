@@ -40,7 +40,7 @@ def test_jsonl_reads_text_and_html_rows_and_skips_blank_lines(tmp_path):
         "",
         {"url": "http://example.org/b", "title": "B", "html": "<p>Beta</p>"},
     )
-    assert read_jsonl(path) == [
+    assert list(read_jsonl(path)) == [
         CorpusRecord("https://example.org/a", "A page", "Alpha text", "text/plain"),
         CorpusRecord("http://example.org/b", "B", "<p>Beta</p>", "text/html"),
     ]
@@ -50,7 +50,7 @@ def test_jsonl_does_not_split_lines_on_unicode_line_separators(tmp_path):
     row = '{"url": "https://example.org/a", "title": "T", "text": "one\u2028two\u0085three"}'
     path = tmp_path / "pages.jsonl"
     path.write_bytes(b"\xef\xbb\xbf" + row.encode() + b"\r\n")
-    [record] = read_jsonl(path)
+    [record] = read_jsonl(path)  # unpacking consumes the iterator
     assert record.content == "one\u2028two\u0085three"
 
 
@@ -82,7 +82,7 @@ GOOD = {"url": "https://example.org/a", "title": "T", "text": "x"}
 def test_jsonl_rejects_a_bad_row_naming_file_and_line(tmp_path, bad_row, reason):
     path = write_jsonl(tmp_path / "pages.jsonl", GOOD, "", bad_row)
     with pytest.raises(CorpusFileError) as exc:
-        read_jsonl(path)
+        list(read_jsonl(path))
     assert (exc.value.path, exc.value.line) == (str(path), 3)
     assert exc.value.reason.startswith(reason)
     assert str(exc.value).startswith(f"{path}: line 3: {reason}")
@@ -92,14 +92,14 @@ def test_jsonl_rejects_invalid_utf8_with_its_line(tmp_path):
     path = tmp_path / "pages.jsonl"
     path.write_bytes(json.dumps(GOOD).encode() + b'\n{"url": "\xff"}\n')
     with pytest.raises(CorpusFileError, match=r"line 2: not valid UTF-8"):
-        read_jsonl(path)
+        list(read_jsonl(path))
 
 
 def test_jsonl_rejects_an_empty_file(tmp_path):
     path = tmp_path / "empty.jsonl"
     path.write_text("\n\n")
     with pytest.raises(CorpusFileError, match="no records") as exc:
-        read_jsonl(path)
+        list(read_jsonl(path))
     assert exc.value.line == 0 and str(exc.value) == f"{path}: no records in this file"
 
 
@@ -130,11 +130,11 @@ def test_folder_errors_name_the_file(tmp_path):
     site = make_site(tmp_path / "site")
     (site / "guides" / "broken.txt").write_bytes(b"line one\nline \xff two\n")
     with pytest.raises(CorpusFileError) as exc:
-        read_folder(site, "https://docs.example.org/")
+        list(read_folder(site, "https://docs.example.org/"))
     assert (exc.value.path, exc.value.line) == (str(site / "guides" / "broken.txt"), 2)
     (site / "guides" / "broken.txt").write_text("  \n")
     with pytest.raises(CorpusFileError, match=r"broken\.txt: file is empty"):
-        read_folder(site, "https://docs.example.org/")
+        list(read_folder(site, "https://docs.example.org/"))
     with pytest.raises(CorpusFileError, match="base URL must be an absolute http"):
         read_folder(site, "docs.example.org")
     (tmp_path / "empty").mkdir()
@@ -327,10 +327,11 @@ def test_read_corpus_detects_the_format(tmp_path):
     site = make_site(tmp_path / "site")
     fw = write_articles(tmp_path / "fw", article("Main Article"))
     assert [detect_format(p) for p in (jsonl, site, fw)] == ["jsonl", "folder", "freshwiki"]
-    assert read_corpus(jsonl) == read_jsonl(jsonl)
-    assert read_corpus(fw) == read_freshwiki(fw)
-    assert read_corpus(site, base_url="https://s.example/") == read_folder(site, "https://s.example/")
-    assert read_corpus(site, "folder", "https://s.example/") == read_folder(site, "https://s.example/")
+    assert list(read_corpus(jsonl)) == list(read_jsonl(jsonl))
+    assert list(read_corpus(fw)) == read_freshwiki(fw)
+    pages = list(read_folder(site, "https://s.example/"))
+    assert list(read_corpus(site, base_url="https://s.example/")) == pages
+    assert list(read_corpus(site, "folder", "https://s.example/")) == pages
     with pytest.raises(CorpusFileError, match="a folder corpus needs a base URL"):
         read_corpus(site)
     with pytest.raises(CorpusFileError, match="unknown format 'csv'"):
@@ -343,7 +344,7 @@ def test_read_corpus_detects_the_format(tmp_path):
 
 def test_zim_format_is_detected(tmp_path):
     path = make_zim(tmp_path / "small.zim")
-    assert detect_format(path) == "zim" and len(read_corpus(path)) == 2
+    assert detect_format(path) == "zim" and len(list(read_corpus(path))) == 2
 
 
 def test_visible_text_drops_markup_scripts_and_optionally_bare_links():

@@ -1,6 +1,9 @@
-"""Corpus readers: each reads and validates a whole source before returning, so an import is all or nothing.
+"""Corpus readers: iterators of CorpusRecords, read and checked one record at a time, so that a corpus far
+larger than memory (a 6-million-article Wikipedia ZIM) streams into the index. An import stays all or
+nothing because the index commits only after the last record (browser.services.import_corpus).
 
-Every problem raises CorpusFileError naming the file and, where the format has lines, the line. Duplicate
+Every problem raises CorpusFileError naming the file and, where the format has lines, the line: most when
+the iterator reaches them, some about the whole source (unknown format, bad base URL) at once. Duplicate
 URLs inside one import are an error (not "last one wins"): they almost always mean a broken export.
 """
 
@@ -8,7 +11,8 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable
+import sqlite3
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
@@ -17,15 +21,18 @@ from browser.corpus.freshwiki import read_freshwiki
 from browser.corpus.html_text import collapse_spaces, html_title
 from browser.corpus.records import CONTENT_TYPES, CorpusFileError, CorpusRecord, is_http_url
 
-OnRecord = Callable[[int], None]  # called with the number of records read so far
 FORMATS = ("jsonl", "folder", "freshwiki", "zim")
 FOLDER_TYPES = {".html": "text/html", ".htm": "text/html", ".txt": "text/plain"}
 _JSONL_KEYS = {"url", "title", "text", "html"}
-__all__ = ["FORMATS", "read_corpus", "read_folder", "read_freshwiki", "read_jsonl", "read_zim"]
-
-
-def _ignore(count: int) -> None:
-    pass
+__all__ = [
+    "FORMATS",
+    "count_records",
+    "read_corpus",
+    "read_folder",
+    "read_freshwiki",
+    "read_jsonl",
+    "read_zim",
+]
 
 
 def _read_bytes(path: Path) -> bytes:
@@ -82,41 +89,71 @@ def _jsonl_row(row: Any) -> CorpusRecord:
     return CorpusRecord(row["url"], title, row[body], "text/html" if body == "html" else "text/plain")
 
 
-def read_jsonl(path: str | Path, on_record: OnRecord = _ignore) -> list[CorpusRecord]:
+class _SeenUrls:
+    """The line where each URL of a JSONL file first appeared, kept in a private temporary SQLite file
+    rather than a dict: SQLite's page cache is bounded (about 2 MB), so checking a file of millions of
+    rows for duplicates takes disk, not memory."""
+
+    def __init__(self) -> None:
+        self._db = sqlite3.connect("")  # "": a private on-disk database, deleted when closed
+        self._db.execute("PRAGMA journal_mode = OFF")  # scratch data: nothing to recover after a crash
+        self._db.execute("CREATE TABLE seen (url TEXT PRIMARY KEY, line INTEGER NOT NULL) WITHOUT ROWID")
+
+    def first_line(self, url: str, lineno: int) -> int | None:
+        """The earlier line of ``url``, or None after recording that it first appears on ``lineno``."""
+        added = self._db.execute("INSERT OR IGNORE INTO seen VALUES (?, ?)", (url, lineno)).rowcount
+        if added:
+            return None
+        return self._db.execute("SELECT line FROM seen WHERE url = ?", (url,)).fetchone()[0]
+
+    def close(self) -> None:
+        self._db.close()
+
+
+def read_jsonl(path: str | Path) -> Iterator[CorpusRecord]:
     """Rows ``{"url", "title", "text" | "html"}``, one JSON object per line; blank lines are skipped.
 
-    Lines are split on "\\n" only: str.splitlines() would also split on U+2028 and friends, which JSON
-    allows unescaped inside strings."""
+    Lines are split on "\\n" only (a binary file's lines): str.splitlines() would also split on U+2028
+    and friends, which JSON allows unescaped inside strings."""
     path = Path(path)
-    data = _read_bytes(path)
-    if data.startswith(b"\xef\xbb\xbf"):
-        data = data[3:]
-    records: list[CorpusRecord] = []
-    first_line: dict[str, int] = {}
-    for lineno, raw in enumerate(data.split(b"\n"), start=1):
-        try:
-            line = raw.decode("utf-8")
-        except UnicodeDecodeError:
-            raise CorpusFileError(str(path), lineno, "not valid UTF-8") from None
-        if not line.strip():
-            continue
-        try:
-            row = json.loads(line)
-        except json.JSONDecodeError as e:
-            raise CorpusFileError(str(path), lineno, f"invalid JSON ({e.msg} at column {e.colno})") from None
-        try:
-            record = _jsonl_row(row)
-        except ValueError as e:
-            raise CorpusFileError(str(path), lineno, str(e)) from None
-        if record.url in first_line:
-            reason = f"url {record.url} already appears on line {first_line[record.url]}"
-            raise CorpusFileError(str(path), lineno, reason)
-        first_line[record.url] = lineno
-        records.append(record)
-        on_record(len(records))
-    if not records:
+    try:
+        file = path.open("rb")
+    except OSError as e:
+        raise CorpusFileError(str(path), 0, f"cannot read ({e.strerror or e})") from None
+    seen = _SeenUrls()
+    count = 0
+    try:
+        for lineno, raw in enumerate(file, start=1):
+            if lineno == 1 and raw.startswith(b"\xef\xbb\xbf"):
+                raw = raw[3:]
+            raw = raw.removesuffix(b"\n")  # so that JSON errors name the column of this line
+            try:
+                line = raw.decode("utf-8")
+            except UnicodeDecodeError:
+                raise CorpusFileError(str(path), lineno, "not valid UTF-8") from None
+            if not line.strip():
+                continue
+            try:
+                row = json.loads(line)
+            except json.JSONDecodeError as e:
+                reason = f"invalid JSON ({e.msg} at column {e.colno})"
+                raise CorpusFileError(str(path), lineno, reason) from None
+            try:
+                record = _jsonl_row(row)
+            except ValueError as e:
+                raise CorpusFileError(str(path), lineno, str(e)) from None
+            first = seen.first_line(record.url, lineno)
+            if first is not None:
+                raise CorpusFileError(str(path), lineno, f"url {record.url} already appears on line {first}")
+            count += 1
+            yield record
+    except OSError as e:
+        raise CorpusFileError(str(path), 0, f"cannot read ({e.strerror or e})") from None
+    finally:
+        seen.close()
+        file.close()
+    if not count:
         raise CorpusFileError(str(path), 0, "no records in this file")
-    return records
 
 
 def _folder_files(root: Path) -> list[Path]:
@@ -131,18 +168,27 @@ def _folder_files(root: Path) -> list[Path]:
     return sorted(found, key=lambda p: p.relative_to(root).as_posix())
 
 
-def read_folder(path: str | Path, base_url: str, on_record: OnRecord = _ignore) -> list[CorpusRecord]:
+def _check_base_url(path: Path, base_url: str) -> str:
+    """``base_url`` ending in "/"; CorpusFileError unless it is an absolute http(s) URL."""
+    if not is_http_url(base_url):
+        raise CorpusFileError(str(path), 0, f"base URL must be an absolute http(s) URL: {base_url!r}")
+    return base_url if base_url.endswith("/") else base_url + "/"
+
+
+def read_folder(path: str | Path, base_url: str) -> Iterator[CorpusRecord]:
     """Every .html/.htm/.txt file below ``path``, served at ``base_url`` + its relative path.
 
-    The title is the HTML <title>, else the file name without extension (underscores as spaces)."""
+    The title is the HTML <title>, else the file name without extension (underscores as spaces). Only
+    the list of file paths is held, one file's content at a time."""
     root = Path(path)
-    if not is_http_url(base_url):
-        raise CorpusFileError(str(root), 0, f"base URL must be an absolute http(s) URL: {base_url!r}")
-    base = base_url if base_url.endswith("/") else base_url + "/"
+    base = _check_base_url(root, base_url)
     files = _folder_files(root)
     if not files:
         raise CorpusFileError(str(root), 0, "no .html, .htm or .txt files in this folder")
-    records = []
+    return _folder_records(root, base, files)
+
+
+def _folder_records(root: Path, base: str, files: list[Path]) -> Iterator[CorpusRecord]:
     for file in files:
         content = _decode(file, _read_bytes(file))
         if not content.strip():
@@ -151,9 +197,7 @@ def read_folder(path: str | Path, base_url: str, on_record: OnRecord = _ignore) 
         title = html_title(content) if content_type == "text/html" else ""
         title = title or collapse_spaces(file.stem.replace("_", " ")) or file.name
         url = base + quote(file.relative_to(root).as_posix())
-        records.append(CorpusRecord(url, title, content, content_type))
-        on_record(len(records))
-    return records
+        yield CorpusRecord(url, title, content, content_type)
 
 
 def _zim_host(name: str) -> str:
@@ -161,13 +205,12 @@ def _zim_host(name: str) -> str:
     return host or "zim"
 
 
-def read_zim(
-    path: str | Path, base_url: str | None = None, on_record: OnRecord = _ignore
-) -> list[CorpusRecord]:
+def read_zim(path: str | Path, base_url: str | None = None) -> Iterator[CorpusRecord]:
     """HTML and plain-text entries (not redirects) of a ZIM archive, served at ``base_url`` + entry path.
 
     The default base URL is ``https://<the ZIM's Name metadata or file name>/``. libzim is GPL-3.0 and
-    optional, so it is imported only here. Empty entries are skipped."""
+    optional, so it is imported only here. Empty entries are skipped. Entries are read one at a time (a
+    ZIM's paths are unique, so no duplicate check is needed)."""
     path = Path(path)
     try:
         from libzim.reader import Archive  # optional (GPL-3.0): imported only when used
@@ -185,11 +228,12 @@ def read_zim(
         if "Name" in archive.metadata_keys:
             name = bytes(archive.get_metadata("Name")).decode("utf-8", "replace") or name
         base_url = f"https://{_zim_host(name)}/"
-    if not is_http_url(base_url):
-        raise CorpusFileError(str(path), 0, f"base URL must be an absolute http(s) URL: {base_url!r}")
-    base = base_url if base_url.endswith("/") else base_url + "/"
+    return _zim_records(path, archive, _check_base_url(path, base_url))
+
+
+def _zim_records(path: Path, archive: Any, base: str) -> Iterator[CorpusRecord]:
     old_scheme = not archive.has_new_namespace_scheme  # articles are then the "A/" namespace
-    records = []
+    count = 0
     for entry_id in range(archive.entry_count):
         entry = archive._get_entry_by_id(entry_id)
         if entry.is_redirect or (old_scheme and not entry.path.startswith("A/")):
@@ -208,11 +252,10 @@ def read_zim(
         if not title and content_type == "text/html":
             title = html_title(content)
         url = base + quote(entry.path, safe="/!$&'()*+,;=:@-._~")
-        records.append(CorpusRecord(url, title or entry.path, content, content_type))
-        on_record(len(records))
-    if not records:
+        count += 1
+        yield CorpusRecord(url, title or entry.path, content, content_type)
+    if not count:
         raise CorpusFileError(str(path), 0, "no text/html or text/plain entries in this ZIM file")
-    return records
 
 
 def detect_format(path: str | Path) -> str:
@@ -232,24 +275,39 @@ def detect_format(path: str | Path) -> str:
 
 
 def read_corpus(
-    path: str | Path, fmt: str | None = None, base_url: str | None = None, on_record: OnRecord = _ignore
-) -> list[CorpusRecord]:
-    """Read a corpus in format ``fmt`` (one of FORMATS; detected when None). ``base_url`` is where a
-    folder's files are served (required for "folder") or overrides a ZIM's default; other formats carry
-    their own URLs. ``on_record`` hears the count after each record read (FreshWiki: once, at the end:
-    its articles link to each other, so all are loaded before any is rendered)."""
+    path: str | Path, fmt: str | None = None, base_url: str | None = None
+) -> Iterator[CorpusRecord]:
+    """The records of a corpus in format ``fmt`` (one of FORMATS; detected when None). ``base_url`` is
+    where a folder's files are served (required for "folder") or overrides a ZIM's default; other formats
+    carry their own URLs. An unknown format, a missing or bad base URL, an empty folder and an unreadable
+    ZIM raise here; a bad record (or an unreadable JSONL file) raises when the iterator reaches it.
+    FreshWiki is read whole before the first record: its articles link to each other, so all are loaded
+    before any is rendered (a FreshWiki corpus is small)."""
     fmt = fmt or detect_format(path)
     if fmt == "jsonl":
-        return read_jsonl(path, on_record)
+        return read_jsonl(path)
     if fmt == "freshwiki":
-        records = read_freshwiki(path)
-        on_record(len(records))
-        return records
+        return iter(read_freshwiki(path))
     if fmt == "zim":
-        return read_zim(path, base_url, on_record)
+        return read_zim(path, base_url)
     if fmt == "folder":
         if not base_url:
             reason = "a folder corpus needs a base URL (where its pages are served)"
             raise CorpusFileError(str(path), 0, reason)
-        return read_folder(path, base_url, on_record)
+        return read_folder(path, base_url)
     raise CorpusFileError(str(path), 0, f"unknown format {fmt!r} (expected one of {', '.join(FORMATS)})")
+
+
+def count_records(path: str | Path, fmt: str) -> int | None:
+    """How many records ``path`` holds, where that is cheap to know before reading them (for a progress
+    bar): a JSONL file's non-blank lines (one streamed pass, no parsing) or a folder's page files; None
+    for the other formats. An unreadable source gives None: reading it reports the problem."""
+    try:
+        if fmt == "jsonl":
+            with Path(path).open("rb") as file:
+                return sum(1 for line in file if line.strip())
+        if fmt == "folder":
+            return len(_folder_files(Path(path)))
+    except OSError:
+        return None
+    return None

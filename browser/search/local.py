@@ -10,7 +10,7 @@ HTML page is its visible text less bare-URL links (reference lists), which would
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 
 import tantivy
@@ -30,6 +30,8 @@ from browser.search.snippets import SNIPPET_CHARS, make_snippet
 
 SCHEMA_VERSION = 1
 MAX_TIED_HITS = 1000  # how far to look past k for hits that tie the k-th score
+# tantivy's indexing memory budget (shared by its threads): past it, segments are flushed to disk
+WRITER_HEAP_BYTES = 256_000_000
 _MARKER = "webgpt-local-index.json"
 
 
@@ -108,32 +110,36 @@ class LocalIndex:
 
     def add(
         self,
-        records: list[CorpusRecord],
-        heap_size: int = 256_000_000,
+        records: Iterable[CorpusRecord],
+        heap_size: int = WRITER_HEAP_BYTES,
         on_record: Callable[[int], None] = lambda count: None,
     ) -> int:
         """Add or replace (by URL) ``records`` in one commit; on any error nothing changes.
 
-        Returns the number of records written; ``on_record`` hears the count after each one is added.
-        Tantivy discards uncommitted segments on rollback, so a failure halfway through a large import
-        leaves the previous index intact."""
-        records = list(records)
-        if not records:
-            return 0
+        ``records`` may be an iterator of any length: each is handed to tantivy's writer as it comes, and
+        the writer flushes uncommitted segments to disk whenever its ``heap_size`` budget fills, so memory
+        stays bounded. A URL's delete applies to documents added before it, committed or not, so a
+        page is replaced however far back it was written. Tantivy discards uncommitted segments on
+        rollback, so a failure halfway through a large import (the reader raising on a bad record)
+        leaves the previous index intact. Returns the number of records written; ``on_record`` hears
+        the count after each one is added."""
         writer = self._index.writer(heap_size=heap_size)
+        count = 0
         try:
-            for count, record in enumerate(records, start=1):
+            for record in records:
                 writer.delete_documents_by_term("url", record.url)
                 writer.add_document(self._document(record))
+                count += 1
                 on_record(count)
-            writer.commit()
+            if count:
+                writer.commit()
         except BaseException:
             writer.rollback()
             raise
         finally:
             writer.wait_merging_threads()  # also releases the writer lock
         self._index.reload()
-        return len(records)
+        return count
 
     def _searcher(self) -> tantivy.Searcher:
         """A searcher on the latest commit, also one made by another process (e.g. a worker's import):
