@@ -45,7 +45,9 @@ def held_out_split(
     items: Sequence[T], key: Callable[[T], str], fraction: float, seed: int = 0
 ) -> tuple[list[T], list[T]]:
     """(train, validation) with about ``fraction`` of the questions held out, deterministically (a hash of
-    seed and question), at least one question on each side when there are two or more."""
+    seed and question), at least one question on each side when there are two or more. Training always keeps
+    a question: a one-question export trains with no validation rather than failing as "empty" whenever
+    its question's hash happens to fall below ``fraction``."""
     if fraction <= 0:
         return list(items), []
     keys = sorted({key(item) for item in items})
@@ -53,7 +55,7 @@ def held_out_split(
     held = {k for k in keys if int.from_bytes(rank[k][:8], "big") / 2**64 < fraction}
     if len(keys) >= 2 and not held:
         held = {min(keys, key=rank.__getitem__)}
-    if len(held) == len(keys) and len(keys) >= 2:
+    if held and len(held) == len(keys):
         held.discard(max(keys, key=rank.__getitem__))
     train = [item for item in items if key(item) not in held]
     return train, [item for item in items if key(item) in held]
