@@ -94,3 +94,30 @@ class PageSnapshot(models.Model):
 
     def __str__(self) -> str:
         return f"{self.title or self.url or self.kind} [{self.digest[:12]}]"
+
+
+class WebCacheEntry(models.Model):
+    """A live provider's answer kept so the same request is not paid for twice (browser/web_cache.py):
+    a search's results (JSON) or a fetched document, keyed by provider, kind, request and day."""
+
+    provider = models.CharField(max_length=20)
+    kind = models.CharField(max_length=10)  # "search" | "page"
+    key = models.CharField(max_length=64, help_text="SHA-256 of the request (the query and k, or the URL)")
+    day = models.DateField(help_text="The UTC day it was fetched: the 'day' policy reuses it that day only")
+    url = models.TextField(blank=True, help_text="A page's address after redirects")
+    content_type = models.CharField(max_length=100, blank=True)
+    is_text = models.BooleanField(default=True)
+    body = models.BinaryField()
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ("-created_at", "-id")
+        constraints = [
+            models.UniqueConstraint(
+                fields=("provider", "kind", "key", "day"), name="one_web_cache_entry_a_day"
+            )
+        ]
+        indexes = [models.Index(fields=("provider", "kind", "key", "-day"), name="web_cache_lookup")]
+
+    def __str__(self) -> str:
+        return f"{self.provider} {self.kind} {self.key[:12]} ({self.day})"

@@ -16,6 +16,8 @@ import pytest
 from django.conf import settings as django_settings
 from django.contrib.auth.models import Group
 
+from tests.fake_web import FakeWeb
+
 ROOT = Path(__file__).resolve().parent.parent
 QUESTION_DATA = ROOT / "data" / "questions"
 FRESHWIKI = ROOT / "data" / "corpus" / "freshwiki" / "json"
@@ -126,6 +128,19 @@ def freshwiki(settings, freshwiki_index_dir):
     settings.CORPUS_INDEX_DIR = freshwiki_index_dir
     settings.DEFAULT_CORPUS = "freshwiki"
     return Corpus.objects.create(name="freshwiki", document_count=100)
+
+
+@pytest.fixture
+def fake_web(settings):
+    """A SearXNG- and Brave-compatible web on 127.0.0.1 (tests/fake_web.py), configured as this site's
+    providers; the page fetcher may reach loopback (only tests do this), with no spacing between fetches."""
+    with FakeWeb() as web:
+        settings.SEARXNG_URL = web.searxng_url
+        settings.BRAVE_API_KEY = FakeWeb.BRAVE_KEY
+        settings.BRAVE_API_URL = web.brave_url
+        settings.FETCH_ALLOW_LOOPBACK = True
+        settings.FETCH_MIN_INTERVAL = 0
+        yield web
 
 
 @pytest.fixture

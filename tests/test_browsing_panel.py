@@ -10,10 +10,11 @@ from django.urls import reverse
 
 from annotation.demonstrations import service
 from annotation.demonstrations.announce import announcement
-from annotation.demonstrations.presenter import active_time, corpus_summary, line_segments, panel_context
+from annotation.demonstrations.presenter import active_time, line_segments, panel_context
 from annotation.models import Episode, Question
 from annotation.questions.service import import_questions
 from browser.models import Corpus
+from browser.sources import describe_source
 from tests.test_demonstration_pages import HTMX, post_action
 
 pytestmark = pytest.mark.django_db
@@ -116,7 +117,8 @@ def test_the_page_shows_the_corpus_searched_and_the_active_time(client_for, dana
 def test_corpus_lines_and_active_times_read_naturally(db):
     Corpus.objects.create(name="one", document_count=1)
     Corpus.objects.create(name="big", document_count=886_000)
-    assert corpus_summary("one") == "Searching one: 1 page"
-    assert corpus_summary("big") == "Searching big: 886,000 pages"
-    assert corpus_summary("gone") == "Searching gone"
+    assert describe_source("local", "one") == "Searching one: 1 page"
+    assert describe_source("local", "big") == "Searching big: 886,000 pages"
+    assert describe_source("local", "gone") == "Searching gone"
+    assert describe_source("searxng") == "Searching the live web with SearXNG"
     assert [active_time(s) for s in (0, 59.9, 252, 3723)] == ["0:00", "0:59", "4:12", "1:02:03"]

@@ -97,7 +97,7 @@ def test_the_console_form_sets_the_corpus_and_refuses_an_unknown_one(
 
 def test_the_command_sets_the_corpus_and_refuses_an_unknown_one(okapis, okapi_question, capsys):
     call_command("create_demonstration_batch", "Okapis", "--dataset", "okapi", "--corpus", "okapis")
-    assert "corpus okapis" in capsys.readouterr().out
+    assert "searching okapis: 1 page" in capsys.readouterr().out
     assert DemonstrationBatch.objects.get().corpus == "okapis"
     with pytest.raises(CommandError, match="There is no corpus 'wikipedia'"):
         call_command("create_demonstration_batch", "Nope", "--dataset", "okapi", "--corpus", "wikipedia")

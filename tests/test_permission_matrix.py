@@ -66,6 +66,7 @@ EXPECTED: dict[str, tuple] = {
     "console:home": RESEARCHER,
     "console:workers": RESEARCHER,
     "console:check_workers": RESEARCHER,
+    "console:check_providers": RESEARCHER,
     "console:demonstration_batches": RESEARCHER,
     "console:feedback": RESEARCHER,
     "console:feedback_create": RESEARCHER,

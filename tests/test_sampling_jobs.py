@@ -248,3 +248,25 @@ def test_a_run_reaches_done_on_a_real_worker_on_the_sampling_queue(
     run.refresh_from_db()
     assert run.status == RunStatus.DONE, run.error
     assert Sample.objects.filter(run=run).count() == 2 and run.episodes_done == 2
+
+
+def test_a_run_can_browse_the_live_web_through_a_provider(alice, freshwiki, policy, fake_web):
+    """The same run on SearXNG: episodes record their provider, and their first search asked the API."""
+    questions(1)
+    request = SamplingRequest(
+        policy=policy,
+        search="searxng",
+        questions=QuestionSet(dataset="demo", limit=1),
+        settings=TINY | {"n": 1, "constrain_commands": True},
+    )
+    run = run_sampling_job(request_sampling(alice, request, queue=False).pk)
+    assert run.status == RunStatus.DONE, run.error
+    assert (run.search, run.corpus) == ("searxng", "")
+    episode = Sample.objects.get(run=run).episode
+    assert (episode.search, episode.corpus) == ("searxng", "")
+    first = EpisodeAction.objects.filter(episode=episode).order_by("index").first()
+    assert first.command.startswith("Search ") and fake_web.count("/searxng/search") >= 1
+    with pytest.raises(RunError, match="leave it empty"):
+        request_sampling(
+            alice, SamplingRequest(policy=policy, search="searxng", corpus="freshwiki"), queue=False
+        )

@@ -183,6 +183,10 @@ class SamplingRun(JobRow):
     )
     reward_model_name = models.CharField(max_length=200, blank=True, help_text="Kept if the model is deleted")
     backend = models.CharField(max_length=100, default="local", help_text="local, or an endpoint's name")
+    search = models.CharField(
+        max_length=20, default="local", help_text="The search provider its episodes browse with"
+    )
+    corpus = models.CharField(max_length=100, blank=True, help_text="Searched when the provider is local")
     n = models.PositiveSmallIntegerField(default=4, help_text="Samples per question")
     settings = models.JSONField(default=dict, help_text="training.sampling.SamplingSettings and the rest")
     question_source = models.JSONField(default=dict, help_text="How the questions were chosen")

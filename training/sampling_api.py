@@ -51,7 +51,8 @@ class SamplingRunSerializer(serializers.ModelSerializer):
     class Meta:
         model = SamplingRun
         fields = (
-            "id", "policy", "policy_name", "reward_model", "reward_model_name", "backend", "n", "settings",
+            "id", "policy", "policy_name", "reward_model", "reward_model_name", "backend", "search", "corpus",
+            "n", "settings",
             "question_source", "question_count", "status", "cancel_requested", "episodes_done",
             "episodes_total", "percent", "tokens_generated", "tokens_per_second", "metrics", "log", "error",
             "created_at", "started_at", "finished_at",
@@ -126,6 +127,20 @@ class SamplingRunInput(StrictSerializer):
         max_length=100,
         help_text="local, or an endpoint's name (GET /api/sampling-endpoints); never a URL",
     )
+    search = serializers.CharField(
+        required=False,
+        default="local",
+        max_length=20,
+        help_text="The search provider its episodes browse with: local (a corpus), searxng or brave "
+        "(live web, where the operator configured them)",
+    )
+    corpus = serializers.CharField(
+        required=False,
+        default="",
+        allow_blank=True,
+        max_length=100,
+        help_text="For the local provider: the corpus searched; empty: the default",
+    )
     questions = QuestionSetInput(
         required=False, help_text="Which questions (all given must hold): batch, split, dataset; and limit"
     )
@@ -162,6 +177,8 @@ class SamplingRunList(generics.ListAPIView):
             policy=visible_checkpoint(request, data.get("policy"), "policy"),
             reward_model=visible_checkpoint(request, data.get("reward_model"), "reward_model"),
             backend=data["backend"],
+            search=data["search"],
+            corpus=data["corpus"],
             questions=QuestionSet(
                 batch=batch,
                 split=chosen.get("split", ""),

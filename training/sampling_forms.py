@@ -13,6 +13,7 @@ from django.core.exceptions import ValidationError
 from django.http import QueryDict
 
 from annotation.models import DemonstrationBatch, Question, Split
+from browser.sources import LOCAL, provider_choices
 from training.forms import JobRequestForm, checkpoint_label
 from training.models import ModelCheckpoint, RunKind
 from training.sampling_runs import BOUNDS, DEFAULTS, SETTABLE, QuestionSet, SamplingRequest
@@ -57,6 +58,15 @@ class SamplingForm(JobRequestForm):
         help_text="local: this worker's CPU or GPU; an endpoint: an OpenAI-compatible server the "
         "operator configured (it serves its own model: leave the policy empty).",
     )
+    search = forms.ChoiceField(
+        label="Search with",
+        choices=(),
+        required=False,
+        help_text="The local index of a corpus, or a live-web provider the operator configured.",
+    )
+    corpus = forms.CharField(
+        required=False, max_length=100, help_text="For the local index: the corpus; empty: the default."
+    )
     n = forms.IntegerField(label="Samples per question (n)")
     temperature = forms.FloatField()
     max_actions = forms.IntegerField(help_text="Browsing actions per episode before it must answer.")
@@ -86,7 +96,10 @@ class SamplingForm(JobRequestForm):
     limit = forms.IntegerField(help_text="The first questions (by id) of those chosen above.")
 
     def __init__(self, *args: Any, user: AnyUser, **kwargs: Any) -> None:
-        defaults = {name: DEFAULTS.get(name) for name in (*SETTINGS, "limit")} | {"backend": "local"}
+        defaults = {name: DEFAULTS.get(name) for name in (*SETTINGS, "limit")} | {
+            "backend": "local",
+            "search": LOCAL,
+        }
         kwargs["initial"] = defaults | kwargs.get("initial", {})
         super().__init__(*args, **kwargs)
         for name in SETTINGS:
@@ -99,6 +112,7 @@ class SamplingForm(JobRequestForm):
             self.fields[name].label_from_instance = checkpoint_label
         self.fields["backend"].choices = [("local", "local"), *((n, n) for n in settings.SAMPLING_ENDPOINTS)]
         self.fields["dataset"].choices = dataset_choices()
+        self.fields["search"].choices = provider_choices()
         for name, (low, high) in BOUNDS.items():
             # The browser is told the range, to say so before a round trip; the service decides.
             if name in self.fields:
@@ -131,6 +145,8 @@ class SamplingForm(JobRequestForm):
             policy=data["policy"],
             reward_model=data["reward_model"],
             backend=data["backend"],
+            search=data["search"] or LOCAL,
+            corpus=data["corpus"].strip(),
             questions=QuestionSet(
                 batch=data["batch"], split=data["split"], dataset=data["dataset"], limit=data["limit"]
             ),

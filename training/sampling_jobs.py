@@ -18,7 +18,8 @@ from django.utils import timezone
 
 from annotation.models import Episode, EpisodeAction, EpisodeKind, EpisodeStatus, Question
 from browser.engine.browser import Browser
-from browser.services import backend_for, browser_settings, save_browser
+from browser.services import browser_settings, save_browser
+from browser.sources import LOCAL, open_source
 from training.models import RunStatus as Status
 from training.models import Sample, SamplingRun
 from training.sampling.episode import EpisodeSample, SamplingSettings, run_episodes
@@ -114,7 +115,7 @@ def _execute(run: SamplingRun, progress: _Progress) -> None:
     policy = load_policy(run)
     scorer = load_scorer(run)
     questions = _questions(run)
-    search = backend_for(settings.DEFAULT_CORPUS)
+    search = open_source(run.search, run.corpus)
     progress.started = time.monotonic()  # tokens/s counts sampling, not loading the models
     per_chunk = max(1, settings.SAMPLING_BATCH // run.n)
     totals = _Totals()
@@ -231,7 +232,8 @@ def _episode(run: SamplingRun, question: Question, browser: Browser, sample: Epi
         question=question,
         status=EpisodeStatus.FINISHED,
         end_reason=sample.end_reason,
-        corpus=settings.DEFAULT_CORPUS,
+        corpus=(run.corpus or settings.DEFAULT_CORPUS) if run.search == LOCAL else "",
+        search=run.search,
         settings=browser.settings.to_dict(),
         state=save_browser(browser),
         answer=sample.answer or "",

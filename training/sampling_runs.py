@@ -14,6 +14,7 @@ from django.conf import settings
 from django.db import transaction
 
 from annotation.models import DemonstrationBatch, Question, Split
+from browser.sources import LOCAL, source_error
 from training.config import SMOLLM2
 from training.inputs import RunError
 from training.models import ModelCheckpoint, RunKind, SamplingRun
@@ -70,6 +71,8 @@ class SamplingRequest:
     policy: ModelCheckpoint | None = None
     reward_model: ModelCheckpoint | None = None
     backend: str = "local"
+    search: str = LOCAL  # the search provider its episodes browse with (browser.sources)
+    corpus: str = ""  # for the local provider; blank: DEFAULT_CORPUS
     questions: QuestionSet = field(default_factory=QuestionSet)
     settings: dict[str, Any] = field(default_factory=dict)
 
@@ -89,6 +92,8 @@ def check_sampling(request: SamplingRequest) -> tuple[dict[str, Any], list[int]]
             raise RunError(f"unknown backend; expected one of {names}", "backend")
         if request.policy is not None:
             raise RunError("an endpoint serves its own model: leave the policy empty", "policy")
+    if problem := source_error(request.search, request.corpus):
+        raise RunError(problem, "corpus" if request.corpus and request.search == LOCAL else "search")
     ids = question_ids(request.questions)
     return values, ids
 
@@ -159,6 +164,8 @@ def request_sampling(user: Any, request: SamplingRequest, *, queue: bool = True)
             reward_model=request.reward_model,
             reward_model_name=request.reward_model.name if request.reward_model else "",
             backend=request.backend,
+            search=request.search,
+            corpus=request.corpus,
             n=values["n"],
             settings={k: v for k, v in values.items() if k not in ("n", "limit")},
             question_source=request.questions.describe(),

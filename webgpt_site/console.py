@@ -13,6 +13,7 @@ from django.views.decorators.vary import vary_on_headers
 
 from annotation.models import Question, QuestionImport
 from annotation.questions.forms import QuestionImportForm
+from browser.sources import provider_health, provider_status
 from webgpt_site.permissions import Role, role_required
 from webgpt_site.workers import latest_pings, request_pings
 
@@ -51,6 +52,7 @@ def home(request: HttpRequest) -> HttpResponse:
             "imports": QuestionImport.objects.select_related("created_by")[:10],
             "pings": latest_pings(),
             "import_form": QuestionImportForm(),
+            "providers": provider_status(),
         },
     )
 
@@ -69,3 +71,14 @@ def check_workers(request: HttpRequest) -> HttpResponse:
     if not request.htmx:
         return redirect("console:home")
     return render(request, "console/_workers.html", {"pings": pings})
+
+
+@require_POST
+@role_required(Role.RESEARCHER)
+def check_providers(request: HttpRequest) -> HttpResponse:
+    """Each configured live provider asked one test query, answered in this request (each call is bounded
+    by the provider's time limit): the page shows whether it answers, and how fast."""
+    context = {"providers": provider_status(provider_health())}
+    if not request.htmx:
+        return render(request, "console/providers.html", context)
+    return render(request, "console/_providers.html", context)

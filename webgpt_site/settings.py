@@ -370,6 +370,24 @@ CORPUS_IMPORT_ROOT = Path(env_str("CORPUS_IMPORT_ROOT")) if env_str("CORPUS_IMPO
 # (searched in DEFAULT_CORPUS). The demo (`make run`) turns this off: its 100-page corpus cannot answer the
 # TriviaQA/NQ questions of the bc split, so its pool is the demo batch, written for that corpus.
 DEMONSTRATION_SPLIT_FALLBACK = env_bool("DEMONSTRATION_SPLIT_FALLBACK", True)
+# Live-web search providers (browser/sources.py, docs/search-providers.md): each is offered once configured.
+SEARXNG_URL = (env_str("SEARXNG_URL") or "").rstrip("/") or None  # e.g. http://127.0.0.1:8888
+BRAVE_API_KEY = env_str("BRAVE_API_KEY")  # or BRAVE_API_KEY_FILE
+BRAVE_API_URL = env_str("BRAVE_API_URL") or "https://api.search.brave.com/res/v1/web/search"
+for _name, _url in (("SEARXNG_URL", SEARXNG_URL), ("BRAVE_API_URL", BRAVE_API_URL)):
+    if _url and not _url.startswith(("http://", "https://")):
+        raise ImproperlyConfigured(f"{_name}: expected an http:// or https:// address, got {_url!r}")
+# Reuse of live answers (browser/web_cache.py): day (the same UTC day), forever (the newest of any day), off.
+WEB_CACHE = (env_str("WEB_CACHE") or "day").strip().lower()
+if WEB_CACHE not in {"day", "forever", "off"}:
+    raise ImproperlyConfigured(f"WEB_CACHE: expected day, forever or off, got {WEB_CACHE!r}")
+# The page fetcher for live pages (browser/fetch, docs/fetching.md). Loopback stays refused: only tests
+# set FETCH_ALLOW_LOOPBACK, in code, to reach their own servers on 127.0.0.1.
+FETCH_CONNECT_TIMEOUT = env_int("FETCH_CONNECT_TIMEOUT", 5, minimum=1)
+FETCH_TOTAL_TIMEOUT = env_int("FETCH_TOTAL_TIMEOUT", 20, minimum=1)
+FETCH_MAX_BYTES = env_int("FETCH_MAX_BYTES", 5 * 1024 * 1024, minimum=1)
+FETCH_CHECK_ROBOTS = env_bool("FETCH_CHECK_ROBOTS", True)
+FETCH_MIN_INTERVAL = env_int("FETCH_MIN_INTERVAL", 1, minimum=0)  # seconds between fetches from one host
 # Passed to browser.engine.settings.BrowserSettings; the defaults there are explained in its docstring.
 BROWSER = {
     "max_actions": env_int("BROWSER_MAX_ACTIONS", 100, minimum=1),

@@ -17,6 +17,7 @@ console_patterns = (
         path("", console.home, name="home"),
         path("workers/", console.worker_status, name="workers"),
         path("workers/check/", console.check_workers, name="check_workers"),
+        path("providers/check/", console.check_providers, name="check_providers"),
         path("demonstrations/", demonstration_console.batches, name="demonstration_batches"),
         path("feedback/", feedback_console.batch_list, name="feedback"),
         path("feedback/new/", feedback_console.batch_create, name="feedback_create"),

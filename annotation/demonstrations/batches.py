@@ -1,5 +1,5 @@
-"""Demonstration batches: the questions a researcher wants demonstrated next, with overlap, and the corpus
-they are answered with."""
+"""Demonstration batches: the questions a researcher wants demonstrated next, with overlap, and the source
+they are answered with (a corpus of the local index, or a live search provider)."""
 
 from __future__ import annotations
 
@@ -8,25 +8,17 @@ from django.db import transaction
 from django.db.models import QuerySet
 
 from annotation.models import DemonstrationBatch, Question
-from browser.models import Corpus
+from browser.sources import LOCAL, source_error
 from webgpt_site.models import log_action
 from webgpt_site.permissions import AnyUser
 
 
-def corpus_error(name: str) -> str:
-    """Why ``name`` cannot be a batch's corpus, or "" when it can (blank: the site's default corpus).
-
-    The one check of the console form, the command and create_demonstration_batch: a batch naming a corpus
-    that does not exist would start episodes whose first search fails."""
-    if name and not Corpus.objects.filter(name=name).exists():
-        known = ", ".join(Corpus.objects.values_list("name", flat=True)) or "none yet"
-        return f"There is no corpus {name!r} (corpora: {known})."
-    return ""
-
-
-def batch_corpus(batch: DemonstrationBatch | None) -> str:
-    """The corpus an episode of ``batch`` searches (the bc-split fallback has no batch: the default)."""
-    return (batch.corpus if batch is not None else "") or settings.DEFAULT_CORPUS
+def batch_source(batch: DemonstrationBatch | None) -> tuple[str, str]:
+    """(provider, corpus) that an episode of ``batch`` searches; the bc-split fallback has no batch and
+    searches the default corpus. A live provider searches no corpus."""
+    if batch is not None and batch.search != LOCAL:
+        return batch.search, ""
+    return LOCAL, (batch.corpus if batch is not None else "") or settings.DEFAULT_CORPUS
 
 
 def create_demonstration_batch(
@@ -36,16 +28,19 @@ def create_demonstration_batch(
     overlap: int = 1,
     *,
     corpus: str = "",
+    search: str = LOCAL,
 ) -> DemonstrationBatch:
+    """The batch, active; ValueError saying why not (the overlap, the provider, the corpus)."""
     if not 1 <= overlap <= 10:
         raise ValueError("overlap must be between 1 and 10")
-    if problem := corpus_error(corpus):
+    if problem := source_error(search, corpus):
         raise ValueError(problem)
     with transaction.atomic():
         batch = DemonstrationBatch.objects.create(
             name=name,
             overlap=overlap,
             corpus=corpus,
+            search=search,
             created_by=user if getattr(user, "is_authenticated", False) else None,
         )
         batch.questions.set(questions)
@@ -56,5 +51,6 @@ def create_demonstration_batch(
             questions=batch.questions.count(),
             overlap=overlap,
             corpus=corpus,
+            search=search,
         )
     return batch

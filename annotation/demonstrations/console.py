@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from django import forms
 from django.conf import settings
 from django.contrib import messages
@@ -10,8 +12,9 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_http_methods
 
-from annotation.demonstrations.batches import corpus_error, create_demonstration_batch
+from annotation.demonstrations.batches import create_demonstration_batch
 from annotation.models import DemonstrationBatch, EpisodeStatus, Question, Split
+from browser.sources import LOCAL, provider_choices, source_error
 from webgpt_site.permissions import Role, role_required
 
 
@@ -23,17 +26,30 @@ class DemonstrationBatchForm(forms.Form):
         min_value=1, max_value=100_000, initial=50, help_text="At most this many questions"
     )
     overlap = forms.IntegerField(min_value=1, max_value=10, initial=1, help_text="Demonstrators per question")
+    search = forms.ChoiceField(
+        label="Search with",
+        choices=(),
+        initial=LOCAL,
+        required=False,
+        help_text="The local index of a corpus, or a live-web provider the operator configured",
+    )
     corpus = forms.CharField(
         required=False,
         max_length=100,
-        help_text="The corpus its questions are answered with; empty: the default",
+        help_text="For the local index: the corpus its questions are answered with; empty: the default",
     )
 
-    def clean_corpus(self) -> str:
-        corpus = self.cleaned_data["corpus"].strip()
-        if problem := corpus_error(corpus):
-            raise forms.ValidationError(problem)
-        return corpus
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.fields["search"].choices = provider_choices()
+
+    def clean(self) -> dict[str, Any]:
+        data = super().clean()
+        data["corpus"] = data.get("corpus", "").strip()
+        data["search"] = data.get("search") or LOCAL  # not sent: the local index, as before providers
+        if "search" not in self.errors and (problem := source_error(data["search"], data["corpus"])):
+            self.add_error("corpus" if data["corpus"] else "search", problem)
+        return data
 
     def questions(self) -> list[int]:
         data = self.cleaned_data
@@ -60,6 +76,7 @@ def batches(request: HttpRequest) -> HttpResponse:
                 Question.objects.filter(pk__in=ids),
                 form.cleaned_data["overlap"],
                 corpus=form.cleaned_data["corpus"],
+                search=form.cleaned_data["search"],
             )
             messages.success(request, f"Batch {batch.name!r} created with {len(ids)} questions.")
             return redirect("console:demonstration_batches")

@@ -5,7 +5,6 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
-from django.template.defaultfilters import pluralize
 from django.urls import reverse
 
 from annotation.demonstrations.announce import FIND_DISPLAY, announcement
@@ -13,7 +12,6 @@ from annotation.models import Episode
 from browser.engine.browser import Browser
 from browser.engine.matching import find
 from browser.engine.page import LINK_MARKER
-from browser.models import Corpus
 
 SEARCH_REQUEST = "search:"  # how the engine names the request of a search action
 
@@ -98,15 +96,6 @@ def visible_lines(browser: Browser, match: tuple[int, int] | None) -> list[list[
             mark = (start - first, end - first) if end > start else None
         lines.append(line_segments(line, mark))
     return lines
-
-
-def corpus_summary(name: str) -> str:
-    """Which corpus the episode searches, and how large it is ("Searching freshwiki: 100 pages")."""
-    corpus = Corpus.objects.filter(name=name).only("document_count").first()
-    if corpus is None:
-        return f"Searching {name}"
-    count = corpus.document_count
-    return f"Searching {name}: {count:,} page{pluralize(count)}"
 
 
 def active_time(seconds: float) -> str:

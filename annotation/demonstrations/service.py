@@ -17,11 +17,13 @@ from django.db.models.functions import Coalesce
 from django.utils import timezone
 
 from annotation.demonstrations.answers import answer_errors
-from annotation.demonstrations.batches import batch_corpus
+from annotation.demonstrations.batches import batch_source
 from annotation.models import DemonstrationBatch, Episode, EpisodeAction, EpisodeStatus, Question, Split
+from browser.engine.backend import ReplayOnly
 from browser.engine.browser import Browser, StepResult
 from browser.engine.commands import EndReason
-from browser.services import backend_for, browser_settings, restore_browser, save_browser
+from browser.services import browser_settings, restore_browser, save_browser
+from browser.sources import open_source
 from webgpt_site.models import log_action
 from webgpt_site.permissions import AnyUser
 
@@ -51,14 +53,15 @@ def next_episode(user: AnyUser) -> Episode | None:
         question, batch = _pick_question(user)
         if question is None:
             return None
-        corpus = batch_corpus(batch)
-        browser = Browser(backend_for(corpus), browser_settings())
+        search, corpus = batch_source(batch)
+        browser = Browser(open_source(search, corpus), browser_settings())
         browser.reset(question.text, question.reference_answers)
         episode = Episode.objects.create(
             user=user,
             question=question,
             batch=batch,
             corpus=corpus,
+            search=search,
             settings=browser.settings.to_dict(),
             state=save_browser(browser),
             last_seen_at=timezone.now(),
@@ -110,7 +113,11 @@ def _pick_question(user: AnyUser) -> tuple[Question | None, DemonstrationBatch |
 
 
 def open_browser(episode: Episode, *, with_all_pages: bool = False) -> Browser:
-    return restore_browser(backend_for(episode.corpus), episode.state, with_all_pages=with_all_pages)
+    """The episode's browser on its source; ``with_all_pages``: every page it opened, for a replay, which
+    asks no backend (a live episode replays with the network gone or the provider since unconfigured)."""
+    if with_all_pages:
+        return restore_browser(ReplayOnly(), episode.state, with_all_pages=True)
+    return restore_browser(open_source(episode.search, episode.corpus), episode.state)
 
 
 def record_action(episode_id: int, user: AnyUser, command: str, key: uuid.UUID, version: int) -> Outcome:

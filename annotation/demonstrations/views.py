@@ -12,8 +12,9 @@ from django.views.decorators.vary import vary_on_headers
 
 from annotation.demonstrations import service
 from annotation.demonstrations.forms import ActionForm, AnswerForm, NoteForm, SkipForm, form_problems
-from annotation.demonstrations.presenter import active_time, corpus_summary, panel_context
+from annotation.demonstrations.presenter import active_time, panel_context
 from annotation.models import Episode, EpisodeStatus
+from browser.sources import describe_source
 from webgpt_site.permissions import Role, get_visible_or_404, role_required
 
 
@@ -60,7 +61,7 @@ def episode_page(request: HttpRequest, pk: int) -> HttpResponse:
     context = {
         **panel_context(episode, browser),
         "refused": refused,
-        "corpus": corpus_summary(episode.corpus),
+        "corpus": describe_source(episode.search, episode.corpus),
     }
     return render(request, "demonstrations/episode.html", context)
 

@@ -26,6 +26,11 @@ class DemonstrationBatch(models.Model):
         blank=True,
         help_text="The corpus its questions are answered with (blank: the site's default corpus)",
     )
+    search = models.CharField(
+        max_length=20,
+        default="local",
+        help_text="The search provider (browser.sources.PROVIDERS): local searches the corpus",
+    )
     is_active = models.BooleanField(default=True)
     created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
     created_at = models.DateTimeField(auto_now_add=True)
@@ -84,7 +89,8 @@ class Episode(models.Model):
     batch = models.ForeignKey(DemonstrationBatch, null=True, blank=True, on_delete=models.SET_NULL)
     status = models.CharField(max_length=10, choices=EpisodeStatus.choices, default=EpisodeStatus.BROWSING)
     end_reason = models.CharField(max_length=20, blank=True)
-    corpus = models.CharField(max_length=100)
+    corpus = models.CharField(max_length=100, blank=True, help_text="Searched when the provider is local")
+    search = models.CharField(max_length=20, default="local", help_text="The search provider it browsed with")
     settings = models.JSONField(help_text="BrowserSettings used for this episode")
     state = models.JSONField()
     version = models.PositiveIntegerField(default=0)

@@ -32,7 +32,11 @@ class PageNotFound(LookupError):
 
 
 class FetchError(RuntimeError):
-    """The document could not be fetched (network error, time-out, refused address...)."""
+    """The document could not be fetched (network error, time-out, an error status...)."""
+
+
+class AddressNotAllowed(FetchError):
+    """The fetcher refused the address itself (a private or loopback address, a non-http scheme...)."""
 
 
 class SearchBackend(Protocol):

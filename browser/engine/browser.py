@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from browser.engine.backend import FetchError, PageNotFound, SearchBackend
+from browser.engine.backend import AddressNotAllowed, FetchError, PageNotFound, SearchBackend
 from browser.engine.commands import Command, EndReason, InvalidCommand, Kind, parse_command
 from browser.engine.matching import find, quote_span
 from browser.engine.observation import format_answer_prompt, format_observation
@@ -193,10 +193,21 @@ class Browser:
         return handler(command)
 
     def _navigate(self, request: str, load: Callable[[], Page]) -> None:
-        """Open the page for ``request``: the recorded one when replaying, else a fresh one."""
-        page = self.recorded.get(request) or load()
+        """Open the page for ``request``: the recorded one when replaying, the one this episode already
+        opened for it, else a fresh one."""
+        page = self.recorded.get(request) or self._opened_before(request) or load()
         self._navigation = (request, page.digest)
         self._open(page)
+
+    def _opened_before(self, request: str) -> Page | None:
+        """The page this episode opened for ``request`` before: within an episode a page never changes
+        under the reader (a live site edited, a search engine reshuffling its results). Error pages are
+        asked for again: the network may be back, the rate limit over."""
+        for action in reversed(self._episode.actions):
+            if action.request == request and action.opened:
+                page = self._episode.pages[action.opened]
+                return page if page.kind != "error" else None
+        return None
 
     def _open(self, page: Page) -> None:
         self._episode.pages.setdefault(page.digest, page)
@@ -234,6 +245,10 @@ class Browser:
                 f"{url} is not in the corpus. Go back or search again.",
                 self.settings,
                 title="Page not in the corpus",
+            )
+        except AddressNotAllowed as exc:
+            return error_page(
+                url, f"{exc} Go back or search again.", self.settings, title="This address is not allowed"
             )
         except FetchError as exc:
             return error_page(url, f"This page could not be loaded: {exc}", self.settings)

@@ -67,8 +67,14 @@ def address_problem(ip: IPAddress, *, allow_loopback: bool = False) -> str | Non
     return None
 
 
-def resolve(host: str, port: int, *, allow_loopback: bool = False) -> tuple[str, ...]:
-    """The addresses of ``host`` to connect to, all checked; FetchRefused if any is not allowed."""
+# What an operator's own service (a self-hosted SearXNG) may be: on this machine or the private network.
+INTERNAL = frozenset({"loopback", "private", "reserved"})
+
+
+def resolve(host: str, port: int, *, allow_loopback: bool = False, internal: bool = False) -> tuple[str, ...]:
+    """The addresses of ``host`` to connect to, all checked; FetchRefused if any is not allowed.
+    ``internal``: the host is one the operator configured (never a name from a page or a person), so
+    loopback and private addresses pass; metadata, link-local, multicast and unspecified ones still don't."""
     try:
         infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
     except (OSError, UnicodeError) as exc:
@@ -79,6 +85,8 @@ def resolve(host: str, port: int, *, allow_loopback: bool = False) -> tuple[str,
             continue
         ip = ipaddress.ip_address(sockaddr[0])
         problem = address_problem(ip, allow_loopback=allow_loopback)
+        if problem in INTERNAL and internal:
+            problem = None
         if problem:
             # The message names the kind of address, not the address: no map of internal DNS for callers.
             raise FetchRefused(

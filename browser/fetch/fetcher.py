@@ -12,6 +12,7 @@ from __future__ import annotations
 import ssl
 import threading
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, fields
 from urllib.parse import urljoin
 
@@ -41,9 +42,13 @@ class FetchSettings:
     check_robots: bool = True
     min_interval: float = 1.0  # seconds between two fetches from one host name
     ca_file: str | None = None  # PEM certificates to trust instead of the system's (tests, a company CA)
+    # Host names the operator configured for their own services (a self-hosted SearXNG): these may resolve
+    # to loopback or private addresses. Only for a fetcher that calls those services, never for pages.
+    internal_hosts: frozenset[str] = frozenset()
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "content_types", frozenset(t.lower() for t in self.content_types))
+        object.__setattr__(self, "internal_hosts", frozenset(h.lower() for h in self.internal_hosts))
         for name in ("connect_timeout", "total_timeout"):
             if not getattr(self, name) > 0:
                 raise ValueError(f"FetchSettings.{name} must be a positive number of seconds.")
@@ -114,12 +119,15 @@ class SafeFetcher:
         self._robots = RobotsRules(self._load_robots)
         self._local = threading.local()  # the deadline of the fetch running on this thread
 
-    def fetch(self, url: str) -> FetchResult:
-        """GET ``url``; FetchRefused(reason, message) if it is not allowed or does not work out."""
+    def fetch(self, url: str, headers: Mapping[str, str] | None = None) -> FetchResult:
+        """GET ``url``; FetchRefused(reason, message) if it is not allowed or does not work out.
+        ``headers`` are added to the request (an API's Accept or key header): with redirects allowed they
+        would follow the request to another host, so a fetcher that sends secrets sets max_redirects=0."""
         try:
             self._local.deadline = Deadline(self.settings.total_timeout)
             target, reply, redirects = self._follow(
                 url,
+                headers=dict(headers or {}),
                 robots=self.settings.check_robots,
                 spaced=True,
                 max_bytes=self.settings.max_bytes,
@@ -140,6 +148,7 @@ class SafeFetcher:
         self,
         url: str,
         *,
+        headers: dict[str, str] | None = None,
         robots: bool,
         spaced: bool,
         max_bytes: int,
@@ -149,7 +158,9 @@ class SafeFetcher:
         redirects: list[str] = []
         hosts_seen: set[str] = set()
         while True:
-            target = check_url(url, allow_loopback=settings.allow_loopback)
+            target = check_url(
+                url, allow_loopback=settings.allow_loopback, internal_hosts=settings.internal_hosts
+            )
             if spaced and target.host not in hosts_seen:  # a redirect within one host is the same fetch
                 self._spacing.take(target.host)
                 hosts_seen.add(target.host)
@@ -161,7 +172,8 @@ class SafeFetcher:
                     "User-Agent": settings.user_agent,
                     "Accept": "text/html,application/xhtml+xml,text/plain;q=0.9,application/pdf;q=0.8",
                     "Connection": "close",
-                },
+                }
+                | (headers or {}),
                 connect_timeout=settings.connect_timeout,
                 deadline=self._local.deadline,
                 max_bytes=max_bytes,

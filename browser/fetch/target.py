@@ -46,8 +46,11 @@ def _ascii_host(hostname: str) -> str:
         raise FetchRefused("bad_url", f"The host name {hostname!r} is not valid.") from exc
 
 
-def check_url(url: str, *, allow_loopback: bool = False) -> Target:
-    """Parse and check ``url`` and resolve its host; FetchRefused says what is wrong with it."""
+def check_url(
+    url: str, *, allow_loopback: bool = False, internal_hosts: frozenset[str] = frozenset()
+) -> Target:
+    """Parse and check ``url`` and resolve its host; FetchRefused says what is wrong with it. A host in
+    ``internal_hosts`` may be on a loopback or private address (``addresses.resolve``)."""
     if len(url) > MAX_URL_CHARS:
         raise FetchRefused("bad_url", f"The address is longer than {MAX_URL_CHARS} characters.")
     if _AMBIGUOUS.search(url):
@@ -75,7 +78,7 @@ def check_url(url: str, *, allow_loopback: bool = False) -> Target:
         netloc += f":{port}"
     path = quote(parts.path or "/", safe=_PATH_SAFE)
     query = quote(parts.query, safe=_PATH_SAFE + "?")
-    addresses = resolve(host, port, allow_loopback=allow_loopback)
+    addresses = resolve(host, port, allow_loopback=allow_loopback, internal=host.lower() in internal_hosts)
     return Target(
         url=urlunsplit((scheme, netloc, path, query, "")),
         scheme=scheme,

@@ -6,8 +6,9 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from annotation.demonstrations.batches import batch_corpus, create_demonstration_batch
+from annotation.demonstrations.batches import create_demonstration_batch
 from annotation.models import Question, Split
+from browser.sources import LOCAL, PROVIDERS, describe_source
 
 
 class Command(BaseCommand):
@@ -23,6 +24,11 @@ class Command(BaseCommand):
             "--corpus",
             default="",
             help="the corpus its questions are answered with (default: DEFAULT_CORPUS)",
+        )
+        parser.add_argument(
+            "--search",
+            default=LOCAL,
+            help=f"the search provider: {', '.join(PROVIDERS)} (default: local, which searches --corpus)",
         )
 
     def handle(self, *args: Any, **options: Any) -> None:
@@ -41,10 +47,11 @@ class Command(BaseCommand):
                 Question.objects.filter(pk__in=ids),
                 options["overlap"],
                 corpus=options["corpus"],
+                search=options["search"],
             )
         except ValueError as exc:
             raise CommandError(str(exc)) from None
         self.stdout.write(
             f"batch {batch.pk} {batch.name!r}: {len(ids)} questions, overlap {batch.overlap}, "
-            f"corpus {batch_corpus(batch)}"
+            f"{describe_source(batch.search, batch.corpus).lower()}"
         )

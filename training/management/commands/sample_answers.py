@@ -38,6 +38,10 @@ class Command(BaseCommand):
         parser.add_argument("--policy", type=int, help="a registered BC model (default: prompted SmolLM2)")
         parser.add_argument("--reward-model", type=int, help="a registered reward model to score with")
         parser.add_argument("--backend", default="local", help="local, or an endpoint's name")
+        parser.add_argument(
+            "--search", default="local", help="the search provider: local (searches --corpus), searxng, brave"
+        )
+        parser.add_argument("--corpus", default="", help="the corpus the local provider searches")
         parser.add_argument("--batch", type=int, help="questions of this demonstration batch")
         parser.add_argument("--split", default="", help="questions of this split")
         parser.add_argument("--dataset", default="", help="questions of this dataset")
@@ -83,6 +87,8 @@ class Command(BaseCommand):
             policy=_checkpoint(options["policy"], "--policy"),
             reward_model=_checkpoint(options["reward_model"], "--reward-model"),
             backend=options["backend"],
+            search=options["search"],
+            corpus=options["corpus"],
             questions=questions,
             settings=settings_,
         )
@@ -105,7 +111,8 @@ def summary(run: SamplingRun) -> str:
 
 def _option(field: str) -> str:
     """The command-line option a refusal is about ("" for the questions as a whole)."""
-    known = {*SETTINGS, *QUESTION_OPTIONS, "policy", "reward_model", "backend", "constrain_commands"}
+    known = {*SETTINGS, *QUESTION_OPTIONS, "policy", "reward_model", "backend", "search", "corpus"}
+    known.add("constrain_commands")
     if field in known:
         return f"--{field.replace('_', '-')}"
     return "--batch/--split/--dataset" if field == "questions" else field
