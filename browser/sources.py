@@ -77,17 +77,25 @@ def corpus_error(name: str) -> str:
     return ""
 
 
-def source_error(search: str, corpus: str = "") -> str:
-    """Why (``search``, ``corpus``) cannot be an episode's source, or "" when it can: the one check of
-    the console forms, the API and the commands."""
+def check_source(search: str, corpus: str = "") -> tuple[str, str] | None:
+    """(the input it is about, why) when (``search``, ``corpus``) cannot be an episode's source, None when
+    it can: the one check of the console forms, the API and the commands."""
     provider = PROVIDERS.get(search)
     if provider is None:
-        return f"There is no search provider {search!r} (providers: {', '.join(PROVIDERS)})."
+        return "search", f"There is no search provider {search!r} (providers: {', '.join(PROVIDERS)})."
     if problem := provider.problem():
-        return f"{provider.label} is not configured here: {problem}."
+        return "search", f"{provider.label} is not configured here: {problem}."
     if provider.live and corpus:
-        return "A corpus is searched by the local index only: leave it empty for a live provider."
-    return corpus_error(corpus)
+        return "corpus", "A corpus is searched by the local index only: leave it empty for a live provider."
+    if problem := corpus_error(corpus):
+        return "corpus", problem
+    return None
+
+
+def source_error(search: str, corpus: str = "") -> str:
+    """``check_source``'s reason alone ("" when the source is fine)."""
+    found = check_source(search, corpus)
+    return found[1] if found else ""
 
 
 _fetchers: dict[FetchSettings, SafeFetcher] = {}

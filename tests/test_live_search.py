@@ -5,6 +5,7 @@ demonstration service and replayed byte for byte with the network gone."""
 
 from __future__ import annotations
 
+import time
 import uuid
 from datetime import timedelta
 
@@ -15,7 +16,7 @@ from django.utils import timezone
 from annotation.demonstrations import service
 from annotation.demonstrations.batches import create_demonstration_batch
 from annotation.demonstrations.training_data import bc_examples
-from annotation.models import Episode, EpisodeAction, Question
+from annotation.models import DemonstrationBatch, Episode, EpisodeAction, Question
 from annotation.questions.service import import_questions
 from browser.engine.browser import Browser
 from browser.engine.settings import BrowserSettings
@@ -230,3 +231,29 @@ def test_batches_and_sampling_runs_refuse_an_unconfigured_provider(
     )
     assert response.status_code == 400 and "not configured here" in response.content.decode()
     assert "search" in response.json()
+
+
+def test_the_console_form_creates_a_batch_searched_on_the_live_web(
+    client_for, alice, aurora_question, fake_web
+):
+    client = client_for(alice)
+    assert "SearXNG (live web)" in client.get("/console/demonstrations/").content.decode()
+    data = {"name": "Live", "dataset": "live", "limit": 5, "overlap": 1, "search": "searxng"}
+    response = client.post("/console/demonstrations/", data | {"corpus": "freshwiki"})
+    assert response.status_code == 400 and "leave it empty for a live provider" in response.content.decode()
+    assert client.post("/console/demonstrations/", data).status_code == 302
+    assert DemonstrationBatch.objects.get().search == "searxng"
+    assert "searxng (live web)" in client.get("/console/demonstrations/").content.decode()
+
+
+def test_a_page_fetch_refused_by_the_rate_limit_is_asked_again_later(fake_web, settings):
+    settings.FETCH_MIN_INTERVAL = 1
+    settings.WEB_CACHE = "off"
+    browser = browse(
+        "searxng", AURORA, "Search aurora solar wind", "Clicked on link 0", "Back", "Clicked on link 1"
+    )
+    assert "This page could not be loaded: Too many fetches from 127.0.0.1" in browser.observation()
+    time.sleep(1.1)
+    browser.step("Back")
+    browser.step("Clicked on link 1")
+    assert "♦Title\nSolar wind (127.0.0.1)" in browser.observation()

@@ -232,3 +232,17 @@ def test_coverage_curve_mirrors_best_of_n():
     scores, thresholds = [0.5, None, -1.0, 2.0], [3.0, -2.0, 0.5, 0.0]
     assert coverage_curve(scores, thresholds) == original(scores, thresholds)
     assert coverage_curve([], [0.0]) == original([], [0.0]) == [(0.0, 0.0)]
+
+
+def test_the_form_offers_the_configured_providers_and_checks_the_source(client_for, alice, policy, fake_web):
+    ask()
+    client = client_for(alice)
+    url = reverse("training:sampling_new")
+    assert "SearXNG (live web)" in client.get(url).content.decode()
+    response = client.post(url, form_data(policy=policy.pk, search="searxng", corpus="freshwiki"))
+    assert response.status_code == 400 and "leave it empty for a live provider" in response.content.decode()
+    assert response.context["form"].errors.get("corpus")
+    response = client.post(url, form_data(policy=policy.pk, search="searxng"))
+    run = SamplingRun.objects.get()
+    assert response.status_code == 302 and (run.search, run.corpus) == ("searxng", "")
+    assert "the live web with searxng" in client.get(response.url).content.decode()

@@ -14,7 +14,7 @@ from django.conf import settings
 from django.db import transaction
 
 from annotation.models import DemonstrationBatch, Question, Split
-from browser.sources import LOCAL, source_error
+from browser.sources import LOCAL, check_source
 from training.config import SMOLLM2
 from training.inputs import RunError
 from training.models import ModelCheckpoint, RunKind, SamplingRun
@@ -92,8 +92,9 @@ def check_sampling(request: SamplingRequest) -> tuple[dict[str, Any], list[int]]
             raise RunError(f"unknown backend; expected one of {names}", "backend")
         if request.policy is not None:
             raise RunError("an endpoint serves its own model: leave the policy empty", "policy")
-    if problem := source_error(request.search, request.corpus):
-        raise RunError(problem, "corpus" if request.corpus and request.search == LOCAL else "search")
+    if problem := check_source(request.search, request.corpus):
+        field, reason = problem
+        raise RunError(reason.rstrip("."), field)
     ids = question_ids(request.questions)
     return values, ids
 

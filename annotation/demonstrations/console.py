@@ -14,7 +14,7 @@ from django.views.decorators.http import require_http_methods
 
 from annotation.demonstrations.batches import create_demonstration_batch
 from annotation.models import DemonstrationBatch, EpisodeStatus, Question, Split
-from browser.sources import LOCAL, provider_choices, source_error
+from browser.sources import LOCAL, check_source, provider_choices
 from webgpt_site.permissions import Role, role_required
 
 
@@ -47,8 +47,8 @@ class DemonstrationBatchForm(forms.Form):
         data = super().clean()
         data["corpus"] = data.get("corpus", "").strip()
         data["search"] = data.get("search") or LOCAL  # not sent: the local index, as before providers
-        if "search" not in self.errors and (problem := source_error(data["search"], data["corpus"])):
-            self.add_error("corpus" if data["corpus"] else "search", problem)
+        if "search" not in self.errors and (problem := check_source(data["search"], data["corpus"])):
+            self.add_error(*problem)
         return data
 
     def questions(self) -> list[int]:
