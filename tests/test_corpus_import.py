@@ -124,5 +124,5 @@ def test_browse_cli_drives_the_environment_through_stdin(settings):
 
 
 def test_browse_explains_an_unknown_corpus():
-    with pytest.raises(CommandError, match="no corpus named 'nope'"):
+    with pytest.raises(CommandError, match="There is no corpus 'nope'"):
         call_command("browse", "--corpus", "nope", "--question", "Q?")

@@ -5,6 +5,7 @@ demonstration service and replayed byte for byte with the network gone."""
 
 from __future__ import annotations
 
+import io
 import time
 import uuid
 from datetime import timedelta
@@ -257,3 +258,11 @@ def test_a_page_fetch_refused_by_the_rate_limit_is_asked_again_later(fake_web, s
     browser.step("Back")
     browser.step("Clicked on link 1")
     assert "♦Title\nSolar wind (127.0.0.1)" in browser.observation()
+
+
+def test_the_browse_command_searches_a_live_provider(fake_web, capsys, monkeypatch):
+    monkeypatch.setattr("sys.stdin", io.StringIO("Search tides\n"))
+    call_command("browse", "--search", "brave", "--question", "Why are there tides?")
+    assert "【0†Tides†127.0.0.1】" in capsys.readouterr().out
+    with pytest.raises(CommandError, match="leave it empty"):
+        call_command("browse", "--search", "brave", "--corpus", "freshwiki", "--question", "Q?")

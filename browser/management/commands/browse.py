@@ -10,19 +10,24 @@ import json
 import sys
 from typing import Any
 
+from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from annotation.models import Question
 from browser.engine.browser import Browser, StepResult
 from browser.models import Corpus
-from browser.services import backend_for, browser_settings, store_snapshots
+from browser.services import browser_settings, store_snapshots
+from browser.sources import LOCAL, PROVIDERS, open_source, source_error
 
 
 class Command(BaseCommand):
-    help = "Browse a corpus with the text environment: commands on stdin, observations on stdout."
+    help = "Browse a corpus or the live web with the text environment: commands on stdin, observations out."
 
     def add_arguments(self, parser: CommandParser) -> None:
-        parser.add_argument("--corpus", help="corpus name (default: DEFAULT_CORPUS)")
+        parser.add_argument("--corpus", default="", help="corpus name (default: DEFAULT_CORPUS)")
+        parser.add_argument(
+            "--search", default=LOCAL, help=f"search provider: {', '.join(PROVIDERS)} (default: local)"
+        )
         source = parser.add_mutually_exclusive_group(required=True)
         source.add_argument("--question", help="the question text")
         source.add_argument(
@@ -31,11 +36,12 @@ class Command(BaseCommand):
         parser.add_argument("--json", action="store_true", help="one JSON object per line")
 
     def handle(self, *args: Any, **options: Any) -> None:
+        if problem := source_error(options["search"], options["corpus"]):
+            raise CommandError(problem)
         try:
-            backend = backend_for(options["corpus"])
-        except Corpus.DoesNotExist:
-            names = ", ".join(Corpus.objects.values_list("name", flat=True)) or "none yet: run import_corpus"
-            raise CommandError(f"no corpus named {options['corpus']!r} (corpora: {names})") from None
+            backend = open_source(options["search"], options["corpus"])
+        except Corpus.DoesNotExist:  # DEFAULT_CORPUS names a corpus not imported yet
+            raise CommandError(f"no corpus named {settings.DEFAULT_CORPUS!r}: run import_corpus") from None
         question, answers = options["question"], ()
         if options["question_id"] is not None:
             row = Question.objects.filter(pk=options["question_id"]).first()
