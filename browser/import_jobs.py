@@ -31,10 +31,11 @@ from browser.import_requests import (
 )
 from browser.models import Corpus, CorpusImport, ImportStatus
 from browser.services import import_corpus
+from webgpt_site.heartbeat import beating
 from webgpt_site.models import log_action
+from webgpt_site.sweeper import redelivered
 
 SAVE_EVERY_S = 1.0  # progress writes at most this often (pages poll every second)
-WORKER_STOPPED = "the worker running this job stopped (killed or restarted)"
 
 
 def staging_dir() -> Path:
@@ -99,16 +100,14 @@ def run_corpus_import_job(import_id: int) -> CorpusImport:
     """The worker's job. Whatever happens, the row ends done or failed with the reason; the corpus's index
     is changed only by a complete import."""
     queued = CorpusImport.objects.filter(pk=import_id, status=ImportStatus.QUEUED)
-    claimed = queued.update(status=ImportStatus.RUNNING, started_at=timezone.now())
+    now = timezone.now()
+    claimed = queued.update(status=ImportStatus.RUNNING, started_at=now, heartbeat_at=now)
     job = CorpusImport.objects.select_related("corpus", "created_by").get(pk=import_id)
     if not claimed:
-        if job.status == ImportStatus.RUNNING:  # redelivered after the worker that held it died
-            _discard_upload(job)
-            return _fail(job, WORKER_STOPPED)
-        return job
+        return redelivered(job)
     source: tuple[Path, str] | None = None
     try:
-        with _source(job) as source:
+        with beating(CorpusImport, job.pk), _source(job) as source:
             return import_corpus(
                 job.corpus.name,
                 source[0],
@@ -178,3 +177,10 @@ def _fail(job: CorpusImport, error: str) -> CorpusImport:
 def _discard_upload(job: CorpusImport) -> None:
     if job.upload:
         (staging_dir() / job.upload).unlink(missing_ok=True)
+
+
+def discard_upload(import_id: int) -> None:
+    """Remove import ``import_id``'s uploaded copy (its worker died: no job will read it)."""
+    job = CorpusImport.objects.filter(pk=import_id).only("upload").first()
+    if job is not None:
+        _discard_upload(job)

@@ -65,6 +65,9 @@ class CorpusImport(models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
+    heartbeat_at = models.DateTimeField(
+        null=True, blank=True, help_text="Stamped by the running worker (webgpt_site.heartbeat)"
+    )
 
     objects = ResearchTeamQuerySet.as_manager()
 

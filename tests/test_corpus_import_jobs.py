@@ -19,10 +19,11 @@ from django.urls import reverse
 from rest_framework.test import APIClient
 
 from browser import import_jobs
-from browser.import_jobs import WORKER_STOPPED, run_corpus_import_job, staging_dir
+from browser.import_jobs import run_corpus_import_job, staging_dir
 from browser.models import Corpus, CorpusImport, ImportStatus
 from browser.services import backend_for, import_corpus
 from tests.conftest import ROOT, database_url_for_tests, running_worker
+from webgpt_site.heartbeat import WORKER_STOPPED
 from webgpt_site.models import AuditEntry
 
 pytestmark = pytest.mark.django_db

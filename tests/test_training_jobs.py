@@ -6,12 +6,14 @@ from __future__ import annotations
 import hashlib
 import json
 import time
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
 import torch
 from django.conf import settings as django_settings
 from django.core.management import CommandError, call_command
+from django.utils import timezone
 
 from annotation.exports import service as exports
 from annotation.models import Export, ExportFormat, ExportStatus, Question
@@ -161,10 +163,14 @@ def test_a_crash_leaves_the_run_failed_with_the_reason(alice, tiny_bert_dir):
         jobs.run_training_job(run.pk)
     run.refresh_from_db()
     assert run.status == Status.FAILED and "FileNotFoundError" in run.error and run.finished_at
-    # A job found running when its message comes back belonged to a worker that died.
-    TrainingRun.objects.filter(pk=run.pk).update(status=Status.RUNNING, error="")
+    # A message for a job another worker is running (a duplicate) changes nothing ...
+    TrainingRun.objects.filter(pk=run.pk).update(status=Status.RUNNING, error="", heartbeat_at=timezone.now())
     half_written = Path(django_settings.MODEL_STORE_DIR) / "runs" / f"run-{run.pk}"
     half_written.mkdir(parents=True)
+    assert jobs.run_training_job(run.pk).status == Status.RUNNING and half_written.exists()
+    # ... but one found running with no heartbeat for the timeout belonged to a worker that died.
+    silent = timezone.now() - timedelta(seconds=django_settings.JOB_HEARTBEAT_TIMEOUT + 1)
+    TrainingRun.objects.filter(pk=run.pk).update(heartbeat_at=silent)
     run = jobs.run_training_job(run.pk)
     assert run.status == Status.FAILED and "stopped" in run.error and not half_written.exists()
 

@@ -23,7 +23,9 @@ from training.hooks import Hooks
 from training.inputs import RunError, check_run, config_for
 from training.models import ModelCheckpoint, RunKind, SamplingRun, TrainingRun
 from training.models import RunStatus as Status
+from webgpt_site.heartbeat import beating
 from webgpt_site.models import log_action
+from webgpt_site.sweeper import redelivered
 
 SAVE_EVERY_S = 1.0  # progress writes and cancel checks at most this often (a step can take 0.1 s)
 
@@ -132,19 +134,22 @@ def check_splits(rows: list[dict[str, Any]]) -> None:
         )
 
 
+def output_dir(run_id: int) -> Path:
+    """Where run ``run_id`` writes its model; removed whole unless the run ends done."""
+    return store_dir() / "runs" / f"run-{run_id}"
+
+
 def run_training_job(run_id: int, echo: Callable[[int, int, dict], None] | None = None) -> TrainingRun:
     """The worker's job. Whatever happens, the row ends done, cancelled or failed with the reason."""
     claimed = TrainingRun.claim(run_id)
     run = TrainingRun.objects.select_related("export", "base_checkpoint").get(pk=run_id)
-    output = store_dir() / "runs" / f"run-{run.pk}"
+    output = output_dir(run.pk)
     if not claimed:
-        if run.status == Status.RUNNING:  # redelivered after the worker that held it died
-            shutil.rmtree(output, ignore_errors=True)  # whatever it had half written
-            run.fail_redelivered()
-        return run
+        return redelivered(run)
     progress = _Progress(run, echo)
     try:
-        result = _execute(run, output, progress)
+        with beating(TrainingRun, run.pk):
+            result = _execute(run, output, progress)
     except Exception as exc:  # the row must say why; the worker log has the traceback
         shutil.rmtree(output, ignore_errors=True)
         run.fail(exc, timeline=progress.timeline)

@@ -29,7 +29,6 @@ class RunStatus(models.TextChoices):
 
 CHECKPOINT_KINDS = RunKind.choices[:2]  # evaluations produce no model
 FINISHED = (RunStatus.DONE, RunStatus.FAILED, RunStatus.CANCELLED)
-WORKER_STOPPED = "the worker running this job stopped (killed or restarted)"
 
 
 class JobRow(models.Model):
@@ -45,6 +44,9 @@ class JobRow(models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
+    heartbeat_at = models.DateTimeField(
+        null=True, blank=True, help_text="Stamped by the running worker (webgpt_site.heartbeat)"
+    )
 
     objects = ResearchTeamQuerySet.as_manager()
 
@@ -72,7 +74,8 @@ class JobRow(models.Model):
     def claim(cls, pk: int) -> bool:
         """Queued to running, for one worker only: a redelivered job finds its row no longer queued."""
         queued = cls.objects.filter(pk=pk, status=RunStatus.QUEUED)
-        return bool(queued.update(status=RunStatus.RUNNING, started_at=timezone.now()))
+        now = timezone.now()
+        return bool(queued.update(status=RunStatus.RUNNING, started_at=now, heartbeat_at=now))
 
     def request_cancel(self) -> None:
         """A queued job is cancelled at once; a running one when its worker next reads the flag."""
@@ -96,10 +99,6 @@ class JobRow(models.Model):
     def fail(self, exc: BaseException, **fields: Any) -> Self:
         """Failed with the exception as its reason (the worker's log has the traceback)."""
         return self.finish(RunStatus.FAILED, error=f"{type(exc).__name__}: {exc}"[:4000], **fields)
-
-    def fail_redelivered(self) -> Self:
-        """A job found running when it is delivered: the worker that held it died."""
-        return self.finish(RunStatus.FAILED, error=WORKER_STOPPED)
 
 
 class TrainingRun(JobRow):

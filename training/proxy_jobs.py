@@ -23,7 +23,9 @@ from training.inputs import RunError
 from training.models import ModelCheckpoint, ProxyEvaluation, RunKind, Sample, SamplingRun
 from training.models import RunStatus as Status
 from training.proxy_eval import DEFAULT_RESAMPLES, ScoredSample, curve_rows, run_curve
+from webgpt_site.heartbeat import beating
 from webgpt_site.models import log_action
+from webgpt_site.sweeper import redelivered
 
 MAX_RUNS = 8  # curves on one chart that can still be told apart (the palette has eight colours)
 BOUNDS = {"seed": (0, 2**31 - 1), "resamples": (100, 10_000)}
@@ -152,12 +154,11 @@ def run_proxy_evaluation_job(evaluation_id: int) -> ProxyEvaluation:
     claimed = ProxyEvaluation.claim(evaluation_id)
     evaluation = ProxyEvaluation.objects.select_related("reward_model").get(pk=evaluation_id)
     if not claimed:
-        if evaluation.status == Status.RUNNING:  # redelivered after the worker that held it died
-            return evaluation.fail_redelivered()
-        return evaluation
+        return redelivered(evaluation)
     scores: dict[str, float] = {}
     try:
-        _execute(evaluation, scores)
+        with beating(ProxyEvaluation, evaluation.pk):
+            _execute(evaluation, scores)
     except Cancelled:
         return evaluation.finish(Status.CANCELLED, scores=scores)
     except Exception as exc:  # the row must say why; the worker log has the traceback

@@ -24,6 +24,8 @@ from training.models import RunStatus as Status
 from training.models import Sample, SamplingRun
 from training.sampling.episode import EpisodeSample, SamplingSettings, run_episodes
 from training.sampling.types import BackendError
+from webgpt_site.heartbeat import beating
+from webgpt_site.sweeper import redelivered
 
 SAVE_EVERY_S = 1.0  # progress writes and cancel checks at most this often
 SETTINGS_FIELDS = (
@@ -45,12 +47,11 @@ def run_sampling_job(run_id: int, echo: Callable[[SamplingRun], None] | None = N
     claimed = SamplingRun.claim(run_id)
     run = SamplingRun.objects.select_related("policy", "reward_model").get(pk=run_id)
     if not claimed:
-        if run.status == Status.RUNNING:  # redelivered after the worker that held it died
-            return run.fail_redelivered()
-        return run
+        return redelivered(run)
     progress = _Progress(run, echo)
     try:
-        _execute(run, progress)
+        with beating(SamplingRun, run.pk):
+            _execute(run, progress)
     except Cancelled:
         return run.finish(Status.CANCELLED, **progress.fields())
     except Exception as exc:  # the row must say why; the worker log has the traceback

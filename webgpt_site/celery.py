@@ -1,6 +1,8 @@
-"""The Celery app. Queues: ``default`` (small jobs), ``exports`` (dataset files), ``training`` (models).
+"""The Celery app. Queues: ``default`` (small jobs), ``exports`` (dataset files and corpus imports),
+``training`` (models), ``sampling`` (a policy browsing). Every worker also sweeps for jobs whose worker died
+(``webgpt_site.sweeper``).
 
-Workers: ``celery -A webgpt_site worker -Q default,exports,training`` (``make run`` starts one).
+Workers: ``celery -A webgpt_site worker -Q default,exports,training,sampling`` (``make run`` starts three).
 """
 
 from __future__ import annotations
@@ -9,6 +11,7 @@ import os
 from pathlib import Path
 
 from celery import Celery
+from celery.signals import worker_ready
 from kombu import Queue
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "webgpt_site.settings")
@@ -26,3 +29,11 @@ def _declare_queues(sender: Celery, **kwargs: object) -> None:
     if settings.CELERY_BROKER_URL == "filesystem://":
         # The embedded broker keeps messages as files: the web process and the worker both need the folder.
         Path(settings.CELERY_BROKER_FOLDER).mkdir(parents=True, exist_ok=True)
+
+
+@worker_ready.connect
+def _sweep_jobs(**kwargs: object) -> None:
+    """Each worker sweeps for orphaned and lost jobs when it starts and then periodically (no beat needed)."""
+    from webgpt_site.sweeper import start_sweeping
+
+    start_sweeping()

@@ -22,7 +22,9 @@ from annotation.exports.rows import ROWS
 from annotation.exports.rules import check_file_type
 from annotation.models import Export
 from annotation.models import ExportStatus as Status
+from webgpt_site.heartbeat import beating
 from webgpt_site.models import log_action
+from webgpt_site.sweeper import redelivered
 
 PROGRESS_EVERY = 5000
 
@@ -160,6 +162,16 @@ def request_export(
     return export
 
 
+def _part_prefix(export_id: int) -> str:
+    return f".export-{export_id}-"
+
+
+def discard_partial_files(export_id: int) -> None:
+    """Remove the temporary files export ``export_id`` was writing (its worker died before publishing)."""
+    for part in export_dir().glob(f"{_part_prefix(export_id)}*.part"):
+        part.unlink(missing_ok=True)
+
+
 def export_now(user: Any, export_format: str, filters: dict[str, Any], file_type: str = "jsonl") -> Export:
     """Create the job row and run the job in this process (the command line): the same temporary file,
     hash and row as on a worker. Exceptions propagate after the row records the failure."""
@@ -168,14 +180,20 @@ def export_now(user: Any, export_format: str, filters: dict[str, Any], file_type
 
 def run_export_job(export_id: int) -> Export:
     """The worker's job: write a temporary file, then publish it with its hash, or record the failure."""
-    claimed = Export.objects.filter(pk=export_id, status=Status.QUEUED).update(status=Status.RUNNING)
+    now = timezone.now()
+    queued = Export.objects.filter(pk=export_id, status=Status.QUEUED)
+    claimed = queued.update(status=Status.RUNNING, started_at=now, heartbeat_at=now)
     export = Export.objects.get(pk=export_id)
     if not claimed:
-        return export  # already run (a redelivered message)
-    handle, temp_name = tempfile.mkstemp(dir=export_dir(), prefix=f".export-{export.pk}-", suffix=".part")
+        return redelivered(export)  # already run, running elsewhere, or its worker died
+    handle, temp_name = tempfile.mkstemp(dir=export_dir(), prefix=_part_prefix(export.pk), suffix=".part")
     try:
         # A real file: the Parquet writer needs the whole file API (tell, flush, closed), not a wrapper.
-        with os.fdopen(handle, "wb") as out, _progress_recorder(export.pk) as on_progress:
+        with (
+            beating(Export, export.pk),
+            os.fdopen(handle, "wb") as out,
+            _progress_recorder(export.pk) as on_progress,
+        ):
             count = write_rows(export.export_format, export.filters, out, on_progress, export.file_type)
         digest = file_sha256(Path(temp_name))  # of the very bytes the download will serve
         file_name = f"export-{export.pk}-{export.export_format}.{export.file_type}"

@@ -39,7 +39,11 @@ class Export(models.Model):
     sha256 = models.CharField(max_length=64, blank=True)
     error = models.TextField(blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
+    started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
+    heartbeat_at = models.DateTimeField(
+        null=True, blank=True, help_text="Stamped by the running worker (webgpt_site.heartbeat)"
+    )
 
     objects = ResearchTeamQuerySet.as_manager()
 
