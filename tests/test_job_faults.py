@@ -1,0 +1,145 @@
+"""Workers killed mid-job with SIGKILL, as a crash or the kernel's out-of-memory killer would: an export, a
+reward-model run and a sampling run on Redis, and a reward-model run on ``make run``'s embedded broker
+(which never redelivers). In every case the next worker's sweep fails the job with the reason within
+seconds, nothing half written is published, and the job was never run twice."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+
+import psycopg
+import pytest
+from django.db.models import Model
+
+from annotation.exports import service as exports
+from annotation.models import ExportFormat, ExportStatus
+from tests.conftest import ROOT, database_url_for_tests, running_worker
+from tests.test_exports import judged_pair
+from tests.test_sampling_jobs import TINY, questions
+from tests.test_training_jobs import worker_env
+from training import jobs
+from training.models import ModelCheckpoint, RunKind, RunStatus, Sample, TrainingRun
+from training.sampling_runs import QuestionSet, SamplingRequest, request_sampling
+from webgpt_site.heartbeat import WORKER_STOPPED
+
+pytestmark = [pytest.mark.worker, pytest.mark.django_db(transaction=True)]
+
+# Heartbeats every second, orphans after three: the sweep of the next worker finds the dead job at once.
+FAST_LIVENESS = {"JOB_HEARTBEAT_SECONDS": "1", "JOB_HEARTBEAT_TIMEOUT": "3", "JOB_SWEEP_SECONDS": "1"}
+
+
+@pytest.fixture(autouse=True)
+def media_in_tmp(settings, tmp_path):
+    settings.MEDIA_ROOT = tmp_path / "media"  # the workers' too, from VAR_DIR
+
+
+def wait_for(row: Model, ready: Callable[[Model], bool], seconds: float = 120) -> Model:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        row.refresh_from_db()
+        if ready(row):
+            return row
+        time.sleep(0.2)
+    raise AssertionError(f"{row!r} never got there: {row.status} {getattr(row, 'error', '')}")
+
+
+def kill_while_running(
+    env: dict[str, str], queue: str, row: Model, running: Callable[[Model], bool]
+) -> Model:
+    """Start a worker, SIGKILL it once ``running(row)``, then start another and return the row it left."""
+    with running_worker(env, queues=queue) as worker:
+        wait_for(row, running)
+        os.kill(worker.pid, signal.SIGKILL)
+        worker.wait(timeout=10)
+    with running_worker(env, queues=queue):
+        return wait_for(row, lambda r: r.status not in ("queued", "running"), seconds=30)
+
+
+def test_an_export_whose_worker_is_killed_fails_and_publishes_nothing(
+    settings, tmp_path, django_user_model, alice, broker_namespace
+):
+    judged_pair(django_user_model)
+    env = worker_env(settings, tmp_path) | FAST_LIVENESS
+    export = exports.request_export(alice, ExportFormat.RM_PAIRS, {})  # queued at once: no transaction here
+    # Hold the judgements' table so the export blocks inside its query: killed there, deterministically.
+    with psycopg.connect(database_url_for_tests()) as blocker:
+        blocker.execute("LOCK TABLE annotation_assignment IN ACCESS EXCLUSIVE MODE")
+        with running_worker(env, queues="exports") as worker:
+            wait_for(export, lambda e: e.status == ExportStatus.RUNNING and e.heartbeat_at is not None)
+            time.sleep(1)
+            os.kill(worker.pid, signal.SIGKILL)
+            worker.wait(timeout=10)
+        blocker.rollback()
+    with running_worker(env, queues="exports"):
+        export = wait_for(export, lambda e: e.status != ExportStatus.RUNNING, seconds=30)
+    assert export.status == ExportStatus.FAILED and export.error.startswith(WORKER_STOPPED)
+    assert export.file_name == "" and export.sha256 == ""
+    assert list((tmp_path / "media" / "exports").iterdir()) == []  # no file, not even a .part
+
+
+def test_a_reward_model_run_whose_worker_is_killed_fails_and_registers_nothing(
+    settings, tmp_path, django_user_model, alice, tiny_bert_dir, broker_namespace, model_store
+):
+    judged_pair(django_user_model)
+    export = exports.run_export_job(exports.request_export(alice, ExportFormat.RM_PAIRS, {}).pk)
+    config = {"base_model": str(tiny_bert_dir), "max_steps": 1_000_000}
+    run = jobs.request_run(alice, RunKind.RM, export, config, "fast", local_paths=True)
+    env = worker_env(settings, tmp_path) | FAST_LIVENESS
+    run = kill_while_running(env, "training", run, lambda r: r.step >= 1)
+    assert run.status == RunStatus.FAILED and run.error.startswith(WORKER_STOPPED)
+    assert not ModelCheckpoint.objects.exists()
+    assert not jobs.output_dir(run.pk).exists()  # the half-trained model is gone
+
+
+def test_a_sampling_run_whose_worker_is_killed_fails_keeping_only_whole_questions(
+    settings, tmp_path, alice, freshwiki, tiny_llama_dir, broker_namespace, model_store
+):
+    policy = ModelCheckpoint.objects.create(
+        kind=RunKind.BC, name="tiny-bc", base_model="x", path=str(tiny_llama_dir)
+    )
+    questions(30)
+    settings_ = TINY | {"n": 1, "max_actions": 20}
+    request = SamplingRequest(
+        policy=policy, questions=QuestionSet(dataset="demo", limit=30), settings=settings_
+    )
+    run = request_sampling(alice, request)
+    env = worker_env(settings, tmp_path) | FAST_LIVENESS
+    env |= {"CORPUS_INDEX_DIR": str(settings.CORPUS_INDEX_DIR), "DEFAULT_CORPUS": settings.DEFAULT_CORPUS}
+    env["SAMPLING_BATCH"] = "1"  # one question per chunk: several chunks stored before the kill
+    run = kill_while_running(env, "sampling", run, lambda r: r.episodes_done >= 1)
+    assert run.status == RunStatus.FAILED and run.error.startswith(WORKER_STOPPED)
+    assert 1 <= run.episodes_done < 30
+    # Samples are stored a whole chunk at a time, so what is there is what the row counted.
+    assert Sample.objects.filter(run=run).count() == run.episodes_done
+
+
+def test_on_the_embedded_broker_a_killed_training_worker_leaves_no_run_stuck(
+    settings, tmp_path, django_user_model, alice, tiny_bert_dir, model_store
+):
+    """``make run`` has no Redis: its filesystem broker never redelivers a message whose worker died, so
+    before heartbeats the run stayed "running" at its step for good, even after a new worker started."""
+    judged_pair(django_user_model)
+    export = exports.run_export_job(exports.request_export(alice, ExportFormat.RM_PAIRS, {}).pk)
+    env = {
+        k: v for k, v in worker_env(settings, tmp_path).items() if k != "CELERY_BROKER_URL"
+    } | FAST_LIVENESS
+    env["CELERY_BROKER_KEY_PREFIX"] = ""  # no Redis namespace: the broker is VAR_DIR/celery-broker
+    request = (
+        "from django.contrib.auth.models import User; from annotation.models import Export; "
+        "from training import jobs; alice = User.objects.get(username='alice'); "
+        f"run = jobs.request_run(alice, 'rm', Export.objects.get(pk={export.pk}), "
+        f"{{'base_model': {str(tiny_bert_dir)!r}, 'max_steps': 1000000}}, 'fast', "
+        "local_paths=True); print(run.pk)"
+    )
+    shell = [sys.executable, "manage.py", "shell", "-c", request]
+    done = subprocess.run(shell, cwd=ROOT, env=env, capture_output=True, text=True, check=True, timeout=120)
+    run = TrainingRun.objects.get(pk=int(done.stdout.split()[-1]))
+    assert (tmp_path / "celery-broker").is_dir()  # queued on the embedded broker, not on Redis
+    run = kill_while_running(env, "training", run, lambda r: r.step >= 1)
+    assert run.status == RunStatus.FAILED and run.error.startswith(WORKER_STOPPED)
+    assert not ModelCheckpoint.objects.exists() and not jobs.output_dir(run.pk).exists()
