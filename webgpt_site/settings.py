@@ -86,6 +86,8 @@ MIDDLEWARE = [
     "csp.middleware.CSPMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
     "webgpt_site.middleware.PermissionsPolicyMiddleware",
+    # A view's lost database connection becomes a 503 with Retry-After (webgpt_site/unavailable.py).
+    "webgpt_site.unavailable.DatabaseUnavailableMiddleware",
     # Last, as django-axes requires: it turns a refused sign-in into the lockout page.
     "axes.middleware.AxesMiddleware",
 ]

@@ -67,3 +67,6 @@ urlpatterns = [
     path("", include("annotation.urls")),
     path("admin/", admin.site.urls),
 ]
+
+# A database outage outside a view is a 503 too; every other error is Django's 500 page.
+handler500 = "webgpt_site.unavailable.server_error"
