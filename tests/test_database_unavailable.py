@@ -1,5 +1,5 @@
 """The answer to a lost database connection, page by page: a 503 with Retry-After saying nothing was saved,
-JSON for the API and htmx, a page of its own (that asks nothing of the database) otherwise; other errors
+JSON for the API, the sentence for htmx, a page of its own (that asks nothing of the database) otherwise; other errors
 stay what they were. The real outage, a PostgreSQL restart under load, is tests/test_database_restart.py."""
 
 from __future__ import annotations
@@ -25,10 +25,11 @@ def test_an_api_call_gets_a_retryable_json_503():
     assert json.loads(response.content) == {"detail": MESSAGE, "retryable": True}
 
 
-def test_an_htmx_swap_gets_json_and_a_page_gets_a_page_without_the_database():
+def test_an_htmx_swap_gets_the_sentence_and_a_page_gets_a_page_without_the_database():
     """No database mark: a query while rendering the page would raise here."""
     request = RequestFactory().post("/demonstrations/episodes/1/action", headers={"HX-Request": "true"})
-    assert middleware().process_exception(request, REFUSED)["Content-Type"] == "application/json"
+    swap = middleware().process_exception(request, REFUSED)
+    assert (swap.status_code, swap.content.decode()) == (503, MESSAGE)
     page = middleware().process_exception(RequestFactory().get("/tasks/next/"), REFUSED)
     assert page.status_code == 503 and "Try again in a moment" in page.content.decode()
     assert "Nothing was saved" in page.content.decode() and page["Cache-Control"] == "no-store"

@@ -32,9 +32,12 @@ def is_outage(exc: BaseException | None) -> bool:
 
 
 def unavailable(request: HttpRequest) -> HttpResponse:
-    """503 with Retry-After: JSON for the API and htmx swaps, a page otherwise."""
-    if request.path.startswith("/api/") or request.headers.get("HX-Request"):
+    """503 with Retry-After: JSON for the API, the sentence alone for htmx swaps (the pages show a refused
+    swap's text where "saved" would be), a page otherwise."""
+    if request.path.startswith("/api/"):
         response: HttpResponse = JsonResponse({"detail": MESSAGE, "retryable": True}, status=503)
+    elif request.headers.get("HX-Request"):
+        response = HttpResponse(MESSAGE, status=503, content_type="text/plain; charset=utf-8")
     else:
         # No request context: its processors (the signed-in user's roles) would ask the database.
         response = HttpResponse(render_to_string("503.html", {"message": MESSAGE}), status=503)
