@@ -1,6 +1,7 @@
 """The answer to a lost database connection, page by page: a 503 with Retry-After saying nothing was saved,
-JSON for the API, the sentence for htmx, a page of its own (that asks nothing of the database) otherwise; other errors
-stay what they were. The real outage, a PostgreSQL restart under load, is tests/test_database_restart.py."""
+JSON for the API, the sentence for htmx, a page of its own (asking nothing of the database) otherwise;
+other errors stay what they were. The real outage, PostgreSQL restarted under load, is in
+tests/test_database_restart.py."""
 
 from __future__ import annotations
 
