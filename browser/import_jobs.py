@@ -2,8 +2,9 @@
 queue (the queue of long file jobs, so small jobs on ``default`` never wait behind a large corpus), with
 the same importer as ``manage.py import_corpus`` (browser.services.import_corpus).
 
-An upload is copied to ``MEDIA_ROOT/corpus-imports/`` (which the workers share, as they share the
-exports folder) and removed when the job ends; a .zip is unpacked there into a temporary folder.
+An upload is published to the ``imports`` storage (``webgpt_site/storage.py``: the folder
+``MEDIA_ROOT/corpus-imports/``, or the bucket, where a worker on another machine finds it) and removed when
+the job ends; the worker reads it there or from a temporary copy, and unpacks a .zip beside it.
 """
 
 from __future__ import annotations
@@ -17,7 +18,6 @@ from contextlib import contextmanager
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
@@ -33,15 +33,16 @@ from browser.models import Corpus, CorpusImport, ImportStatus
 from browser.services import import_corpus
 from webgpt_site.heartbeat import beating
 from webgpt_site.models import log_action
+from webgpt_site.storage import IMPORTS, get_storage
 from webgpt_site.sweeper import redelivered
 
 SAVE_EVERY_S = 1.0  # progress writes at most this often (pages poll every second)
 
 
 def staging_dir() -> Path:
-    path = Path(settings.MEDIA_ROOT) / "corpus-imports"
-    path.mkdir(parents=True, exist_ok=True)
-    return path
+    """Where this machine writes an upload before publishing it and unpacks a .zip (the imports folder
+    itself with local storage)."""
+    return get_storage(IMPORTS).scratch_dir()
 
 
 def request_corpus_import(user: Any, request: ImportRequest) -> CorpusImport:
@@ -60,7 +61,7 @@ def request_corpus_import(user: Any, request: ImportRequest) -> CorpusImport:
         )
         if request.upload is not None:
             job.upload = f"import-{job.pk}{PurePosixPath(request.source).suffix.lower()}"
-            _store(request.upload, staging_dir() / job.upload)
+            _store(request.upload, job.upload)
             job.save(update_fields=["upload"])
         log_action(user, "corpus.import_request", job, corpus=corpus.name, source=job.source)
         transaction.on_commit(
@@ -69,15 +70,17 @@ def request_corpus_import(user: Any, request: ImportRequest) -> CorpusImport:
     return job
 
 
-def _store(upload: Any, target: Path) -> None:
-    """The upload's bytes at ``target``, a chunk at a time; no partial file is left if writing fails (the
-    row is then rolled back too)."""
+def _store(upload: Any, name: str) -> None:
+    """The upload's bytes published as ``name``, written a chunk at a time; nothing is left if writing or
+    publishing fails (the row is then rolled back too)."""
+    handle, temp_name = tempfile.mkstemp(dir=staging_dir(), prefix=f".{name}-", suffix=".part")
     try:
-        with target.open("wb") as out:
+        with open(handle, "wb") as out:
             for chunk in upload.chunks():
                 out.write(chunk)
+        get_storage(IMPORTS).publish_file(name, Path(temp_name))
     except BaseException:
-        target.unlink(missing_ok=True)
+        Path(temp_name).unlink(missing_ok=True)
         raise
 
 
@@ -133,20 +136,20 @@ def _source(job: CorpusImport) -> Iterator[tuple[Path, str]]:
     if not job.upload:
         yield resolve_server_path(job.source), job.source  # the root or a link may have changed since
         return
-    stored = staging_dir() / job.upload
-    if stored.suffix != ".zip":
-        yield stored, job.source
-        return
-    check_zip(stored, job.source_format)
-    unpacked = Path(tempfile.mkdtemp(dir=staging_dir(), prefix=f".import-{job.pk}-"))
-    try:
-        with zipfile.ZipFile(stored) as archive:
-            names = [PurePosixPath(m.filename) for m in archive.infolist() if not m.is_dir()]
-            archive.extractall(unpacked)  # names checked by check_zip: none leaves the folder
-        root = unpacked / zip_folder(names)
-        yield root, job.source
-    finally:
-        shutil.rmtree(unpacked, ignore_errors=True)
+    with get_storage(IMPORTS).local_copy(job.upload) as stored:
+        if stored.suffix != ".zip":
+            yield stored, job.source
+            return
+        check_zip(stored, job.source_format)
+        unpacked = Path(tempfile.mkdtemp(dir=staging_dir(), prefix=f".import-{job.pk}-"))
+        try:
+            with zipfile.ZipFile(stored) as archive:
+                names = [PurePosixPath(m.filename) for m in archive.infolist() if not m.is_dir()]
+                archive.extractall(unpacked)  # names checked by check_zip: none leaves the folder
+            root = unpacked / zip_folder(names)
+            yield root, job.source
+        finally:
+            shutil.rmtree(unpacked, ignore_errors=True)
 
 
 def _describe(exc: CorpusFileError | ImportRequestError, source: tuple[Path, str] | None) -> str:
@@ -176,7 +179,7 @@ def _fail(job: CorpusImport, error: str) -> CorpusImport:
 
 def _discard_upload(job: CorpusImport) -> None:
     if job.upload:
-        (staging_dir() / job.upload).unlink(missing_ok=True)
+        get_storage(IMPORTS).delete(job.upload)  # a name already gone is no error
 
 
 def discard_upload(import_id: int) -> None:

@@ -216,3 +216,28 @@ def model_store(settings, tmp_path):
     """Trained models go to a folder of the test's own."""
     settings.MODEL_STORE_DIR = tmp_path / "models"
     return settings.MODEL_STORE_DIR
+
+
+@pytest.fixture(scope="session")
+def s3_server():
+    """A real S3 API on 127.0.0.1 (moto's server, in a process of its own: tests/object_storage.py)."""
+    from tests.object_storage import S3Server
+
+    with S3Server() as server:
+        yield server
+
+
+@pytest.fixture
+def bucket(s3_server, settings, monkeypatch, tmp_path):
+    """This test's own bucket, and the site switched to it (STORAGE_BACKEND=s3 and the S3_* variables an
+    operator sets, read by the same code as at start-up); ``bucket.env`` points a worker at it."""
+    from tests.object_storage import new_bucket
+    from webgpt_site.storage_config import produced_file_storages
+
+    bucket = new_bucket(s3_server.url, tmp_path / "cache")
+    for name, value in bucket.env.items():
+        monkeypatch.setenv(name, value)
+    settings.STORAGES = settings.STORAGES | produced_file_storages()
+    settings.STORAGE_BACKEND = "s3"
+    settings.STORAGE_CACHE_DIR = bucket.cache
+    return bucket

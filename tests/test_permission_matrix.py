@@ -58,6 +58,9 @@ EXPECTED: dict[str, tuple] = {
     # route name                        alice, bob, dana, charlie, anonymous, erin
     "home": SIGNED_IN,
     "favicon": PUBLIC,
+    "healthz": PUBLIC,  # load balancers have no account
+    "readyz": PUBLIC,
+    "metrics": (OK, GONE, GONE, GONE, GONE, GONE),  # researchers, or Prometheus with METRICS_TOKEN
     "login": PUBLIC,
     "logout": PUBLIC,
     "account:token": SIGNED_IN,
@@ -67,6 +70,7 @@ EXPECTED: dict[str, tuple] = {
     "console:workers": RESEARCHER,
     "console:check_workers": RESEARCHER,
     "console:check_providers": RESEARCHER,
+    "console:queues": (FORBIDDEN, FORBIDDEN, FORBIDDEN, FORBIDDEN, LOGIN, FORBIDDEN),  # staff only
     "console:demonstration_batches": RESEARCHER,
     "console:feedback": RESEARCHER,
     "console:feedback_create": RESEARCHER,

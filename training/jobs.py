@@ -17,6 +17,7 @@ from django.db.models import Q, QuerySet
 
 from annotation.exports.service import export_path
 from annotation.models import Answer, Export, Question
+from training import checkpoints
 from training.config import RMConfig
 from training.data import question_ids, read_rows
 from training.hooks import Hooks
@@ -80,17 +81,16 @@ def checkpoint_users(checkpoint: ModelCheckpoint) -> QuerySet[TrainingRun]:
 
 
 def delete_checkpoint(user: Any, checkpoint: ModelCheckpoint) -> None:
-    """The registry row and its folder (only folders inside the model store are ever removed). Refused
-    while a queued or running job starts from it, samples with it or scores with it: that job still has
-    to read the folder. Finished sampling runs keep the model's name."""
+    """The registry row and its files (its objects in the bucket, or its folder: only folders inside the
+    model store are ever removed). Refused while a queued or running job starts from it, samples with it
+    or scores with it: that job still has to read the files. Finished sampling runs keep the model's name.
+    Copies in workers' caches are not removed (docs/deployment.md, "Object storage")."""
     active = (Status.QUEUED, Status.RUNNING)
     uses = Q(policy=checkpoint) | Q(reward_model=checkpoint)
     sampling = SamplingRun.objects.filter(uses, status__in=active)
     if checkpoint_users(checkpoint).exists() or sampling.exists():
         raise RunError(f"{checkpoint.name} is in use by a queued or running run: nothing deleted")
-    folder = Path(checkpoint.path).resolve()
-    if store_dir().resolve() in folder.parents:
-        shutil.rmtree(folder, ignore_errors=True)
+    checkpoints.delete_files(checkpoint)
     log_action(user, "training.delete_checkpoint", checkpoint, path=checkpoint.path)
     checkpoint.delete()
 
@@ -163,13 +163,15 @@ def _execute(run: TrainingRun, output: Path, progress: _Progress) -> TrainingRun
     from training.bc import train_bc
     from training.reward import train_reward_model
 
-    data = export_path(run.export)
+    data = export_path(run.export)  # with object storage, a checked copy in this worker's cache
     rows = read_rows(data)
     run.append_log(f"{len(rows)} rows from export {run.export.pk} ({run.export.export_format})")
     if run.kind == RunKind.RM_EVAL:
         return _evaluate(run, rows)
     check_splits(rows)
     config = replace(config_for(run.kind, run.preset, run.config), data=str(data), output_dir=str(output))
+    if run.base_checkpoint is not None:  # the registered model on this worker (downloaded if need be)
+        config.base_model = str(checkpoints.local_folder(run.base_checkpoint))
     config.threads = config.threads or settings.TRAINING_THREADS
     shutil.rmtree(output, ignore_errors=True)
     output.parent.mkdir(parents=True, exist_ok=True)
@@ -185,11 +187,13 @@ def _execute(run: TrainingRun, output: Path, progress: _Progress) -> TrainingRun
         shutil.rmtree(output, ignore_errors=True)
         return _finish(run, Status.CANCELLED, metrics=result.metrics, timeline=result.history)
     base = run.base_checkpoint.name if run.base_checkpoint else config.base_model
+    location = checkpoints.publish(run.pk, output)  # whole before it is registered (uploaded, if a bucket)
     ModelCheckpoint.objects.create(
         kind=run.kind,
         name=f"{run.kind}-run-{run.pk}",
         base_model=base,
-        path=str(output),
+        path=location,
+        storage_name=checkpoints.storage_name(run.pk),
         metrics=result.metrics,
         run=run,
         created_by=run.owner,
@@ -203,7 +207,7 @@ def _evaluate(run: TrainingRun, rows: list[dict[str, Any]]) -> TrainingRun:
     from training.data import comparisons
     from training.reward import comparison_metrics, load_reward_model
 
-    folder = Path(run.base_checkpoint.path)
+    folder = checkpoints.local_folder(run.base_checkpoint)
     model, tokenizer = load_reward_model(folder)
     trained_with = json.loads((folder / "training.json").read_text())["config"]
     max_length = int(trained_with["max_length"])  # score as it was trained

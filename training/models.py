@@ -131,7 +131,15 @@ class ModelCheckpoint(models.Model):
     kind = models.CharField(max_length=10, choices=CHECKPOINT_KINDS)
     name = models.CharField(max_length=200)
     base_model = models.CharField(max_length=300, help_text="Preset name or folder it was trained from")
-    path = models.CharField(max_length=500, help_text="Folder in the model store")
+    path = models.CharField(
+        max_length=500, help_text="Where its files are: a folder in the model store, or s3://bucket/key"
+    )
+    storage_name = models.CharField(
+        max_length=200,
+        blank=True,
+        default="",
+        help_text="Its folder in the models storage (run-N; training/checkpoints.py); empty: read from path",
+    )
     metrics = models.JSONField(default=dict, blank=True)
     run = models.OneToOneField(
         TrainingRun, null=True, blank=True, on_delete=models.SET_NULL, related_name="checkpoint"

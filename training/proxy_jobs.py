@@ -19,6 +19,7 @@ from django.db.models import QuerySet
 
 from annotation.models import Question
 from browser.engine.page import Quote
+from training.checkpoints import local_folder
 from training.inputs import RunError
 from training.models import ModelCheckpoint, ProxyEvaluation, RunKind, Sample, SamplingRun
 from training.models import RunStatus as Status
@@ -181,7 +182,7 @@ def _execute(evaluation: ProxyEvaluation, scores: dict[str, float]) -> None:
     samples = [sample for run in runs for sample in by_run[run.pk]]
     ProxyEvaluation.objects.filter(pk=evaluation.pk).update(samples_total=len(samples), samples_done=0)
     set_threads(settings.TRAINING_THREADS)
-    scorer = RewardScorer(model.path)
+    scorer = RewardScorer(local_folder(model))  # downloaded once per worker, if need be
     loaded = f"{model.name} loaded; scoring {len(samples)} answered samples of {len(runs)} run(s)"
     evaluation.append_log(loaded)
     saved_at = 0.0

@@ -8,6 +8,7 @@ from pathlib import Path
 from django.conf import settings
 
 from annotation.models import EpisodeAction, EpisodeKind
+from training.checkpoints import local_folder
 from training.models import SamplingRun
 from training.sampling.best_of_n import RewardScorer
 from training.sampling.endpoints import backend_from
@@ -32,7 +33,7 @@ def load_policy(run: SamplingRun) -> Policy:
 
     if run.policy_id is None and run.policy_name != PROMPTED_DEFAULT:
         raise ValueError(f"the policy {run.policy_name} was deleted from the registry")
-    model_dir = Path(run.policy.path) if run.policy else None
+    model_dir = local_folder(run.policy) if run.policy else None  # downloaded once per worker, if need be
     backend = LocalBackend(model_dir, threads=settings.SAMPLING_THREADS, store=Path(settings.MODEL_STORE_DIR))
     if run.policy is not None:
         return BCPolicy(backend)
@@ -44,7 +45,7 @@ def load_scorer(run: SamplingRun) -> RewardScorer | None:
         if run.reward_model_name:
             raise ValueError(f"the reward model {run.reward_model_name} was deleted from the registry")
         return None
-    return RewardScorer(run.reward_model.path)
+    return RewardScorer(local_folder(run.reward_model))
 
 
 def examples(run: SamplingRun) -> list[tuple[str, str]]:

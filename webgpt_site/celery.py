@@ -14,11 +14,15 @@ from celery import Celery
 from celery.signals import worker_ready
 from kombu import Queue
 
+from webgpt_site.ops.logs import connect_celery_signals
+
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "webgpt_site.settings")
 
 app = Celery("webgpt_site")
 app.config_from_object("django.conf:settings", namespace="CELERY")
 app.autodiscover_tasks()
+# Workers log through Django's LOGGING (JSON lines in production), each record with its task's id.
+connect_celery_signals()
 
 
 @app.on_after_configure.connect

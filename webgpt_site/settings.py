@@ -18,6 +18,8 @@ from django.core.exceptions import ImproperlyConfigured
 
 from training.sampling.endpoints import parse_endpoints
 from webgpt_site.env import env_bool, env_int, env_list, env_rate, env_ratios, env_str
+from webgpt_site.ops.logs import logging_config
+from webgpt_site.storage_config import produced_file_storages, storage_backend
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 # Everything the running app writes locally (SQLite file, dev secret, embedded broker, exports).
@@ -76,6 +78,9 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    # First: the request id is set before anything logs, and the access line times the whole stack.
+    "webgpt_site.ops.middleware.RequestIdMiddleware",
+    "django_prometheus.middleware.PrometheusBeforeMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
@@ -88,13 +93,17 @@ MIDDLEWARE = [
     "webgpt_site.middleware.PermissionsPolicyMiddleware",
     # A view's lost database connection becomes a 503 with Retry-After (webgpt_site/unavailable.py).
     "webgpt_site.unavailable.DatabaseUnavailableMiddleware",
+    "webgpt_site.ops.middleware.PrometheusAfterMiddleware",
     # Last, as django-axes requires: it turns a refused sign-in into the lockout page.
     "axes.middleware.AxesMiddleware",
 ]
 
 if not DEBUG:
     # Production serves collected static files itself; in development runserver serves them from the apps.
-    MIDDLEWARE.insert(1, "whitenoise.middleware.WhiteNoiseMiddleware")
+    MIDDLEWARE.insert(
+        MIDDLEWARE.index("django.middleware.security.SecurityMiddleware") + 1,
+        "whitenoise.middleware.WhiteNoiseMiddleware",
+    )
 
 ROOT_URLCONF = "webgpt_site.urls"
 WSGI_APPLICATION = "webgpt_site.wsgi.application"
@@ -178,6 +187,16 @@ STORAGES = {
 }
 MEDIA_ROOT = VAR_DIR / "media"
 
+# --- Produced files (webgpt_site/storage.py; docs/deployment.md, "Object storage") ---------------------
+# The "exports", "models" and "imports" storages: folders here (local: MEDIA_ROOT/exports,
+# MODEL_STORE_DIR/runs, MEDIA_ROOT/corpus-imports) or a private S3-compatible bucket (s3: S3_BUCKET,
+# S3_ENDPOINT_URL, S3_REGION, S3_ACCESS_KEY_ID(_FILE), S3_SECRET_ACCESS_KEY(_FILE), S3_PREFIX,
+# S3_URL_EXPIRE_SECONDS), checked by webgpt_site/storage_config.py.
+STORAGE_BACKEND = storage_backend()
+STORAGES |= produced_file_storages()
+# With s3: the copies a machine downloads (exports by sha256, model folders) and its files being uploaded.
+STORAGE_CACHE_DIR = Path(env_str("STORAGE_CACHE_DIR") or VAR_DIR / "cache")
+
 # --- Security -------------------------------------------------------------------------------------
 # Pages only load our own scripts and styles; htmx is configured (base template) to need no inline
 # styles or eval, so the policy has no 'unsafe-*' source at all.
@@ -205,6 +224,9 @@ SESSION_COOKIE_AGE = env_int("SESSION_IDLE_MINUTES", 8 * 60, minimum=1) * 60
 SESSION_SAVE_EVERY_REQUEST = True
 if not DEBUG:
     SECURE_SSL_REDIRECT = env_bool("SECURE_SSL_REDIRECT", True)
+    # Load balancers and Prometheus often call the web process itself, in plain HTTP on the private
+    # network: a redirect to HTTPS would read as "down" (docs/deployment.md).
+    SECURE_REDIRECT_EXEMPT = [r"^(healthz|readyz|metrics)$"]
     SECURE_HSTS_SECONDS = env_int("SECURE_HSTS_SECONDS", 31_536_000, minimum=0)
     SECURE_HSTS_INCLUDE_SUBDOMAINS = env_bool("SECURE_HSTS_INCLUDE_SUBDOMAINS", True)
     SECURE_HSTS_PRELOAD = env_bool("SECURE_HSTS_PRELOAD", True)
@@ -348,8 +370,8 @@ SPECTACULAR_SETTINGS = {
 }
 
 # --- Training (training/) -------------------------------------------------------------------------------
-# Trained models and the converted base model live in the model store: a local folder by default; point
-# it at shared storage (NFS, a mounted bucket) so that every worker and the web app see the same files.
+# The model store: a local folder holding the converted base model and the runs being trained; with local
+# storage also the finished runs (runs/run-N). Several machines: STORAGE_BACKEND=s3, or a shared file system.
 MODEL_STORE_DIR = Path(env_str("MODEL_STORE_DIR") or VAR_DIR / "models")
 # CPU threads per training job (0 = torch's default: one per core). Run the `training` queue with
 # concurrency 1; on a shared machine fewer threads avoid contention.
@@ -413,11 +435,15 @@ if LOG_LEVEL not in {"DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"}:
     raise ImproperlyConfigured(
         f"LOG_LEVEL: expected one of DEBUG, INFO, WARNING, ERROR, CRITICAL, got {LOG_LEVEL!r}"
     )
-LOGGING = {
-    "version": 1,
-    "disable_existing_loggers": False,
-    "handlers": {"console": {"class": "logging.StreamHandler"}},
-    "root": {"handlers": ["console"], "level": LOG_LEVEL},
-    # django-axes logs every sign-in at INFO; lockouts (WARNING) still show.
-    "loggers": {"axes": {"level": "WARNING"}},
-}
+# json: one object per line with the request id (or the Celery task id), for a log shipper; text: for people.
+LOG_FORMAT = (env_str("LOG_FORMAT") or ("text" if DEBUG else "json")).strip().lower()
+if LOG_FORMAT not in {"json", "text"}:
+    raise ImproperlyConfigured(f"LOG_FORMAT: expected json or text, got {LOG_FORMAT!r}")
+LOGGING = logging_config(LOG_FORMAT, LOG_LEVEL)
+
+# --- Operations (webgpt_site/ops/) ----------------------------------------------------------------------
+# /metrics answers Prometheus when it sends "Authorization: Bearer <METRICS_TOKEN>", and signed-in
+# researchers; everyone else gets 404. Unset: researchers only.
+METRICS_TOKEN = env_str("METRICS_TOKEN") or None  # or METRICS_TOKEN_FILE
+if METRICS_TOKEN and (len(METRICS_TOKEN) < 32 or not METRICS_TOKEN.isascii() or " " in METRICS_TOKEN):
+    raise ImproperlyConfigured("METRICS_TOKEN: must be at least 32 characters, ASCII, without spaces")

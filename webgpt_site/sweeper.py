@@ -30,6 +30,7 @@ from django.db.models import Model
 from django.utils import timezone
 
 from webgpt_site.heartbeat import WORKER_STOPPED, is_orphan, orphans
+from webgpt_site.ops import broker
 
 logger = logging.getLogger(__name__)
 
@@ -39,9 +40,14 @@ def _nothing(pk: int) -> None:
 
 
 def _discard_training_output(pk: int) -> None:
+    """The model folder the run was writing (when this machine ran it) and whatever of it was being
+    published (objects in the bucket: a model is registered only once all of it is there)."""
+    from training.checkpoints import storage_name
     from training.jobs import output_dir
+    from webgpt_site.storage import MODELS, get_storage
 
     shutil.rmtree(output_dir(pk), ignore_errors=True)
+    get_storage(MODELS).delete_folder(storage_name(pk))
 
 
 def _discard_export_part(pk: int) -> None:
@@ -122,11 +128,8 @@ def redelivered(row: Model) -> Model:
 
 def queue_length(queue: str) -> int | None:
     """Messages waiting in ``queue`` on the broker, or None when the broker cannot be asked."""
-    from webgpt_site.celery import app
-
     try:
-        with app.connection_for_read() as conn:
-            return conn.default_channel.queue_declare(queue=queue, passive=False).message_count
+        return broker.queue_lengths([queue])[queue]
     except Exception as exc:  # any transport error: the sweeper must not die of a broker outage
         logger.warning("broker not reachable for the length of %s: %s", queue, exc)
         return None

@@ -10,7 +10,8 @@ from annotation.feedback import console as feedback_console
 from annotation.feedback import flag_review_views as flag_review
 from annotation.feedback import results_views as feedback_results
 from browser import views as corpus_views
-from webgpt_site import account, console, views
+from webgpt_site import account, console, queues, views
+from webgpt_site.ops import health, metrics
 
 console_patterns = (
     [
@@ -18,6 +19,7 @@ console_patterns = (
         path("workers/", console.worker_status, name="workers"),
         path("workers/check/", console.check_workers, name="check_workers"),
         path("providers/check/", console.check_providers, name="check_providers"),
+        path("queues/", queues.queues, name="queues"),
         path("demonstrations/", demonstration_console.batches, name="demonstration_batches"),
         path("feedback/", feedback_console.batch_list, name="feedback"),
         path("feedback/new/", feedback_console.batch_create, name="feedback_create"),
@@ -55,6 +57,9 @@ account_patterns = (
 urlpatterns = [
     path("", views.home, name="home"),
     path("favicon.ico", views.favicon, name="favicon"),
+    path("healthz", health.healthz, name="healthz"),
+    path("readyz", health.readyz, name="readyz"),
+    path("metrics", metrics.metrics, name="metrics"),
     path("accounts/login/", auth_views.LoginView.as_view(redirect_authenticated_user=True), name="login"),
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("accounts/", include(account_patterns)),

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from django.db.models import QuerySet
-from django.http import FileResponse
+from django.http import HttpResponse
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema
 from rest_framework import generics, status
@@ -13,7 +13,7 @@ from rest_framework.views import APIView
 
 from annotation.api.permissions import IsResearcher
 from annotation.api.serializers import ExportCreateInput, ExportSerializer
-from annotation.exports.service import open_finished_file, request_export
+from annotation.exports.service import download_response, request_export
 from annotation.models import Export
 from webgpt_site.permissions import get_visible_or_404
 
@@ -49,13 +49,16 @@ class ExportDetail(generics.RetrieveAPIView):
 
 
 class ExportDownload(APIView):
-    """The finished file (JSONL or Parquet), through the permission check; 404 until it is done, or when
-    its file has been deleted since."""
+    """The finished file (JSONL or Parquet), through the permission check: the file itself, or with object
+    storage a 302 to a presigned URL valid for a few minutes (S3_URL_EXPIRE_SECONDS); 404 until it is done,
+    or when its file has been deleted since."""
 
     def perform_content_negotiation(self, request: Request, force: bool = False) -> tuple:
         return super().perform_content_negotiation(request, force=True)  # any Accept gets the file
 
-    @extend_schema(responses={(200, "application/octet-stream"): OpenApiTypes.BINARY})
-    def get(self, request: Request, pk: int) -> FileResponse:
+    @extend_schema(
+        responses={(200, "application/octet-stream"): OpenApiTypes.BINARY, 302: None},
+    )
+    def get(self, request: Request, pk: int) -> HttpResponse:
         export = get_visible_or_404(Export.objects, request.user, pk=pk)
-        return FileResponse(open_finished_file(export), as_attachment=True, filename=export.file_name)
+        return download_response(export)

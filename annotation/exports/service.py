@@ -1,20 +1,20 @@
-"""Writing an export: rows streamed from one repeatable-read snapshot into a temporary file, which becomes
-the export's file only when complete (a crash leaves the row failed, never a half file marked done)."""
+"""Writing an export: rows streamed from one repeatable-read snapshot into a temporary file on the worker,
+which is published to the ``exports`` storage (a rename into the folder, or an upload to the bucket:
+``webgpt_site/storage.py``) only when complete; the row is done only after that (a crash leaves the row
+failed, never a half file marked done)."""
 
 from __future__ import annotations
 
-import hashlib
 import os
 import tempfile
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import Any
 
 import orjson
-from django.conf import settings
 from django.db import connection, connections, transaction
-from django.http import Http404
+from django.http import Http404, HttpResponse
 from django.utils import timezone
 
 from annotation.exports.parquet import SCHEMAS, write_parquet
@@ -24,38 +24,36 @@ from annotation.models import Export
 from annotation.models import ExportStatus as Status
 from webgpt_site.heartbeat import beating
 from webgpt_site.models import log_action
+from webgpt_site.storage import EXPORTS, get_storage
+from webgpt_site.storage_cache import file_sha256
 from webgpt_site.sweeper import redelivered
 
 PROGRESS_EVERY = 5000
 
 
 def export_dir() -> Path:
-    path = Path(settings.MEDIA_ROOT) / "exports"
-    path.mkdir(parents=True, exist_ok=True)
-    return path
+    """Where this machine writes exports before publishing them (the exports folder itself with local
+    storage)."""
+    return get_storage(EXPORTS).scratch_dir()
 
 
 def export_path(export: Export) -> Path:
-    return export_dir() / export.file_name
+    """The finished file on this machine: in the exports folder (local storage), or a copy downloaded once
+    into this machine's cache and checked against the recorded sha256 (object storage)."""
+    return get_storage(EXPORTS).cached_file(export.file_name, export.sha256)
 
 
-def open_finished_file(export: Export) -> BinaryIO:
-    """The finished export's file, open for reading; Http404 saying why there is none (the page and the
-    API give the same answer)."""
+def download_response(export: Export) -> HttpResponse:
+    """The finished export's download (the file, or a redirect to a short-lived presigned URL for it);
+    Http404 saying why there is none (the page and the API give the same answer)."""
     if export.status != Status.DONE:
         raise Http404("This export is not finished.")
     try:
-        return export_path(export).open("rb")
-    except FileNotFoundError:  # deleted from the media folder since the job wrote it
+        return get_storage(EXPORTS).download_response(export.file_name, export.file_name)
+    except FileNotFoundError:  # deleted from the folder or the bucket since the job wrote it
         raise Http404(
             "This export's file is no longer on the server (it was deleted); request the export again."
         ) from None
-
-
-def file_sha256(path: Path) -> str:
-    """The file's sha256, read in blocks (constant memory)."""
-    with path.open("rb") as file:
-        return hashlib.file_digest(file, "sha256").hexdigest()
 
 
 def write_rows(
@@ -188,16 +186,13 @@ def run_export_job(export_id: int) -> Export:
         return redelivered(export)  # already run, running elsewhere, or its worker died
     handle, temp_name = tempfile.mkstemp(dir=export_dir(), prefix=_part_prefix(export.pk), suffix=".part")
     try:
-        # A real file: the Parquet writer needs the whole file API (tell, flush, closed), not a wrapper.
-        with (
-            beating(Export, export.pk),
-            os.fdopen(handle, "wb") as out,
-            _progress_recorder(export.pk) as on_progress,
-        ):
-            count = write_rows(export.export_format, export.filters, out, on_progress, export.file_type)
-        digest = file_sha256(Path(temp_name))  # of the very bytes the download will serve
-        file_name = f"export-{export.pk}-{export.export_format}.{export.file_type}"
-        os.replace(temp_name, export_dir() / file_name)
+        with beating(Export, export.pk):
+            # A real file: the Parquet writer needs the whole file API (tell, flush, closed), not a wrapper.
+            with os.fdopen(handle, "wb") as out, _progress_recorder(export.pk) as on_progress:
+                count = write_rows(export.export_format, export.filters, out, on_progress, export.file_type)
+            digest = file_sha256(Path(temp_name))  # of the very bytes the download will serve
+            file_name = f"export-{export.pk}-{export.export_format}.{export.file_type}"
+            get_storage(EXPORTS).publish_file(file_name, Path(temp_name))  # whole, or not at all
     except Exception as exc:  # the job row must say why; the worker log has the traceback
         Path(temp_name).unlink(missing_ok=True)
         Export.objects.filter(pk=export.pk).update(

@@ -6,7 +6,7 @@ from typing import Any
 
 from django import forms
 from django.contrib.auth.decorators import login_required
-from django.http import FileResponse, Http404, HttpRequest, HttpResponse
+from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_http_methods
 from django.views.decorators.vary import vary_on_headers
@@ -21,7 +21,7 @@ from annotation.exports.rules import (
     describe_filters,
     filter_arguments,
 )
-from annotation.exports.service import open_finished_file, request_export
+from annotation.exports.service import download_response, request_export
 from annotation.feedback.scales import TEMPLATES
 from annotation.models import Export, ExportFormat, FeedbackBatch, Split
 from training.models import SamplingRun
@@ -138,11 +138,10 @@ def export_detail(request: HttpRequest, pk: int) -> HttpResponse:
 @require_GET
 @login_required
 def export_download(request: HttpRequest, pk: int) -> HttpResponse:
-    """Files are served through this permission check, never from a public media URL."""
+    """Files are served through this permission check, never from a public media URL or bucket."""
     export = get_visible_or_404(Export.objects, request.user, pk=pk)
     try:
-        handle = open_finished_file(export)
+        return download_response(export)  # the file, or a redirect to a presigned URL valid for minutes
     except Http404 as missing:  # the export's page, saying why there is no file (the plain 404 page cannot)
         context = {"export": export, "filters": describe_filters(export.filters), "problem": str(missing)}
         return render(request, "console/export_detail.html", context, status=404)
-    return FileResponse(handle, as_attachment=True, filename=export.file_name)

@@ -19,12 +19,13 @@ from annotation.exports.rules import (
 )
 from annotation.exports.service import export_now, export_path
 from annotation.models import ExportFormat, Split
+from webgpt_site.storage import EXPORTS, get_storage
 
 
 class Command(BaseCommand):
     help = (
         "Run a dataset export in this process, as the exports worker would (one consistent snapshot, a job "
-        "row listed in the console, the file under MEDIA_ROOT/exports with its sha256); -o copies it out."
+        "row listed in the console, the file in the exports storage with its sha256); -o copies it out."
     )
 
     def add_arguments(self, parser: CommandParser) -> None:
@@ -72,10 +73,10 @@ class Command(BaseCommand):
         except ExportRequestError as exc:
             raise CommandError(f"{exc.field}: {exc.message} Nothing was exported.") from None
         export = export_now(None, options["export_format"], filters, file_type)
-        path = export_path(export)
+        path = get_storage(EXPORTS).describe(export.file_name)  # a path here, or s3://bucket/key
         if output is not None:
             try:
-                shutil.copyfile(path, output)
+                shutil.copyfile(export_path(export), output)
             except OSError as exc:
                 raise CommandError(f"{output}: {exc.strerror}; the export is still at {path}") from None
             path = output

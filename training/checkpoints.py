@@ -1,0 +1,48 @@
+"""Where a registered model's files are. A run's model is published to the ``models`` storage as
+``run-N`` (``webgpt_site/storage.py``): with local storage it stays in MODEL_STORE_DIR/runs/run-N and is
+read there; with object storage it is uploaded to the bucket and every worker that loads it (a BC base
+model, a sampling policy, a reward model, a proxy evaluation) reads a complete copy in its own cache,
+downloaded once. A model registered by path (``storage_name`` empty) is read where it is. No torch here."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+from django.conf import settings
+
+from training.models import ModelCheckpoint
+from webgpt_site.storage import MODELS, get_storage
+
+
+def storage_name(run_id: int) -> str:
+    return f"run-{run_id}"
+
+
+def publish(run_id: int, folder: Path) -> str:
+    """Run ``run_id``'s finished model folder, published whole (nothing is registered before this
+    returns); where it now is, for ``ModelCheckpoint.path``."""
+    return get_storage(MODELS).publish_folder(storage_name(run_id), folder)
+
+
+def local_folder(checkpoint: ModelCheckpoint) -> Path:
+    """A folder on this machine holding the checkpoint's files, ready for ``from_pretrained``."""
+    if not checkpoint.storage_name:
+        return Path(checkpoint.path)
+    try:
+        return get_storage(MODELS).local_folder(checkpoint.storage_name)
+    except FileNotFoundError:
+        if Path(checkpoint.path).is_dir():  # trained here before the switch to object storage
+            return Path(checkpoint.path)
+        raise
+
+
+def delete_files(checkpoint: ModelCheckpoint) -> None:
+    """The checkpoint's files: its stored folder (objects in the bucket, or the folder), and its folder on
+    this machine (registered by path, or trained here before a switch to a bucket) when that is inside the
+    model store: no other folder is ever removed."""
+    if checkpoint.storage_name:
+        get_storage(MODELS).delete_folder(checkpoint.storage_name)
+    folder = Path(checkpoint.path)  # s3://... is no folder here
+    if folder.is_absolute() and Path(settings.MODEL_STORE_DIR).resolve() in folder.resolve().parents:
+        shutil.rmtree(folder, ignore_errors=True)
