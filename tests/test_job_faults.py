@@ -17,7 +17,7 @@ import pytest
 from django.db.models import Model
 
 from annotation.exports import service as exports
-from annotation.models import ExportFormat, ExportStatus
+from annotation.models import EpisodeStatus, ExportFormat, ExportStatus
 from tests.conftest import ROOT, database_url_for_tests, running_worker
 from tests.test_exports import judged_pair
 from tests.test_sampling_jobs import TINY, questions
@@ -111,11 +111,15 @@ def test_a_sampling_run_whose_worker_is_killed_fails_keeping_only_whole_question
     env = worker_env(settings, tmp_path) | FAST_LIVENESS
     env |= {"CORPUS_INDEX_DIR": str(settings.CORPUS_INDEX_DIR), "DEFAULT_CORPUS": settings.DEFAULT_CORPUS}
     env["SAMPLING_BATCH"] = "1"  # one question per chunk: several chunks stored before the kill
-    run = kill_while_running(env, "sampling", run, lambda r: r.episodes_done >= 1)
+    stored = Sample.objects.filter(run=run)
+    run = kill_while_running(env, "sampling", run, lambda r: stored.exists())  # killed after a chunk
     assert run.status == RunStatus.FAILED and run.error.startswith(WORKER_STOPPED)
-    assert 1 <= run.episodes_done < 30
-    # Samples are stored a whole chunk at a time, so what is there is what the row counted.
-    assert Sample.objects.filter(run=run).count() == run.episodes_done
+    # Each chunk (here one question) is stored in one transaction with its episode, actions and pages, so
+    # what is there is whole; episodes finished but not yet stored went with the worker.
+    assert 1 <= stored.count() < 30 and stored.count() <= run.episodes_done
+    for sample in stored.select_related("episode"):
+        assert sample.episode.status == EpisodeStatus.FINISHED
+        assert sample.episode.actions.count() == sample.actions >= 1
 
 
 def test_on_the_embedded_broker_a_killed_training_worker_leaves_no_run_stuck(
