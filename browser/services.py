@@ -101,7 +101,8 @@ def import_corpus(
     with _writer_lock(name):
         corpus, _ = Corpus.objects.get_or_create(name=name)
         index = open_index(corpus)
-        count = index.add(records, on_record=_every(PROGRESS_EVERY, lambda n: on_progress(n, total)))
+        progress = _every(PROGRESS_EVERY, lambda n: on_progress(n, total))
+        count = index.add(records, on_record=progress, urls_unique=True)  # the readers refuse duplicates
         with transaction.atomic():
             corpus = Corpus.objects.select_for_update().get(pk=corpus.pk)
             corpus.document_count = index.count()
