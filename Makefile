@@ -44,14 +44,16 @@ format: $(VENV)/.installed-dev
 worker: $(VENV)/.installed-app
 	OMP_WAIT_POLICY=PASSIVE $(VENV)/bin/celery -A webgpt_site worker -Q default,exports,training,sampling --concurrency 1 --loglevel INFO
 
-# Search and browser latency (tantivy vs SQLite FTS5 at 100k pages) and the demonstration UI over HTTP
+# Search and browser latency (tantivy vs SQLite FTS5 at 100k pages; builds of 100k and 1M pages from a
+# JSONL file: time, peak memory, latency, ~10 minutes and ~10 GB of disk), the demonstration UI over HTTP
 # (gunicorn, PostgreSQL, 1 and 8 users), feedback tasks at 100k items, exports of 100k comparisons,
 # training steps of our BC and reward-model trainers vs TRL's SFTTrainer and RewardTrainer on the CPU
 # (and tokens/s on a CUDA GPU where there is one; without, bench_training_gpu.py says so and skips),
 # sampling episodes on the CPU (and on a GPU, local and vLLM, where there is one; else skipped);
-# about 17 minutes; JSON under var/bench/.
+# about 27 minutes; JSON under var/bench/.
 bench: $(VENV)/.installed-dev
 	$(PY) bench/bench_search.py --out var/bench/search.json
+	$(PY) bench/bench_corpus_scale.py --out var/bench/corpus-scale.json
 	$(PY) bench/bench_browser.py --out var/bench/browser.json
 	$(PY) bench/bench_http.py --out var/bench/http.json
 	$(PY) bench/bench_http.py --think-ms 1000 --rounds 6 --out var/bench/http-think.json

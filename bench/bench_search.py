@@ -20,7 +20,7 @@ import sqlite3
 import statistics
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -59,20 +59,24 @@ def paragraphs_of(records: list[CorpusRecord], size: int = 500) -> list[str]:
     return out
 
 
-def synthetic_pages(records: list[CorpusRecord], n: int, seed: int) -> list[CorpusRecord]:
-    """``n`` plain-text pages: a corpus title plus 3 to 5 real paragraphs, drawn with a seeded RNG."""
+def synthetic_stream(records: list[CorpusRecord], n: int, seed: int) -> Iterator[CorpusRecord]:
+    """``n`` plain-text pages, one at a time: a corpus title plus 3 to 5 real paragraphs, drawn with a
+    seeded RNG (page ``i`` is the same whatever ``n``)."""
     rng = random.Random(seed)  # noqa: S311
     titles = [r.title for r in records]
     paragraphs = paragraphs_of(records)
-    return [
-        CorpusRecord(
+    for i in range(n):
+        yield CorpusRecord(
             f"https://synthetic.example/page/{i}",
             rng.choice(titles),
             "\n\n".join(rng.sample(paragraphs, rng.randint(3, 5))),
             "text/plain",
         )
-        for i in range(n)
-    ]
+
+
+def synthetic_pages(records: list[CorpusRecord], n: int, seed: int) -> list[CorpusRecord]:
+    """The ``n`` pages of synthetic_stream as a list."""
+    return list(synthetic_stream(records, n, seed))
 
 
 def title_word_queries(records: list[CorpusRecord], k: int, rng: random.Random) -> list[str]:
@@ -131,7 +135,7 @@ class Fts5:
             """
         )
 
-    def add(self, records: list[CorpusRecord]) -> None:
+    def add(self, records: Iterable[CorpusRecord]) -> None:
         rows = (
             (r.url, r.title, html_to_text(r.content, True) if r.content_type == "text/html" else r.content)
             for r in records
