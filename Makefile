@@ -49,8 +49,10 @@ worker: $(VENV)/.installed-app
 # (gunicorn, PostgreSQL, 1 and 8 users), feedback tasks at 100k items, exports of 100k comparisons,
 # training steps of our BC and reward-model trainers vs TRL's SFTTrainer and RewardTrainer on the CPU
 # (and tokens/s on a CUDA GPU where there is one; without, bench_training_gpu.py says so and skips),
-# sampling episodes on the CPU (and on a GPU, local and vLLM, where there is one; else skipped);
-# about 27 minutes; JSON under var/bench/.
+# sampling episodes on the CPU (and on a GPU, local and vLLM, where there is one; else skipped),
+# then the load test (locust: 100 labelers and 20 demonstrators with an export and a training job running,
+# three gunicorn shapes, then more people up to the knee, and the web box alone; about 19 minutes of its own);
+# about 46 minutes; JSON under var/bench/.
 bench: $(VENV)/.installed-dev
 	$(PY) bench/bench_search.py --out var/bench/search.json
 	$(PY) bench/bench_corpus_scale.py --out var/bench/corpus-scale.json
@@ -64,6 +66,10 @@ bench: $(VENV)/.installed-dev
 	$(PY) bench/bench_sampling.py --out var/bench/sampling.json
 	$(PY) bench/bench_sampling_gpu.py --out var/bench/sampling-gpu.json
 	$(PY) bench/bench_training_gpu.py --out var/bench/training-gpu.json
+	$(PIP) install -q "locust>=2.37,<3"  # the load test only: not part of the tested install
+	$(PY) bench/bench_load.py --out var/bench/load.json
+	$(PY) bench/bench_load.py --no-jobs --configs 4x1 --steps 200 300 400 --out var/bench/load-alone.json \
+		--db postgres://postgres@127.0.0.1:5432/webgpt_bench_load_alone
 
 clean:
 	rm -rf $(VENV) var .pytest_cache .ruff_cache

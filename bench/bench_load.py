@@ -1,6 +1,10 @@
-"""Load benchmark: labelers and demonstrators at a human pace (locust) while an export and a training job run.
+r"""Load benchmark: labelers and demonstrators at a human pace (locust) beside an export and a training job.
 
-    .venv/bin/python bench/bench_load.py --out var/bench/load.json        # about 17 minutes
+    .venv/bin/python bench/bench_load.py --out var/bench/load.json        # about 12 minutes
+    .venv/bin/python bench/bench_load.py --no-jobs --configs 4x1 --steps 200 300 400 \
+        --out var/bench/load-alone.json --db postgres://postgres@127.0.0.1:5432/webgpt_bench_load_alone
+
+(both in ``make bench``; the second, about 7 minutes, measures the web box without the Celery jobs).
 
 What it builds (bench_http's and bench_tasks' helpers): a throw-away PostgreSQL database (``--db``,
 dropped and recreated; its name must contain "bench") and a VAR_DIR next to --out, named as it
