@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import html
 import re
+from abc import ABC, abstractmethod
 from collections.abc import Iterable
 from typing import Any
 from urllib.parse import urlencode, urlsplit
@@ -69,8 +70,9 @@ def normalised(results: Iterable[tuple[Any, Any, Any]], k: int) -> list[SearchRe
     return list(found.values())
 
 
-class WebSearch:
-    """What every live provider shares: pages through the page fetcher, JSON through the API fetcher."""
+class WebSearch(ABC):
+    """What every live provider shares: pages through the page fetcher, JSON through the API fetcher.
+    A provider implements ``search``."""
 
     name = "web"
     label = "the live web"
@@ -79,8 +81,9 @@ class WebSearch:
         self.pages = pages
         self.api = api
 
+    @abstractmethod
     def search(self, query: str, k: int = 10) -> list[SearchResult]:
-        raise NotImplementedError
+        """The top ``k`` results for ``query`` from the provider's API; FetchError when it fails."""
 
     def fetch(self, url: str) -> Document:
         """The page at ``url`` as the fetcher got it; AddressNotAllowed or FetchError says why not."""
