@@ -14,13 +14,12 @@ import time
 
 import pytest
 from django.conf import settings as django_settings
-from django.contrib.auth.models import AnonymousUser
+from django.urls import reverse
 
 from tests.conftest import ROOT, database_url_for_tests, delete_broker_keys
 from tests.test_settings import PRODUCTION, manage
 from webgpt_site.models import WorkerPing
 from webgpt_site.ops.logs import TEXT_FORMAT, ContextFilter, JsonFormatter
-from webgpt_site.workers import request_pings
 
 
 @pytest.fixture
@@ -130,8 +129,12 @@ def test_bad_operations_settings_stop_start_up(tmp_path, env, message):
 
 @pytest.mark.worker
 @pytest.mark.django_db(transaction=True)
-def test_a_workers_log_lines_are_json_with_the_task_id(broker_namespace):
-    """A real worker, as deployed: JSON lines on its output, the task's own lines with its id."""
+def test_a_workers_log_lines_are_json_with_the_task_id_and_the_id_of_the_request_that_queued_it(
+    broker_namespace, client_for, alice
+):
+    """A real worker, as deployed: JSON lines on its output, the task's own lines with its id and with the
+    id of the request that queued it (a researcher's "check workers" on the console), so one grep for a
+    request id follows it onto the worker."""
     env = {
         **os.environ,
         "DEBUG": "1",
@@ -141,11 +144,12 @@ def test_a_workers_log_lines_are_json_with_the_task_id(broker_namespace):
     }
     command = [sys.executable, "-m", "celery", "-A", "webgpt_site", "worker", "-Q", "default",
                "--pool", "solo", "--without-gossip", "--without-mingle", "--loglevel", "INFO"]  # fmt: skip
-    pings = request_pings(AnonymousUser())
+    response = client_for(alice).post(reverse("console:check_workers"), HTTP_X_REQUEST_ID="trace-ping-7")
+    assert response.status_code == 302
+    ping = WorkerPing.objects.get(queue="default")
     worker = subprocess.Popen(command, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
     try:
         deadline = time.monotonic() + 60
-        ping = next(row for row in pings if row.queue == "default")
         while time.monotonic() < deadline and not WorkerPing.objects.filter(
             pk=ping.pk, answered_at__isnull=False
         ):
@@ -160,3 +164,25 @@ def test_a_workers_log_lines_are_json_with_the_task_id(broker_namespace):
     assert succeeded, output.decode()
     assert succeeded[0]["task_id"] and succeeded[0]["task_id"] in succeeded[0]["message"]
     assert succeeded[0]["logger"] == "celery.app.trace"
+    assert succeeded[0]["request_id"] == "trace-ping-7"
+    # Outside the task (the worker's own start-up lines) no request id is claimed.
+    assert all(line["request_id"] is None for line in lines if line["task_id"] is None)
+
+
+def test_a_task_queued_outside_a_request_carries_no_request_id_and_text_logs_show_both_ids():
+    from webgpt_site.ops.logs import _pass_request_id, current_request_id, current_task_id
+
+    headers: dict = {}
+    _pass_request_id(headers=headers)
+    assert headers == {}
+    token = current_request_id.set("trace-9")
+    task_token = current_task_id.set("task-3")
+    try:
+        _pass_request_id(headers=headers)
+        record = logging.LogRecord("x", logging.INFO, "", 0, "hello", None, None)
+        ContextFilter().filter(record)
+    finally:
+        current_request_id.reset(token)
+        current_task_id.reset(task_token)
+    assert headers == {"request_id": "trace-9"}
+    assert logging.Formatter(TEXT_FORMAT).format(record).endswith("INFO [trace-9 task-3] x: hello")

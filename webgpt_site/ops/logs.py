@@ -2,8 +2,10 @@
 
 The middleware (``webgpt_site.ops.middleware``) puts the request id in a context variable for the time of
 the request, and Celery's signals put the task id there for the time of a task; ``ContextFilter``, on the
-handler, copies both onto every record, whichever logger (ours, Django's, a library's) wrote it. So one
-``grep`` for an id finds every line of that request. ``LOG_FORMAT`` picks ``JsonFormatter`` (production:
+handler, copies both onto every record, whichever logger (ours, Django's, a library's) wrote it. A task
+queued by a request carries that request's id in its message headers, and the worker's lines for the task
+carry it too: so one ``grep`` for a request id finds every line of that request, including the export or
+training job it started, on whichever machine it ran. ``LOG_FORMAT`` picks ``JsonFormatter`` (production:
 one object per line, for a log shipper) or the text format (development: for people).
 
 Imported by the logging configuration before Django's apps are ready: nothing here may import models.
@@ -28,12 +30,12 @@ _SCALARS = (str, int, float, bool, type(None))
 
 
 class ContextFilter(logging.Filter):
-    """Adds ``request_id`` and ``task_id`` (None outside one) and ``context_id`` (either, or "-")."""
+    """Adds ``request_id`` and ``task_id`` (None outside one) and ``context_id`` (those set, or "-")."""
 
     def filter(self, record: logging.LogRecord) -> bool:
         record.request_id = current_request_id.get()
         record.task_id = current_task_id.get()
-        record.context_id = record.request_id or record.task_id or "-"
+        record.context_id = " ".join(filter(None, (record.request_id, record.task_id))) or "-"
         return True
 
 
@@ -82,10 +84,12 @@ def logging_config(log_format: str, level: str) -> dict[str, Any]:
 
 def connect_celery_signals() -> None:
     """In workers: our logging configuration instead of Celery's (so task logs are JSON lines too), and
-    the task id on every record a task writes. Called by the Celery app's module, before a worker starts."""
+    the task id (and the id of the request that queued it) on every record a task writes. In web processes:
+    the request id into the headers of every task a request queues. Called by the Celery app's module."""
     from celery import signals
 
     signals.setup_logging.connect(_configure_worker_logging, weak=False)
+    signals.before_task_publish.connect(_pass_request_id, weak=False)
     signals.task_prerun.connect(_task_started, weak=False)
     signals.task_postrun.connect(_task_ended, weak=False)
 
@@ -101,9 +105,23 @@ def _configure_worker_logging(loglevel: int | str | None = None, **kwargs: Any) 
         logging.getLogger().setLevel(loglevel)
 
 
-def _task_started(task_id: str | None = None, **kwargs: Any) -> None:
+# The message header that carries the id of the request that queued a task. Task protocol 2 merges custom
+# headers into the worker's request context, so the task reads it as ``task.request.request_id``.
+REQUEST_ID_HEADER = "request_id"
+
+
+def _pass_request_id(headers: dict[str, Any] | None = None, **kwargs: Any) -> None:
+    request_id = current_request_id.get()
+    if request_id and headers is not None:
+        headers.setdefault(REQUEST_ID_HEADER, request_id)
+
+
+def _task_started(task_id: str | None = None, task: Any = None, **kwargs: Any) -> None:
     current_task_id.set(task_id)
+    request_id = getattr(getattr(task, "request", None), REQUEST_ID_HEADER, None)
+    current_request_id.set(request_id if isinstance(request_id, str) else None)
 
 
 def _task_ended(**kwargs: Any) -> None:
     current_task_id.set(None)
+    current_request_id.set(None)
