@@ -5,11 +5,16 @@ switched to it through the same variables an operator sets (``storage_config.pro
 
 from __future__ import annotations
 
+import http.client
 import secrets
 import subprocess
 import sys
+import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import boto3
 
@@ -97,3 +102,70 @@ class Bucket:
 
 def new_bucket(url: str, cache: Path) -> Bucket:
     return Bucket(url, f"webgpt-test-{secrets.token_hex(4)}", cache)
+
+
+class StallingProxy:
+    """An HTTP proxy in front of the S3 server, for a worker's S3_ENDPOINT_URL: it forwards every request
+    as it is, except those for which ``hold(method, target)`` is true, which it never answers, as a network
+    that stopped mid-transfer would (``held`` is set when the first one arrives). So a test can kill a
+    worker at a known point of an upload. ``with StallingProxy(url, hold) as proxy: proxy.url``."""
+
+    def __init__(self, upstream: str, hold: Callable[[str, str], bool]) -> None:
+        self.upstream = urlsplit(upstream)
+        self.hold = hold
+        self.held = threading.Event()
+        self.release = threading.Event()
+
+    def __enter__(self) -> StallingProxy:
+        proxy = self
+
+        class Forward(BaseHTTPRequestHandler):
+            def log_message(self, *args: object) -> None:
+                pass
+
+            def _forward(self) -> None:
+                if proxy.hold(self.command, self.path):
+                    proxy.held.set()
+                    proxy.release.wait()
+                    self.close_connection = True
+                    return
+                body = self._body()
+                upstream = http.client.HTTPConnection(proxy.upstream.netloc, timeout=60)
+                headers = {k: v for k, v in self.headers.items() if k.lower() != "transfer-encoding"}
+                headers["Content-Length"] = str(len(body))
+                upstream.request(self.command, self.path, body=body, headers=headers)
+                answer = upstream.getresponse()
+                content = answer.read()
+                self.send_response(answer.status, answer.reason)
+                for key, value in answer.getheaders():
+                    if key.lower() not in ("transfer-encoding", "content-length", "connection"):
+                        self.send_header(key, value)
+                self.send_header("Content-Length", str(len(content)))
+                self.end_headers()
+                if self.command != "HEAD":
+                    self.wfile.write(content)
+                upstream.close()
+
+            def _body(self) -> bytes:
+                if self.headers.get("Transfer-Encoding", "").lower() == "chunked":
+                    chunks = []
+                    while size := int(self.rfile.readline().split(b";")[0], 16):
+                        chunks.append(self.rfile.read(size))
+                        self.rfile.readline()
+                    while self.rfile.readline() not in (b"\r\n", b"\n", b""):  # trailers
+                        pass
+                    return b"".join(chunks)
+                return self.rfile.read(int(self.headers.get("Content-Length") or 0))
+
+            do_GET = do_PUT = do_POST = do_HEAD = do_DELETE = _forward
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Forward)
+        self.server.daemon_threads = True
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.release.set()
+        self.server.shutdown()
+        self.server.server_close()

@@ -12,6 +12,7 @@ import threading
 import time
 import tracemalloc
 import urllib.request
+from datetime import timedelta
 from pathlib import Path
 from urllib.parse import parse_qs, urlsplit
 
@@ -21,6 +22,7 @@ from botocore.exceptions import ClientError, EndpointConnectionError
 from django.conf import settings as django_settings
 from django.core.exceptions import ImproperlyConfigured
 from django.urls import reverse
+from django.utils import timezone
 from rest_framework.test import APIClient
 
 from annotation.exports import service as exports
@@ -33,6 +35,7 @@ from tests.test_exports import judged_pair
 from webgpt_site.storage import EXPORTS, MODELS, check_reachable, get_storage
 from webgpt_site.storage_cache import MANIFEST
 from webgpt_site.storage_config import produced_file_storages
+from webgpt_site.sweeper import sweep
 
 MB = 1024 * 1024
 
@@ -130,6 +133,25 @@ def test_an_upload_cut_after_some_parts_publishes_nothing_and_fails_the_row(alic
     assert len(parts) >= 2  # it failed mid-upload, after a part went through
     assert bucket.keys() == [] and bucket.unfinished_uploads() == []  # no object; the upload was aborted
     assert list(exports.export_dir().iterdir()) == []  # nor the temporary file on the worker
+
+
+@pytest.mark.django_db
+def test_the_sweep_aborts_the_unfinished_upload_of_an_export_whose_worker_died(alice, bucket, settings):
+    """A worker killed mid-upload leaves an unfinished multipart upload (its parts stored, and billed,
+    though nobody can read them): the sweep that fails the export aborts it, and only its."""
+    long_ago = timezone.now() - timedelta(seconds=settings.JOB_HEARTBEAT_TIMEOUT + 60)
+    export = Export.objects.create(
+        owner=alice, export_format="rm_pairs", status=ExportStatus.RUNNING, started_at=long_ago,
+        heartbeat_at=long_ago,
+    )  # fmt: skip
+    for export_id in (export.pk, int(f"{export.pk}1")):  # export 11's name starts with "export-1"
+        bucket.client.create_multipart_upload(
+            Bucket=bucket.name, Key=f"webgpt/exports/export-{export_id}-rm_pairs.jsonl"
+        )
+    assert sweep().failed == {"export": [export.pk]}
+    assert bucket.unfinished_uploads() == [f"webgpt/exports/export-{export.pk}1-rm_pairs.jsonl"]
+    with pytest.raises(ValueError, match="a prefix is required"):
+        get_storage(EXPORTS).abort_uploads("/")
 
 
 @pytest.mark.django_db

@@ -1,19 +1,24 @@
 """Model checkpoints in object storage, against a real S3 API on 127.0.0.1 (tests/object_storage.py): a
 training worker reads its export and its base model from the bucket and uploads the model it trained; a
 sampling worker on another machine, its cache empty, downloads that policy and a reward model once and
-samples with them; deleting a model deletes its objects."""
+samples with them; deleting a model deletes its objects; a worker killed mid-upload publishes nothing and
+leaves no unfinished upload after the next sweep."""
 
 from __future__ import annotations
 
 import hashlib
 import json
+import os
 import shutil
+import signal
 import time
 
 import pytest
 
 from annotation.models import Export, ExportFormat, ExportStatus
 from tests.conftest import running_worker
+from tests.object_storage import StallingProxy
+from tests.test_job_faults import FAST_LIVENESS
 from tests.test_sampling_jobs import TINY
 from tests.test_sampling_jobs import questions as eval_questions
 from tests.test_training import bc_rows
@@ -24,6 +29,7 @@ from training.jobs import delete_checkpoint, request_run
 from training.models import ModelCheckpoint, RunKind, Sample, SamplingRun
 from training.models import RunStatus as Status
 from training.sampling_runs import QuestionSet, SamplingRequest, request_sampling
+from webgpt_site.heartbeat import WORKER_STOPPED
 from webgpt_site.storage import EXPORTS, MODELS, get_storage
 from webgpt_site.storage_cache import MANIFEST
 
@@ -119,3 +125,46 @@ def test_models_go_from_the_training_worker_through_the_bucket_to_a_sampling_wor
 
     delete_checkpoint(alice, trained)
     assert bucket.keys(f"models/{name}/") == [] and bucket.keys("models/tiny-rm/")
+
+
+@pytest.mark.worker
+@pytest.mark.django_db(transaction=True)
+def test_a_training_worker_killed_mid_upload_publishes_nothing_and_the_next_sweep_aborts_the_upload(
+    settings, tmp_path, alice, freshwiki, tiny_llama_dir, bucket, model_store, broker_namespace
+):
+    """SIGKILL while the model's weights (13 MB: a multipart upload) are going up: the run's row never says
+    done, no model is registered, and the next worker's sweep fails the run, deletes the files that went up
+    and aborts the unfinished upload (which S3 would otherwise keep, unreadable, until a lifecycle rule)."""
+    ids = [q.pk for q in bc_questions(4, "bc")]
+    export = stored_export(
+        alice, ExportFormat.BC_PAIRS, [row | {"question_id": ids[row["question_id"]]} for row in bc_rows(4)]
+    )
+    base = stored_model(RunKind.BC, "tiny-bc", tiny_llama_dir, tmp_path)
+    run = request_run(alice, RunKind.BC, export, {"max_steps": 1, "max_length": 64}, base_checkpoint=base)
+    name = f"run-{run.pk}"
+
+    def weights_part(method: str, target: str) -> bool:
+        return method == "PUT" and f"/models/{name}/model.safetensors?" in target and "uploadId=" in target
+
+    env = worker_env(settings, tmp_path) | bucket.env | FAST_LIVENESS
+    with (
+        StallingProxy(bucket.url, hold=weights_part) as network,
+        running_worker(env | {"S3_ENDPOINT_URL": network.url}, queues="training") as worker,
+    ):
+        assert network.held.wait(timeout=180), "the weights' upload never started"
+        os.kill(worker.pid, signal.SIGKILL)
+        worker.wait(timeout=10)
+    run.refresh_from_db()
+    assert run.status == Status.RUNNING  # as the dead worker left it
+    assert bucket.unfinished_uploads() == [f"webgpt/models/{name}/model.safetensors"]
+    assert MANIFEST not in {key.rsplit("/", 1)[-1] for key in bucket.keys(f"models/{name}/")}
+
+    with running_worker(env, queues="training"):
+        run = wait_until_finished(run.pk, seconds=60)
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline and (bucket.unfinished_uploads() or bucket.keys(f"models/{name}/")):
+            time.sleep(0.2)
+    assert run.status == Status.FAILED and run.error.startswith(WORKER_STOPPED)
+    assert not ModelCheckpoint.objects.filter(run=run).exists()
+    assert bucket.unfinished_uploads() == [] and bucket.keys(f"models/{name}/") == []
+    assert bucket.keys("models/tiny-bc/")  # the base model is untouched

@@ -123,6 +123,10 @@ class LocalStorage(FileSystemStorage):
     def delete_folder(self, name: str) -> None:
         shutil.rmtree(self.path(_folder_name(name)), ignore_errors=True)  # path() refuses ../
 
+    def abort_uploads(self, prefix: str) -> list[str]:
+        """Nothing to do: publishing into a folder is a rename, never left half done."""
+        return []
+
     def describe(self, name: str) -> str:
         return self.path(name)
 
@@ -157,7 +161,7 @@ class ObjectStorage(S3Storage):
         """Upload ``path`` as ``name``, then remove it. boto3's managed transfer reads the file from disk a
         part at a time (constant memory; multipart above 8 MB); a multipart object appears only on
         CompleteMultipartUpload, and a failed upload is aborted, so an interrupted one publishes nothing
-        (a killed process leaves an invisible incomplete upload: the bucket's lifecycle rule removes it)."""
+        (a killed process leaves an invisible incomplete upload: the sweeper aborts it, ``abort_uploads``)."""
         content_type = mimetypes.guess_type(name)[0] or "application/octet-stream"
         self.client.upload_file(
             str(path),
@@ -235,6 +239,23 @@ class ObjectStorage(S3Storage):
 
     def delete_folder(self, name: str) -> None:
         self.bucket.objects.filter(Prefix=self.key(_folder_name(name)) + "/").delete()
+
+    def abort_uploads(self, prefix: str) -> list[str]:
+        """Abort the unfinished multipart uploads of names starting with ``prefix`` (never empty): what a
+        process killed mid-upload leaves, readable by nobody but stored (and billed) until aborted. The
+        names aborted."""
+        if not prefix.strip("/"):
+            raise ValueError("abort_uploads: a prefix is required")
+        aborted = []
+        pages = self.client.get_paginator("list_multipart_uploads").paginate(
+            Bucket=self.bucket_name, Prefix=self.key(prefix)
+        )
+        for upload in (upload for page in pages for upload in page.get("Uploads", ())):
+            self.client.abort_multipart_upload(
+                Bucket=self.bucket_name, Key=upload["Key"], UploadId=upload["UploadId"]
+            )
+            aborted.append(upload["Key"])
+        return aborted
 
     def describe(self, name: str) -> str:
         return f"s3://{self.bucket_name}/{self.key(name)}"

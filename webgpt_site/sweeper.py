@@ -41,13 +41,16 @@ def _nothing(pk: int) -> None:
 
 def _discard_training_output(pk: int) -> None:
     """The model folder the run was writing (when this machine ran it) and whatever of it was being
-    published (objects in the bucket: a model is registered only once all of it is there)."""
+    published (objects in the bucket, and a file's unfinished upload: a model is registered only once all
+    of it is there)."""
     from training.checkpoints import storage_name
     from training.jobs import output_dir
     from webgpt_site.storage import MODELS, get_storage
 
     shutil.rmtree(output_dir(pk), ignore_errors=True)
-    get_storage(MODELS).delete_folder(storage_name(pk))
+    models = get_storage(MODELS)
+    models.abort_uploads(f"{storage_name(pk)}/")
+    models.delete_folder(storage_name(pk))
 
 
 def _discard_export_part(pk: int) -> None:

@@ -164,10 +164,18 @@ def _part_prefix(export_id: int) -> str:
     return f".export-{export_id}-"
 
 
+def _published_name(export_id: int, suffix: str) -> str:
+    """``export-<id>-<format>.<type>``; with suffix "" the prefix of every name export ``export_id`` can
+    have (``export-1-`` is not a prefix of ``export-12-...``)."""
+    return f"export-{export_id}-{suffix}"
+
+
 def discard_partial_files(export_id: int) -> None:
-    """Remove the temporary files export ``export_id`` was writing (its worker died before publishing)."""
+    """Remove the temporary files export ``export_id`` was writing and abort its unfinished upload (its
+    worker died before publishing)."""
     for part in export_dir().glob(f"{_part_prefix(export_id)}*.part"):
         part.unlink(missing_ok=True)
+    get_storage(EXPORTS).abort_uploads(_published_name(export_id, ""))
 
 
 def export_now(user: Any, export_format: str, filters: dict[str, Any], file_type: str = "jsonl") -> Export:
@@ -191,7 +199,7 @@ def run_export_job(export_id: int) -> Export:
             with os.fdopen(handle, "wb") as out, _progress_recorder(export.pk) as on_progress:
                 count = write_rows(export.export_format, export.filters, out, on_progress, export.file_type)
             digest = file_sha256(Path(temp_name))  # of the very bytes the download will serve
-            file_name = f"export-{export.pk}-{export.export_format}.{export.file_type}"
+            file_name = _published_name(export.pk, f"{export.export_format}.{export.file_type}")
             get_storage(EXPORTS).publish_file(file_name, Path(temp_name))  # whole, or not at all
     except Exception as exc:  # the job row must say why; the worker log has the traceback
         Path(temp_name).unlink(missing_ok=True)
