@@ -1,6 +1,6 @@
 """The README's screenshots, taken from a running app (`make run`):
 python scripts/screenshots.py [URL [STEP...]] (steps: demonstration, feedback, people, training, sampling,
-loop; all of them, in that order, by default)."""
+loop, operations; all of them, in that order, by default)."""
 
 from __future__ import annotations
 
@@ -166,6 +166,7 @@ def main(base: str, steps: list[str]) -> None:
         training(browser.new_page(viewport={"width": 1280, "height": 1000}), base)
         sampling(browser.new_page(viewport={"width": 1280, "height": 1000}), base)
         loop(browser, base)
+        operations(browser.new_page(viewport={"width": 1280, "height": 1000}), base)
         browser.close()
 
 
@@ -318,7 +319,34 @@ def people(page: Page, base: str) -> None:
     page.screenshot(path=OUT / "corpora.png", full_page=True)
 
 
+def operations(page: Page, base: str) -> None:
+    """The staff's Queues and jobs page while an export is waiting and a reward-model run is training (the
+    admin starts both from the console)."""
+    sign_in(page, base, "admin")
+    page.goto(f"{base}/console/exports/")
+    page.get_by_label("Format").select_option("rm-pairs")
+    page.get_by_label("Split").select_option("rm")
+    page.get_by_role("button", name="Export").click()
+    page.get_by_role("link", name="Train a model on it").click(timeout=120_000)
+    page.get_by_label("Max steps").fill("400")
+    page.get_by_role("button", name="Start run").click()
+    page.wait_for_load_state("networkidle")
+    page.goto(f"{base}/console/exports/")
+    page.get_by_label("Format").select_option("comparisons-full")
+    page.get_by_role("button", name="Export").click()
+    page.goto(f"{base}/console/")
+    page.get_by_role("button", name="Check workers").click()
+    page.goto(f"{base}/console/queues/")
+    expect(page.get_by_text("alive", exact=True).first).to_be_visible(timeout=60_000)
+    # The page refreshes itself every 5 s: until the workers' answers to the check are on it.
+    page.wait_for_function(
+        "() => !document.querySelector('#queues').textContent.includes('waiting,')", timeout=60_000
+    )
+    page.screenshot(path=OUT / "queues.png", full_page=True)
+
+
 JOURNEYS = {
+    "operations": operations,
     "demonstration": demonstration,
     "feedback": feedback,
     "people": people,

@@ -3,16 +3,20 @@ heartbeat (silent ones marked), the queued ones, and the jobs failed because the
 
 from __future__ import annotations
 
+import io
 from datetime import timedelta
 
 import pytest
+from django.core.management import CommandError, call_command
 from django.utils import timezone
 
 from annotation.models import Export, ExportFormat, ExportStatus
-from tests.conftest import make_user
+from tests.conftest import delete_broker_keys, make_user
 from training.models import RunStatus, TrainingRun
 from webgpt_site.heartbeat import WORKER_STOPPED
+from webgpt_site.models import WorkerPing
 from webgpt_site.queues import snapshot
+from webgpt_site.workers import latest_pings
 
 pytestmark = pytest.mark.django_db
 
@@ -67,3 +71,28 @@ def test_a_broker_that_does_not_answer_leaves_the_rows_visible(jobs, settings):
     settings.CELERY_BROKER_TRANSPORT_OPTIONS = {}
     found = snapshot()
     assert not found["broker_up"] and found["queues"][0]["waiting"] is None and len(found["running"]) == 2
+
+
+def test_a_ping_behind_a_running_job_says_busy_not_no_worker(jobs, broker_namespace, client_for, alice):
+    """A worker takes one job at a time: the ping of a queue whose job is running (its heartbeat live)
+    waits behind it. After the patience, that queue is "busy with a job"; a queue with nothing running
+    that did not answer has "no worker". The deploy check passes a busy queue."""
+    client_for(alice).post("/console/workers/check/")
+    asked_long_ago = timezone.now() - WorkerPing.PATIENCE - timedelta(seconds=1)
+    WorkerPing.objects.update(requested_at=asked_long_ago)
+    states = {ping.queue: ping.state for ping in latest_pings()}
+    assert states == {
+        "default": "no worker",
+        "exports": "no worker",
+        "training": "busy with a job",
+        "sampling": "no worker",
+    }
+    page = client_for(alice).get("/console/workers/").content.decode()
+    assert "busy with a job" in page and "no worker" in page
+
+    out = io.StringIO()
+    with pytest.raises(CommandError, match="3 queue"):
+        call_command("check_workers", "--timeout", "0.3", stdout=out)
+    busy = "training: no answer yet, but a job of this queue is running with a live heartbeat"
+    assert busy in out.getvalue()
+    delete_broker_keys(broker_namespace)

@@ -53,8 +53,11 @@ class WorkerPing(models.Model):
     class Meta:
         ordering = ("-requested_at", "-id")
 
-    # After this long without an answer, the queue is reported as having no worker.
+    # After this long without an answer, the queue is reported as having no worker, unless it is busy.
     PATIENCE = timedelta(seconds=30)
+    # Set by ``workers.latest_pings``: a job of this queue is running with a live heartbeat, so its worker
+    # is alive and the ping waits behind that job (a worker takes one job at a time).
+    busy = False
 
     def __str__(self) -> str:
         return f"ping {self.queue} #{self.pk}"
@@ -63,4 +66,6 @@ class WorkerPing(models.Model):
     def state(self) -> str:
         if self.answered_at:
             return "answered"
-        return "waiting" if timezone.now() - self.requested_at < self.PATIENCE else "no worker"
+        if timezone.now() - self.requested_at < self.PATIENCE:
+            return "waiting"
+        return "busy with a job" if self.busy else "no worker"

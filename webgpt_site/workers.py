@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from datetime import datetime
+
 from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
@@ -33,10 +35,27 @@ def answer_ping(ping_id: int, hostname: str) -> None:
 
 
 def latest_pings() -> list[WorkerPing]:
-    """The most recent ping of each queue; queues never pinged are left out."""
+    """The most recent ping of each queue, each marked ``busy`` when its queue is; queues never pinged are
+    left out."""
+    busy = busy_queues()
     latest = []
     for queue in settings.CELERY_QUEUES:
         row = WorkerPing.objects.filter(queue=queue).first()
         if row is not None:
+            row.busy = queue in busy
             latest.append(row)
     return latest
+
+
+def busy_queues(now: datetime | None = None) -> set[str]:
+    """The queues with a job running whose heartbeat is live: a worker is there, busy with it, and a ping
+    waits behind it, so its silence does not mean that the queue has no worker."""
+    from webgpt_site.heartbeat import stale_before
+    from webgpt_site.sweeper import JOB_KINDS
+
+    live = stale_before(now)
+    return {
+        kind.queue
+        for kind in JOB_KINDS
+        if kind.model().objects.filter(status="running", heartbeat_at__gte=live).exists()
+    }
