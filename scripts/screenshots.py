@@ -23,10 +23,9 @@ def sign_in(page: Page, base: str, username: str) -> None:
     page.wait_for_load_state("networkidle")
 
 
-def training(page: Page, base: str, steps: int = 30) -> None:
-    """The demo's reward-model journey: export rm-pairs of the rm split (TruthfulQA's own judgements),
-    train the fast preset from the export's page, watch the run to the end."""
-    sign_in(page, base, "researcher")
+def start_reward_model_run(page: Page, base: str, steps: int) -> None:
+    """Export rm-pairs of the rm split (TruthfulQA's own judgements) and start a fast-preset reward-model
+    run of ``steps`` steps from the export's page; the page is then the run's."""
     page.goto(f"{base}/console/exports/")
     page.get_by_label("Format").select_option("rm-pairs")
     page.get_by_label("Split").select_option("rm")
@@ -35,6 +34,13 @@ def training(page: Page, base: str, steps: int = 30) -> None:
     page.get_by_label("Max steps").fill(str(steps))
     page.get_by_label("Eval every").fill("10")
     page.get_by_role("button", name="Start run").click()
+
+
+def training(page: Page, base: str, steps: int = 30) -> None:
+    """The demo's reward-model journey: export rm-pairs of the rm split (TruthfulQA's own judgements),
+    train the fast preset from the export's page, watch the run to the end."""
+    sign_in(page, base, "researcher")
+    start_reward_model_run(page, base, steps)
     expect(page.get_by_text("Done", exact=True).first).to_be_visible(timeout=600_000)
     page.screenshot(path=OUT / "training-run.png", full_page=True)
     page.goto(f"{base}/console/training/")
@@ -320,20 +326,11 @@ def people(page: Page, base: str) -> None:
 
 
 def operations(page: Page, base: str) -> None:
-    """The staff's Queues and jobs page while an export is waiting and a reward-model run is training (the
-    admin starts both from the console)."""
+    """The staff's Queues and jobs page while a reward-model run trains (the admin starts it from the
+    console) and the workers have answered a check."""
     sign_in(page, base, "admin")
-    page.goto(f"{base}/console/exports/")
-    page.get_by_label("Format").select_option("rm-pairs")
-    page.get_by_label("Split").select_option("rm")
-    page.get_by_role("button", name="Export").click()
-    page.get_by_role("link", name="Train a model on it").click(timeout=120_000)
-    page.get_by_label("Max steps").fill("400")
-    page.get_by_role("button", name="Start run").click()
+    start_reward_model_run(page, base, steps=400)
     page.wait_for_load_state("networkidle")
-    page.goto(f"{base}/console/exports/")
-    page.get_by_label("Format").select_option("comparisons-full")
-    page.get_by_role("button", name="Export").click()
     page.goto(f"{base}/console/")
     page.get_by_role("button", name="Check workers").click()
     page.goto(f"{base}/console/queues/")
