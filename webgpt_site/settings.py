@@ -274,6 +274,8 @@ if CELERY_BROKER_URL.partition("://")[0] not in {"redis", "rediss", "filesystem"
     )
 CELERY_BROKER_FOLDER = VAR_DIR / "celery-broker"
 if CELERY_BROKER_URL == "filesystem://":
+    # kombu's filesystem transport, its messages named to keep the order sent (webgpt_site/embedded_broker.py)
+    CELERY_BROKER_TRANSPORT = "webgpt_site.embedded_broker:Transport"
     CELERY_BROKER_TRANSPORT_OPTIONS = {
         "data_folder_in": str(CELERY_BROKER_FOLDER),
         "data_folder_out": str(CELERY_BROKER_FOLDER),

@@ -33,7 +33,10 @@ def channel() -> Iterator[Channel]:
     options["max_retries"] = 0  # fail at the first refusal: the caller reports it, the next call tries again
     if not is_embedded():
         options |= {"socket_connect_timeout": TIMEOUT_S, "socket_timeout": TIMEOUT_S}
-    with Connection(settings.CELERY_BROKER_URL, connect_timeout=TIMEOUT_S, transport_options=options) as conn:
+    transport = getattr(settings, "CELERY_BROKER_TRANSPORT", None)  # the embedded broker's
+    with Connection(
+        settings.CELERY_BROKER_URL, transport=transport, connect_timeout=TIMEOUT_S, transport_options=options
+    ) as conn:
         # For Redis, opening the channel sends a PING: an unreachable or refusing server raises here.
         yield conn.default_channel
 
