@@ -20,7 +20,7 @@ from annotation.exports import service as exports
 from annotation.models import EpisodeStatus, ExportFormat, ExportStatus
 from tests.conftest import ROOT, database_url_for_tests, running_worker
 from tests.test_exports import judged_pair
-from tests.test_sampling_jobs import TINY, questions
+from tests.test_sampling_jobs import TINY, questions, sampling_worker_env
 from tests.test_training_jobs import worker_env
 from training import jobs
 from training.models import ModelCheckpoint, RunKind, RunStatus, Sample, TrainingRun
@@ -108,8 +108,7 @@ def test_a_sampling_run_whose_worker_is_killed_fails_keeping_only_whole_question
         policy=policy, questions=QuestionSet(dataset="demo", limit=30), settings=settings_
     )
     run = request_sampling(alice, request)
-    env = worker_env(settings, tmp_path) | FAST_LIVENESS
-    env |= {"CORPUS_INDEX_DIR": str(settings.CORPUS_INDEX_DIR), "DEFAULT_CORPUS": settings.DEFAULT_CORPUS}
+    env = sampling_worker_env(settings, tmp_path) | FAST_LIVENESS
     env["SAMPLING_BATCH"] = "1"  # one question per chunk: several chunks stored before the kill
     stored = Sample.objects.filter(run=run)
     run = kill_while_running(env, "sampling", run, lambda r: stored.exists())  # killed after a chunk

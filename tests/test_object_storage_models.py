@@ -19,14 +19,14 @@ from annotation.models import Export, ExportFormat, ExportStatus
 from tests.conftest import running_worker
 from tests.object_storage import StallingProxy
 from tests.test_job_faults import FAST_LIVENESS
-from tests.test_sampling_jobs import TINY
+from tests.test_sampling_jobs import TINY, sample_on_a_worker, sampling_worker_env
 from tests.test_sampling_jobs import questions as eval_questions
 from tests.test_training import bc_rows
 from tests.test_training_jobs import questions as bc_questions
 from tests.test_training_jobs import wait_until_finished, worker_env
 from tests.tiny_models import tiny_reward_model
 from training.jobs import delete_checkpoint, request_run
-from training.models import ModelCheckpoint, RunKind, Sample, SamplingRun
+from training.models import ModelCheckpoint, RunKind, Sample
 from training.models import RunStatus as Status
 from training.sampling_runs import QuestionSet, SamplingRequest, request_sampling
 from webgpt_site.heartbeat import WORKER_STOPPED
@@ -107,18 +107,9 @@ def test_models_go_from_the_training_worker_through_the_bucket_to_a_sampling_wor
     )
     sampling = request_sampling(alice, request)
     sampler = tmp_path / "sampler"  # another machine, its cache empty
-    env = worker_env(settings, tmp_path) | bucket.env
-    env |= {
-        "MODEL_STORE_DIR": str(sampler / "models"),
-        "STORAGE_CACHE_DIR": str(sampler / "cache"),
-        "CORPUS_INDEX_DIR": str(settings.CORPUS_INDEX_DIR),
-        "DEFAULT_CORPUS": settings.DEFAULT_CORPUS,
-    }
-    with running_worker(env, queues="sampling"):
-        deadline = time.monotonic() + 180
-        while time.monotonic() < deadline and not SamplingRun.objects.get(pk=sampling.pk).is_finished:
-            time.sleep(0.3)
-    sampling.refresh_from_db()
+    env = sampling_worker_env(settings, tmp_path) | bucket.env
+    env |= {"MODEL_STORE_DIR": str(sampler / "models"), "STORAGE_CACHE_DIR": str(sampler / "cache")}
+    sampling = sample_on_a_worker(env, sampling.pk)
     assert sampling.status == Status.DONE, sampling.error
     assert Sample.objects.filter(run=sampling).count() == 2
     assert cached_models(sampler / "cache") == sorted([name, "tiny-rm"])

@@ -56,6 +56,24 @@ def reward_model(reward_dir) -> ModelCheckpoint:
     )
 
 
+def sampling_worker_env(settings, tmp_path) -> dict[str, str]:
+    """A sampling worker's environment: a training worker's (``worker_env``) and this test's corpus."""
+    return worker_env(settings, tmp_path) | {
+        "CORPUS_INDEX_DIR": str(settings.CORPUS_INDEX_DIR),
+        "DEFAULT_CORPUS": settings.DEFAULT_CORPUS,
+    }
+
+
+def sample_on_a_worker(env: dict[str, str], run_id: int, seconds: float = 180) -> SamplingRun:
+    """Run a real sampling worker with ``env`` until run ``run_id`` has finished (or the time is up); the
+    run as stored then."""
+    with running_worker(env, queues="sampling"):
+        deadline = time.monotonic() + seconds
+        while time.monotonic() < deadline and not SamplingRun.objects.get(pk=run_id).is_finished:
+            time.sleep(0.3)
+    return SamplingRun.objects.get(pk=run_id)
+
+
 def questions(count: int, split: str = Split.EVAL) -> list[Question]:
     texts = ["Who won the 2022 AFL Grand Final?", "What happened to the Crimean Bridge in October 2022?"]
     return [
@@ -237,15 +255,7 @@ def test_a_run_reaches_done_on_a_real_worker_on_the_sampling_queue(
         policy=policy, reward_model=reward_model, questions=QuestionSet(dataset="demo"), settings=TINY
     )
     run = request_sampling(alice, request)  # queued on commit (no transaction wraps this test)
-    env = worker_env(settings, tmp_path) | {
-        "CORPUS_INDEX_DIR": str(settings.CORPUS_INDEX_DIR),
-        "DEFAULT_CORPUS": settings.DEFAULT_CORPUS,
-    }
-    with running_worker(env, queues="sampling"):
-        deadline = time.monotonic() + 180
-        while time.monotonic() < deadline and not SamplingRun.objects.get(pk=run.pk).is_finished:
-            time.sleep(0.3)
-    run.refresh_from_db()
+    run = sample_on_a_worker(sampling_worker_env(settings, tmp_path), run.pk)
     assert run.status == RunStatus.DONE, run.error
     assert Sample.objects.filter(run=run).count() == 2 and run.episodes_done == 2
 
