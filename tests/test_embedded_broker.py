@@ -14,6 +14,17 @@ from webgpt_site import embedded_broker
 from webgpt_site.embedded_broker import Transport, message_name
 
 
+def broker_folder(tmp_path) -> dict[str, str]:
+    """A fresh embedded-broker folder under ``tmp_path``: its transport options, as settings.py sets them."""
+    folder = tmp_path / "celery-broker"
+    (folder / "control").mkdir(parents=True)
+    return {
+        "data_folder_in": str(folder),
+        "data_folder_out": str(folder),
+        "control_folder": str(folder / "control"),
+    }
+
+
 def test_names_sort_in_the_order_sent_when_the_clock_gains_a_digit():
     before, after = message_name("training", 9_999), message_name("training", 10_000)
     assert sorted([after, before]) == [before, after]
@@ -21,13 +32,7 @@ def test_names_sort_in_the_order_sent_when_the_clock_gains_a_digit():
 
 
 def test_messages_come_out_in_the_order_they_went_in_across_a_digit(tmp_path, monkeypatch):
-    folder = tmp_path / "celery-broker"
-    (folder / "control").mkdir(parents=True)
-    options = {
-        "data_folder_in": str(folder),
-        "data_folder_out": str(folder),
-        "control_folder": str(folder / "control"),
-    }
+    options = broker_folder(tmp_path)
     clock = iter([9_998, 9_999, 10_000, 10_001])
     monkeypatch.setattr(embedded_broker.time, "time_ns", lambda: next(clock))
     with Connection("filesystem://", transport=Transport, transport_options=options) as conn:

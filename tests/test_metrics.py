@@ -21,9 +21,11 @@ from annotation.questions.service import import_questions
 from browser.fetch import refusal_counts
 from browser.fetch.refusals import record_refusal
 from tests.conftest import delete_broker_keys
+from tests.test_embedded_broker import broker_folder
 from tests.test_settings import manage
 from training.models import SamplingRun, TrainingRun
 from webgpt_site.celery import app
+from webgpt_site.embedded_broker import Transport
 
 pytestmark = pytest.mark.django_db
 
@@ -161,16 +163,10 @@ def test_queue_lengths_are_read_under_the_brokers_key_prefix(prometheus, broker_
 
 
 def test_queue_lengths_on_the_embedded_broker_count_its_message_files(prometheus, settings, tmp_path):
-    folder = tmp_path / "celery-broker"
-    (folder / "control").mkdir(parents=True)
-    options = {
-        "data_folder_in": str(folder),
-        "data_folder_out": str(folder),
-        "control_folder": str(folder / "control"),
-    }
+    options = broker_folder(tmp_path)
     settings.CELERY_BROKER_URL = "filesystem://"
     settings.CELERY_BROKER_TRANSPORT_OPTIONS = options
-    with Connection("filesystem://", transport_options=options) as conn:
+    with Connection("filesystem://", transport=Transport, transport_options=options) as conn:
         queue = conn.SimpleQueue("sampling")
         queue.put({"n": 1})
         queue.put({"n": 2})
