@@ -123,9 +123,8 @@ class LocalStorage(FileSystemStorage):
     def delete_folder(self, name: str) -> None:
         shutil.rmtree(self.path(_folder_name(name)), ignore_errors=True)  # path() refuses ../
 
-    def abort_uploads(self, prefix: str) -> list[str]:
+    def abort_uploads(self, prefix: str) -> None:
         """Nothing to do: publishing into a folder is a rename, never left half done."""
-        return []
 
     def describe(self, name: str) -> str:
         return self.path(name)
@@ -238,15 +237,16 @@ class ObjectStorage(S3Storage):
         return response
 
     def delete_folder(self, name: str) -> None:
-        self.bucket.objects.filter(Prefix=self.key(_folder_name(name)) + "/").delete()
+        """Every object under ``name/``, and every upload to it left unfinished by a killed process."""
+        prefix = _folder_name(name) + "/"
+        self.abort_uploads(prefix)
+        self.bucket.objects.filter(Prefix=self.key(prefix)).delete()
 
-    def abort_uploads(self, prefix: str) -> list[str]:
+    def abort_uploads(self, prefix: str) -> None:
         """Abort the unfinished multipart uploads of names starting with ``prefix`` (never empty): what a
-        process killed mid-upload leaves, readable by nobody but stored (and billed) until aborted. The
-        names aborted."""
+        process killed mid-upload leaves, readable by nobody but stored (and billed) until aborted."""
         if not prefix.strip("/"):
             raise ValueError("abort_uploads: a prefix is required")
-        aborted = []
         pages = self.client.get_paginator("list_multipart_uploads").paginate(
             Bucket=self.bucket_name, Prefix=self.key(prefix)
         )
@@ -254,8 +254,6 @@ class ObjectStorage(S3Storage):
             self.client.abort_multipart_upload(
                 Bucket=self.bucket_name, Key=upload["Key"], UploadId=upload["UploadId"]
             )
-            aborted.append(upload["Key"])
-        return aborted
 
     def describe(self, name: str) -> str:
         return f"s3://{self.bucket_name}/{self.key(name)}"

@@ -48,9 +48,7 @@ def _discard_training_output(pk: int) -> None:
     from webgpt_site.storage import MODELS, get_storage
 
     shutil.rmtree(output_dir(pk), ignore_errors=True)
-    models = get_storage(MODELS)
-    models.abort_uploads(f"{storage_name(pk)}/")
-    models.delete_folder(storage_name(pk))
+    get_storage(MODELS).delete_folder(storage_name(pk))  # unfinished uploads to it included
 
 
 def _discard_export_part(pk: int) -> None:

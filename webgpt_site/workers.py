@@ -35,15 +35,15 @@ def answer_ping(ping_id: int, hostname: str) -> None:
 
 
 def latest_pings() -> list[WorkerPing]:
-    """The most recent ping of each queue, each marked ``busy`` when its queue is; queues never pinged are
-    left out."""
-    busy = busy_queues()
-    latest = []
-    for queue in settings.CELERY_QUEUES:
-        row = WorkerPing.objects.filter(queue=queue).first()
-        if row is not None:
-            row.busy = queue in busy
-            latest.append(row)
+    """The most recent ping of each queue, those past their patience marked ``busy`` when their queue is;
+    queues never pinged are left out."""
+    firsts = (WorkerPing.objects.filter(queue=queue).first() for queue in settings.CELERY_QUEUES)
+    latest = [row for row in firsts if row is not None]
+    silent = [row for row in latest if row.state == "no worker"]
+    if silent:  # asked only then: the console polls this every second while pings wait
+        busy = busy_queues()
+        for row in silent:
+            row.busy = row.queue in busy
     return latest
 
 

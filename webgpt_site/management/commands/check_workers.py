@@ -31,7 +31,7 @@ class Command(BaseCommand):
                     "pk", flat=True
                 )
             )
-        busy = busy_queues()
+        busy = busy_queues() if pending else set()
         silent = 0
         for row in WorkerPing.objects.filter(pk__in=[p.pk for p in pings]).order_by("id"):
             if row.answered_at:
