@@ -71,6 +71,24 @@ def test_a_right_password_clears_the_count(bob, settings):
     assert sign_in("bob", "bob-pw").status_code == 302
 
 
+def test_signing_in_as_oneself_does_not_clear_the_failures_against_someone_else(bob, django_user_model, settings):
+    """Between guesses at root's password, bob signs in as himself from the same address: root's count
+    goes on, and the fifth wrong guess locks root (the lockout bypass of the second probe)."""
+    settings.AXES_FAILURE_LIMIT = 5
+    django_user_model.objects.create_superuser("root", password="root-pw-long")
+    assert fail(4, "root") == [200, 200, 200, 200]
+    assert sign_in("bob", "bob-pw").status_code == 302
+    assert fail(1, "root") == [429]
+    assert sign_in("root", "root-pw-long", address="10.0.0.2").status_code == 429
+
+
+def test_a_right_password_clears_only_its_own_failures_from_its_own_address(bob, settings):
+    settings.AXES_FAILURE_LIMIT = 3
+    assert fail(2, "bob", address="10.0.0.9") == [200, 200]  # someone elsewhere guessing bob's password
+    assert sign_in("bob", "bob-pw").status_code == 302
+    assert fail(1, "bob") == [429]  # the guesses from elsewhere still count
+
+
 @pytest.fixture
 def rates(settings):
     def set_rates(user: str, anon: str) -> None:

@@ -247,7 +247,7 @@ TRUSTED_PROXIES = env_int("TRUSTED_PROXIES", 0, minimum=0)
 AXES_FAILURE_LIMIT = env_int("LOGIN_FAILURE_LIMIT", 5, minimum=1)
 AXES_COOLOFF_TIME = timedelta(minutes=env_int("LOGIN_LOCKOUT_MINUTES", 15, minimum=1))
 AXES_LOCKOUT_PARAMETERS = ["username", "ip_address"]  # each on its own: per user, and per address
-AXES_RESET_ON_SUCCESS = True
+AXES_RESET_ON_SUCCESS = False  # axes would clear the address's count too: webgpt_site/lockout.py
 AXES_LOCKOUT_CALLABLE = "webgpt_site.views.locked_out"
 AXES_CLIENT_IP_CALLABLE = "webgpt_site.throttles.client_address"
 AXES_VERBOSE = False
