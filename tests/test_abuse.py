@@ -71,7 +71,7 @@ def test_a_right_password_clears_the_count(bob, settings):
     assert sign_in("bob", "bob-pw").status_code == 302
 
 
-def test_signing_in_as_oneself_does_not_clear_the_failures_against_someone_else(bob, django_user_model, settings):
+def test_signing_in_as_oneself_does_not_clear_the_failures_against_another(bob, django_user_model, settings):
     """Between guesses at root's password, bob signs in as himself from the same address: root's count
     goes on, and the fifth wrong guess locks root (the lockout bypass of the second probe)."""
     settings.AXES_FAILURE_LIMIT = 5
