@@ -99,7 +99,7 @@ def route_named(name: str) -> Route:
 # real objects. A new object route fails object_kind until it is added here.
 OBJECT_OF = {
     "console:feedback_batch": "batch",
-    "console:feedback_toggle": "batch",
+    "console:feedback_state": "batch",
     "console:feedback_priority": "batch",
     "console:feedback_results": "batch",
     "console:feedback_results_csv": "batch",

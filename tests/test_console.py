@@ -9,7 +9,7 @@ from django.urls import reverse
 from annotation.feedback.batches import BatchSettings, create_feedback_batch
 from annotation.models import Answer, Assignment, FeedbackBatch, Question, QuestionImport, SourceKind
 from annotation.questions.service import import_questions
-from tests.conftest import QUESTION_DATA
+from tests.conftest import QUESTION_DATA, make_user
 from webgpt_site.models import AuditEntry, WorkerPing
 
 pytestmark = pytest.mark.django_db
@@ -97,11 +97,11 @@ def sky_batch(researcher) -> FeedbackBatch:
 
 def test_pausing_a_batch_stops_handing_out_its_work_and_starting_it_resumes(client_for, alice, bob):
     batch = sky_batch(alice)
-    toggle, page = (
-        reverse(f"console:{name}", args=[batch.pk]) for name in ("feedback_toggle", "feedback_batch")
+    state, page = (
+        reverse(f"console:{name}", args=[batch.pk]) for name in ("feedback_state", "feedback_batch")
     )
 
-    paused = client_for(alice).post(toggle, follow=True)
+    paused = client_for(alice).post(state, {"state": "paused"}, follow=True)
     assert paused.redirect_chain == [(page, 302)]
     assert [str(m) for m in paused.context["messages"]] == ["Batch paused."]
     html = paused.content.decode()
@@ -110,21 +110,41 @@ def test_pausing_a_batch_stops_handing_out_its_work_and_starting_it_resumes(clie
     assert client_for(bob).post(reverse("annotation:task_start")).url == reverse("annotation:next_task")
     assert not Assignment.objects.exists()  # nothing is handed out from a paused batch
 
-    started = client_for(alice).post(toggle, follow=True)
+    started = client_for(alice).post(state, {"state": "active"}, follow=True)
     assert [str(m) for m in started.context["messages"]] == ["Batch started."]
     html = started.content.decode()
     assert "<dt>State</dt><dd>active</dd>" in html and "Pause batch</button>" in html
     response = client_for(bob).post(reverse("annotation:task_start"))
     task = Assignment.objects.get(labeler=bob)
     assert task.item.batch == batch and response.url == reverse("annotation:task", args=[task.pk])
+    entries = AuditEntry.objects.filter(action__in=("feedback_batch.pause", "feedback_batch.start"))
+    assert [(e.action, e.actor) for e in entries.order_by("id")] == [
+        ("feedback_batch.pause", alice),
+        ("feedback_batch.start", alice),
+    ]
 
 
-def test_only_researchers_toggle_a_batch_and_only_by_post(client_for, alice, bob, charlie):
+def test_a_second_pause_from_a_stale_page_leaves_the_batch_paused(client_for, alice, django_user_model):
+    """Two researchers both see "Pause batch": the second press used to start the batch again."""
+    erin = make_user(django_user_model, "erin", "researcher")
     batch = sky_batch(alice)
-    toggle = reverse("console:feedback_toggle", args=[batch.pk])
-    assert client_for(alice).get(toggle).status_code == 405
-    assert client_for(bob).post(toggle).status_code == 403
-    assert client_for(charlie).post(toggle).status_code == 403
-    assert client_for(None).post(toggle).url.startswith(reverse("login"))
-    assert client_for(alice).post(reverse("console:feedback_toggle", args=[batch.pk + 1])).status_code == 404
+    state = reverse("console:feedback_state", args=[batch.pk])
+    assert client_for(alice).post(state, {"state": "paused"}).status_code == 302
+    second = client_for(erin).post(state, {"state": "paused"}, follow=True)
+    assert [str(m) for m in second.context["messages"]] == ["The batch was already paused: nothing changed."]
+    assert FeedbackBatch.objects.get().is_active is False
+    assert AuditEntry.objects.filter(action="feedback_batch.pause").count() == 1  # the no-op is not logged
+    refused = client_for(alice).post(state, {"state": "toggle"})
+    assert refused.status_code == 400 and FeedbackBatch.objects.get().is_active is False
+
+
+def test_only_researchers_pause_a_batch_and_only_by_post(client_for, alice, bob, charlie):
+    batch = sky_batch(alice)
+    state = reverse("console:feedback_state", args=[batch.pk])
+    assert client_for(alice).get(state).status_code == 405
+    assert client_for(bob).post(state, {"state": "paused"}).status_code == 403
+    assert client_for(charlie).post(state, {"state": "paused"}).status_code == 403
+    assert client_for(None).post(state, {"state": "paused"}).url.startswith(reverse("login"))
+    missing = reverse("console:feedback_state", args=[batch.pk + 1])
+    assert client_for(alice).post(missing, {"state": "paused"}).status_code == 404
     assert FeedbackBatch.objects.get().is_active is True

@@ -75,7 +75,7 @@ EXPECTED: dict[str, tuple] = {
     "console:feedback": RESEARCHER,
     "console:feedback_create": RESEARCHER,
     "console:feedback_batch": RESEARCHER,
-    "console:feedback_toggle": RESEARCHER,
+    "console:feedback_state": RESEARCHER,
     "console:feedback_priority": RESEARCHER,
     "console:feedback_results": RESEARCHER,
     "console:feedback_results_csv": RESEARCHER,  # the table the matrix names does not exist: a 400

@@ -24,7 +24,7 @@ console_patterns = (
         path("feedback/", feedback_console.batch_list, name="feedback"),
         path("feedback/new/", feedback_console.batch_create, name="feedback_create"),
         path("feedback/<int:pk>/", feedback_console.batch_detail, name="feedback_batch"),
-        path("feedback/<int:pk>/toggle/", feedback_console.batch_toggle, name="feedback_toggle"),
+        path("feedback/<int:pk>/state/", feedback_console.batch_state, name="feedback_state"),
         path("feedback/<int:pk>/priority/", feedback_console.batch_priority, name="feedback_priority"),
         path("feedback/<int:pk>/results/", feedback_results.results_page, name="feedback_results"),
         path(

@@ -160,6 +160,22 @@ def set_priority(user: AnyUser | None, batch: FeedbackBatch, priority: int) -> N
     log_action(user, "feedback_batch.priority", batch, priority=priority)
 
 
+def set_active(user: AnyUser | None, batch: FeedbackBatch, active: bool) -> bool:
+    """Start (``active``) or pause the batch; False when it already was so (nothing changed, nothing
+    logged). The row lock makes two presses from stale pages, or at the same moment, land on the state
+    both asked for, each change recorded once: a flip would have started a batch the second person
+    also meant to pause."""
+    with transaction.atomic():
+        locked = FeedbackBatch.objects.select_for_update().get(pk=batch.pk)
+        if locked.is_active == active:
+            batch.is_active = active
+            return False
+        FeedbackBatch.objects.filter(pk=batch.pk).update(is_active=active)
+        log_action(user, "feedback_batch.start" if active else "feedback_batch.pause", batch)
+    batch.is_active = active
+    return True
+
+
 def check_batch_request(config: BatchSettings, source: str, has_answers_file: bool, gold_pairs: str) -> None:
     """The one check of a request for a batch, made by the console form, the API and the command before
     anything is read, and again by ``create_batch_from_source``: BatchError naming the field at fault."""

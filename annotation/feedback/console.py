@@ -6,7 +6,7 @@ from typing import Any
 
 from django import forms
 from django.contrib import messages
-from django.http import HttpRequest, HttpResponse, QueryDict
+from django.http import HttpRequest, HttpResponse, HttpResponseBadRequest, QueryDict
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
@@ -22,6 +22,7 @@ from annotation.feedback.batches import (
     BatchSettings,
     check_batch_request,
     create_batch_from_source,
+    set_active,
     set_priority,
 )
 from annotation.feedback.flag_review import flag_counts
@@ -277,11 +278,19 @@ def batch_priority(request: HttpRequest, pk: int) -> HttpResponse:
     return redirect("console:feedback_batch", pk=batch.pk)
 
 
+BATCH_STATES = {"active": True, "paused": False}  # what the page's Start and Pause buttons send
+
+
 @require_POST
 @role_required(Role.RESEARCHER)
-def batch_toggle(request: HttpRequest, pk: int) -> HttpResponse:
+def batch_state(request: HttpRequest, pk: int) -> HttpResponse:
+    """Start or pause: the button says which, so a press from a stale page is a no-op that says so."""
     batch = get_visible_or_404(FeedbackBatch.objects, request.user, pk=pk)
-    batch.is_active = not batch.is_active
-    batch.save(update_fields=["is_active"])
-    messages.info(request, f"Batch {'started' if batch.is_active else 'paused'}.")
+    wanted = BATCH_STATES.get(request.POST.get("state", ""))
+    if wanted is None:
+        return HttpResponseBadRequest("state must be 'active' or 'paused'.")
+    if set_active(request.user, batch, wanted):
+        messages.info(request, f"Batch {'started' if wanted else 'paused'}.")
+    else:
+        messages.info(request, f"The batch was already {'active' if wanted else 'paused'}: nothing changed.")
     return redirect("console:feedback_batch", pk=batch.pk)
