@@ -82,7 +82,7 @@ MIDDLEWARE = [
     "webgpt_site.ops.middleware.RequestIdMiddleware",
     "django_prometheus.middleware.PrometheusBeforeMiddleware",
     "django.middleware.security.SecurityMiddleware",
-    "django.contrib.sessions.middleware.SessionMiddleware",
+    "webgpt_site.sessions.IdleSessionMiddleware",  # polls do not renew the session
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
@@ -219,7 +219,8 @@ SECURE_CONTENT_TYPE_NOSNIFF = True
 SECURE_REFERRER_POLICY = "same-origin"
 SESSION_COOKIE_HTTPONLY = True
 # Idle timeout: a session ends SESSION_IDLE_MINUTES after its last request (each request renews it; an
-# open work page keeps it alive with its heartbeats).
+# open work page keeps it alive with its heartbeats, sent while the person is active; polls of pages that
+# watch a job do not renew it: webgpt_site/sessions.py).
 SESSION_COOKIE_AGE = env_int("SESSION_IDLE_MINUTES", 8 * 60, minimum=1) * 60
 SESSION_SAVE_EVERY_REQUEST = True
 if not DEBUG:
