@@ -28,7 +28,10 @@ from __future__ import annotations
 
 import html as html_lib
 import json
+import os
 import re
+import subprocess
+import sys
 import uuid
 from dataclasses import dataclass, field
 from datetime import timedelta
@@ -579,6 +582,12 @@ ROUTES = [route.name for route in all_routes()]
 @pytest.mark.parametrize("name", ROUTES)
 def test_no_input_to_any_route_is_a_500_and_a_refusal_writes_nothing(fuzz_settings, name):
     route = next(route for route in all_routes() if route.name == name)
+    if connection.vendor == "sqlite":  # test_ids_on_sqlite: the values SQLite alone refuses
+        callers = Callers(fuzz_settings)
+        for method in route.methods:
+            for request in sweep(fuzz_settings, route, method, IDS):
+                _check(callers, method, request)
+        return
     for method in route.methods:
         size = "rich" if name in RICH and method != "GET" else "read" if method == "GET" else "write"
         _fuzz(fuzz_settings, route, method, EXAMPLES[size])
@@ -606,15 +615,17 @@ def _fuzz(world: World, route: Route, method: str, examples: int) -> None:
 
 
 # Each of these, alone in every field the route takes: the values that broke something once.
-SWEEP = ["\x00", "²", "9" * 30, "9" * 5000, "1e999", "NaN", DEEP, "x" * 20_001]
+# Ids SQLite cannot hold (19-20 digits overflow its integers, where PostgreSQL just finds nothing).
+IDS = ["²", "9" * 19, "9" * 20, "9" * 30, "9" * 5000]
+SWEEP = ["\x00", *IDS, "1e999", "NaN", DEEP, "x" * 20_001]
 
 
-def sweep(world: World, route: Route, method: str) -> list[dict[str, Any]]:
-    """Requests that put one SWEEP value in every field (query parameter, form field, JSON field)."""
+def sweep(world: World, route: Route, method: str, values: list[str] = SWEEP) -> list[dict[str, Any]]:
+    """Requests that put one of ``values`` in every field (query parameter, form field, JSON field)."""
     url = url_of(route, world)
     names = sorted(world.fields.get((route.name, method), set()) - KEPT)
     requests: list[dict[str, Any]] = []
-    for value in SWEEP:
+    for value in values:
         if method == "GET":  # one parameter at a time: a bad ?page= would answer before ?split= is read
             queries = [{name: value} for name in names] or [dict.fromkeys(["q", "page", "id"], value)]
             requests += [{"url": f"{url}?{urlencode(query)}", "kind": "query"} for query in queries]
@@ -630,3 +641,16 @@ def sweep(world: World, route: Route, method: str) -> list[dict[str, Any]]:
     if method != "GET":
         requests.append(_body(url, "raw", DEEP.encode(), "application/json"))
     return requests
+
+
+def test_ids_on_sqlite(tmp_path):
+    """The id sweep on SQLite (``make run``'s database), in a process of its own: 20 nines overflow SQLite's
+    integers where PostgreSQL finds nothing, so a form taking ids without ``ModelIdsField`` was a 500 there
+    and passed here (issue 23: rounds and proxy evaluations)."""
+    if connection.vendor == "sqlite":
+        pytest.skip("this run is on SQLite already")
+    env = {**os.environ, "DATABASE_URL": f"sqlite:///{tmp_path / 'fuzz.sqlite3'}"}
+    command = [sys.executable, "-m", "pytest", __file__, "-q", "-p", "no:cacheprovider"]
+    command += ["-k", "not on_sqlite"]
+    done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=600, check=False)
+    assert done.returncode == 0, done.stdout[-6000:]

@@ -15,6 +15,7 @@ from training.models import ModelCheckpoint, RunKind, SamplingRun
 from training.proxy_eval import DEFAULT_RESAMPLES
 from training.proxy_jobs import BOUNDS, MAX_RUNS, ProxyRequest
 from webgpt_site.inputs import parse_id
+from webgpt_site.params import ModelIdsField
 from webgpt_site.permissions import AnyUser
 
 
@@ -32,7 +33,7 @@ class ProxyEvaluationForm(JobRequestForm):
         help_text="Trained on a separate split of questions from the reward model that chose the runs' "
         "answers.",
     )
-    runs = forms.ModelMultipleChoiceField(
+    runs = ModelIdsField(
         queryset=SamplingRun.objects.none(),
         required=False,
         label="Sampling runs",

@@ -31,6 +31,7 @@ from training.rounds import (
 )
 from training.views import key_metrics
 from webgpt_site.inputs import parse_id
+from webgpt_site.params import ModelIdsField
 from webgpt_site.permissions import Role, get_visible_or_404, role_required
 
 
@@ -38,7 +39,7 @@ class RoundForm(forms.Form):
     """The page's fields; what a round may be is checked by ``rounds.check_round_request`` (the API's too)."""
 
     name = forms.CharField(required=False, widget=forms.TextInput(attrs={"maxlength": MAX_NAME}))
-    sampling_runs = forms.ModelMultipleChoiceField(
+    sampling_runs = ModelIdsField(
         queryset=SamplingRun.objects.order_by("-pk"),
         help_text="The runs this turn of the loop sampled (batches, exports and models are found from them)",
         error_messages={"invalid_choice": "There is no sampling run %(value)s."},
@@ -205,7 +206,7 @@ def _detail_page(request: HttpRequest, round_: Round, form: AddRunsForm, status:
 
 
 class AddRunsForm(forms.Form):
-    sampling_runs = forms.ModelMultipleChoiceField(
+    sampling_runs = ModelIdsField(
         queryset=SamplingRun.objects.order_by("-pk"),
         label="Add sampling runs",
         error_messages={"invalid_choice": "There is no sampling run %(value)s."},
