@@ -246,7 +246,7 @@ def fuzz_settings(settings, freshwiki_index_dir, world):
     settings.CORPUS_INDEX_DIR = freshwiki_index_dir
     settings.REST_FRAMEWORK = {
         **settings.REST_FRAMEWORK,
-        "DEFAULT_THROTTLE_RATES": {"anon": None, "user": None},
+        "DEFAULT_THROTTLE_RATES": {"user": None},
     }
     return world
 

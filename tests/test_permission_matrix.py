@@ -111,7 +111,7 @@ EXPECTED: dict[str, tuple] = {
     "training:round": RESEARCH_OBJECT,
     "training:round_add_runs": RESEARCH_OBJECT,
     "api-schema": API_SIGNED_IN,
-    "api-docs": PUBLIC,  # the page only; the schema it loads needs a signed-in user
+    "api-docs": SIGNED_IN,  # a page: anonymous callers are sent to sign in, like the schema's 401
     "api-questions": API_RESEARCHER,
     "api-question-import": API_RESEARCHER,
     "api-question": API_RESEARCH_OBJECT,

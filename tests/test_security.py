@@ -91,8 +91,8 @@ def api_status(key: str) -> int:
 
 
 def test_every_response_switches_off_browser_features_it_does_not_use(client_for, alice):
-    for url in (reverse("login"), reverse("api-docs")):
-        policy = Client().get(url).headers["Permissions-Policy"]
+    for client, url in ((Client(), reverse("login")), (client_for(alice), reverse("api-docs"))):
+        policy = client.get(url).headers["Permissions-Policy"]
         assert "camera=()" in policy and "geolocation=()" in policy and "microphone=()" in policy
     assert "Permissions-Policy" in client_for(alice).get("/api/questions").headers
 

@@ -343,13 +343,10 @@ REST_FRAMEWORK = {
     "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.PageNumberPagination",
     "PAGE_SIZE": 50,
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
-    # Per signed-in user on every endpoint, per address for anonymous calls; over the rate: 429 with
-    # Retry-After. Generous by default (a labeler's autosave and heartbeats stay far below).
-    "DEFAULT_THROTTLE_CLASSES": ["webgpt_site.throttles.AnonThrottle", "webgpt_site.throttles.UserThrottle"],
-    "DEFAULT_THROTTLE_RATES": {
-        "anon": env_rate("API_THROTTLE_ANON", "60/minute"),
-        "user": env_rate("API_THROTTLE_USER", "1200/minute"),
-    },
+    # Per signed-in user on every endpoint (anonymous calls are all 401 before a throttle); over the rate:
+    # 429 with Retry-After. Generous by default (a labeler's autosave and heartbeats stay far below).
+    "DEFAULT_THROTTLE_CLASSES": ["webgpt_site.throttles.UserThrottle"],
+    "DEFAULT_THROTTLE_RATES": {"user": env_rate("API_THROTTLE_USER", "1200/minute")},
     "NUM_PROXIES": TRUSTED_PROXIES,  # without it DRF would trust any X-Forwarded-For a client sends
 }
 SPECTACULAR_SETTINGS = {

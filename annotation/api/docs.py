@@ -6,10 +6,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from django.contrib.auth.decorators import login_required
 from django.template import engines
 from django.template.backends.django import Template
+from django.utils.decorators import method_decorator
 from drf_spectacular.views import SpectacularSwaggerSplitView
-from rest_framework.permissions import AllowAny
 from rest_framework.renderers import TemplateHTMLRenderer
 
 PAGE = """<!DOCTYPE html>
@@ -41,8 +42,10 @@ class _CspPageRenderer(TemplateHTMLRenderer):
         return super().resolve_template(template_names)
 
 
+@method_decorator(login_required, name="dispatch")  # anonymous: the sign-in page, then back here
 class ApiDocs(SpectacularSwaggerSplitView):
-    # The page itself is public documentation; the schema behind it still needs a signed-in user.
-    permission_classes = (AllowAny,)
+    """Like the schema it shows, for signed-in people only (anonymous, it was an empty page: the schema
+    behind it answered 401)."""
+
     renderer_classes = (_CspPageRenderer,)
     url_name = "api-schema"
