@@ -116,7 +116,9 @@ def test_others_get_404_on_details_and_403_on_lists(alice, bob, charlie, dana):
             assert api(user).get(url).status_code == 403, url
     assert api().get(details[0]).status_code == 401
     assert TrainingRun.objects.get().status == Status.QUEUED and folder.exists()
-    assert [m["id"] for m in api(alice).get("/api/models").json()["results"]] == [model.pk]
+    listed = api(alice).get("/api/models").json()["results"]
+    assert [(m["id"], m["path"]) for m in listed] == [(model.pk, "runs/x")]  # never the server's own path
+    assert api(alice).get(details[1]).json()["path"] == "runs/x"
     # While a queued run starts from the model, its folder stays.
     user = jobs.request_run(alice, RunKind.RM, export, {}, "fast", model, queue=False)
     refused = api(alice).delete(f"/api/models/{model.pk}")

@@ -24,6 +24,9 @@ from webgpt_site.permissions import get_visible_or_404
 
 
 class CheckpointSerializer(serializers.ModelSerializer):
+    # As the pages show it: relative to the model store, so that the server's absolute paths stay private.
+    path = serializers.CharField(source="store_path", read_only=True)
+
     class Meta:
         model = ModelCheckpoint
         fields = ("id", "name", "kind", "base_model", "path", "metrics", "run", "created_at")
