@@ -4,15 +4,20 @@ the same importer as ``manage.py import_corpus`` (browser.services.import_corpus
 
 An upload is published to the ``imports`` storage (``webgpt_site/storage.py``: the folder
 ``MEDIA_ROOT/corpus-imports/``, or the bucket, where a worker on another machine finds it) and removed when
-the job ends; the worker reads it there or from a temporary copy, and unpacks a .zip beside it.
+the job ends; the worker reads it there or from a temporary copy, and unpacks a .zip beside it: only its
+pages and articles, a chunk at a time, counting the bytes really written against the limits check_zip
+applied to the table of contents (browser.import_requests), so a .zip whose sizes lie is stopped as soon
+as it passes one, before it fills the disk or the memory of the reader.
 """
 
 from __future__ import annotations
 
+import lzma
 import shutil
 import tempfile
 import time
 import zipfile
+import zlib
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path, PurePosixPath
@@ -25,8 +30,11 @@ from browser.corpus.records import CorpusFileError
 from browser.import_requests import (
     ImportRequest,
     ImportRequestError,
+    check_unpacked_size,
+    check_unpacked_total,
     check_zip,
     resolve_server_path,
+    unpacks,
     zip_folder,
 )
 from browser.models import Corpus, CorpusImport, ImportStatus
@@ -37,6 +45,7 @@ from webgpt_site.storage import IMPORTS, get_storage
 from webgpt_site.sweeper import redelivered
 
 SAVE_EVERY_S = 1.0  # progress writes at most this often (pages poll every second)
+UNPACK_CHUNK = 1024 * 1024  # bytes unpacked between two checks of the limits
 
 
 def staging_dir() -> Path:
@@ -143,13 +152,56 @@ def _source(job: CorpusImport) -> Iterator[tuple[Path, str]]:
         check_zip(stored, job.source_format)
         unpacked = Path(tempfile.mkdtemp(dir=staging_dir(), prefix=f".import-{job.pk}-"))
         try:
-            with zipfile.ZipFile(stored) as archive:
-                names = [PurePosixPath(m.filename) for m in archive.infolist() if not m.is_dir()]
-                archive.extractall(unpacked)  # names checked by check_zip: none leaves the folder
-            root = unpacked / zip_folder(names)
-            yield root, job.source
+            yield unpack_zip(stored, unpacked), job.source
         finally:
             shutil.rmtree(unpacked, ignore_errors=True)
+
+
+def unpack_zip(stored: Path, into: Path) -> Path:
+    """The pages and articles of the .zip ``stored`` (checked by check_zip) written below the empty folder
+    ``into``, streamed and counted; the folder to read (the zipped folder, if the .zip holds one)."""
+    archive_size = stored.stat().st_size
+    with zipfile.ZipFile(stored) as archive:
+        members = archive.infolist()
+        total = 0
+        for member in filter(unpacks, members):
+            total += _unpack_member(archive, member, into, total, archive_size)
+    return into / zip_folder([PurePosixPath(m.filename) for m in members if not m.is_dir()])
+
+
+def _unpack_member(
+    archive: zipfile.ZipFile, member: zipfile.ZipInfo, into: Path, before: int, size: int
+) -> int:
+    """Write ``member`` below ``into`` (its name was checked: it stays inside); the bytes written. Limits
+    are checked on the real count after every chunk, ``before`` bytes having been written already."""
+    target = into / member.filename
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        out = target.open("xb")  # "x": a new file, never through an existing name (or link)
+    except (FileExistsError, NotADirectoryError, IsADirectoryError):
+        raise ImportRequestError(
+            "file", f"The .zip's {member.filename!r} clashes with another file's name."
+        ) from None
+    written = 0
+    with out:
+        for chunk in _member_chunks(archive, member):
+            written += len(chunk)
+            check_unpacked_size(member.filename, written, member.compress_size)
+            check_unpacked_total(before + written, size)
+            out.write(chunk)
+    return written
+
+
+def _member_chunks(archive: zipfile.ZipFile, member: zipfile.ZipInfo) -> Iterator[bytes]:
+    """``member``'s unpacked bytes, a chunk at a time; a damaged member is refused naming it."""
+    try:
+        with archive.open(member) as source:
+            while chunk := source.read(UNPACK_CHUNK):
+                yield chunk
+    except (zipfile.BadZipFile, zlib.error, lzma.LZMAError, EOFError, OSError, NotImplementedError) as exc:
+        raise ImportRequestError(
+            "file", f"Cannot unpack {member.filename!r} from the .zip ({exc})."
+        ) from None
 
 
 def _describe(exc: CorpusFileError | ImportRequestError, source: tuple[Path, str] | None) -> str:

@@ -399,6 +399,16 @@ DEFAULT_CORPUS = env_str("DEFAULT_CORPUS") or "freshwiki"
 CORPUS_IMPORT_MAX_BYTES = env_int("CORPUS_IMPORT_MAX_BYTES", 500 * 1024 * 1024, minimum=1)
 CORPUS_IMPORT_MAX_UNZIPPED_BYTES = env_int("CORPUS_IMPORT_MAX_UNZIPPED_BYTES", 2 * 1024**3, minimum=1)
 CORPUS_IMPORT_ROOT = Path(env_str("CORPUS_IMPORT_ROOT")) if env_str("CORPUS_IMPORT_ROOT") else None
+# Zip-bomb and memory limits (browser/import_requests.py checks a .zip's table of contents, the worker
+# counts the bytes it really unpacks; the corpus readers hold page files to the same 64 MiB built in).
+# 64 MiB per file bounds the worker's memory for one page (read whole; a long Wikipedia article is about
+# 2 MB of HTML); 100:1 is well above what real pages compress to (HTML about 5-10:1) and far below
+# deflate's ~1000:1 (checked for each member and the whole archive from 1 MiB unpacked up); 100,000
+# entries keep the table of contents zipfile parses into memory small (larger corpora come as JSONL, ZIM
+# or a server folder, all streamed).
+CORPUS_IMPORT_MAX_FILE_BYTES = env_int("CORPUS_IMPORT_MAX_FILE_BYTES", 64 * 1024**2, minimum=1)
+CORPUS_IMPORT_MAX_ZIP_RATIO = env_int("CORPUS_IMPORT_MAX_ZIP_RATIO", 100, minimum=1)
+CORPUS_IMPORT_MAX_ZIP_ENTRIES = env_int("CORPUS_IMPORT_MAX_ZIP_ENTRIES", 100_000, minimum=1)
 # When no active demonstration batch has a question left, demonstrators get questions of the bc split
 # (searched in DEFAULT_CORPUS). The demo (`make run`) turns this off: its 100-page corpus cannot answer the
 # TriviaQA/NQ questions of the bc split, so its pool is the demo batch, written for that corpus.

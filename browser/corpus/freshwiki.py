@@ -22,7 +22,13 @@ from html import escape
 from pathlib import Path
 from typing import Any
 
-from browser.corpus.records import CorpusFileError, CorpusRecord, is_http_url
+from browser.corpus.records import (
+    MAX_FILE_BYTES,
+    CorpusFileError,
+    CorpusRecord,
+    LinkFreeFolder,
+    is_http_url,
+)
 
 _ATTRIBUTION = "From Wikipedia, the free encyclopedia (CC BY-SA 4.0), via the FreshWiki dataset."
 
@@ -93,8 +99,7 @@ def _article(obj: Any) -> _Article:
     return _Article(title, url, _get(obj, "summary", str, ""), sections, [v for _, v in ordered])
 
 
-def _load(path: Path) -> _Article:
-    data = path.read_bytes()
+def _load(path: Path, data: bytes) -> _Article:
     try:
         text = data.decode("utf-8-sig")
     except UnicodeDecodeError as e:
@@ -186,13 +191,15 @@ class _Page:
         return "\n".join(parts)
 
 
-def read_freshwiki(path: str | Path) -> list[CorpusRecord]:
-    """One HTML record per ``*.json`` article in the folder ``path`` (sorted by file name)."""
+def read_freshwiki(path: str | Path, max_file_bytes: int = MAX_FILE_BYTES) -> list[CorpusRecord]:
+    """One HTML record per ``*.json`` article in the folder ``path`` (sorted by file name). An article
+    file that is a symbolic link (wherever it points) or larger than ``max_file_bytes`` is refused."""
     folder = Path(path)
     files = sorted(folder.glob("*.json"))
     if not files:
         raise CorpusFileError(str(folder), 0, "no .json files in this folder")
-    articles = [_load(f) for f in files]
+    with LinkFreeFolder(folder) as opened:
+        articles = [_load(f, opened.read(f, max_file_bytes)) for f in files]
     first_file: dict[str, Path] = {}
     for f, a in zip(files, articles, strict=True):
         if a.url in first_file:

@@ -5,6 +5,12 @@ nothing because the index commits only after the last record (browser.services.i
 Every problem raises CorpusFileError naming the file and, where the format has lines, the line: most when
 the iterator reaches them, some about the whole source (unknown format, bad base URL) at once. Duplicate
 URLs inside one import are an error (not "last one wins"): they almost always mean a broken export.
+
+A folder (of pages, or of FreshWiki articles) is read without following links: a page file that is a
+symbolic link is refused with an error naming it, wherever it points, and a linked folder is not entered
+(records.LinkFreeFolder). One rule, no exceptions for links that stay inside, so that nothing outside
+the folder is ever read. A page file, a FreshWiki article or a ZIM entry over ``max_file_bytes`` is
+refused before it is read into memory.
 """
 
 from __future__ import annotations
@@ -19,7 +25,14 @@ from urllib.parse import quote
 
 from browser.corpus.freshwiki import read_freshwiki
 from browser.corpus.html_text import collapse_spaces, html_title
-from browser.corpus.records import CONTENT_TYPES, CorpusFileError, CorpusRecord, is_http_url
+from browser.corpus.records import (
+    CONTENT_TYPES,
+    MAX_FILE_BYTES,
+    CorpusFileError,
+    CorpusRecord,
+    LinkFreeFolder,
+    is_http_url,
+)
 
 FORMATS = ("jsonl", "folder", "freshwiki", "zim")
 FOLDER_TYPES = {".html": "text/html", ".htm": "text/html", ".txt": "text/plain"}
@@ -33,13 +46,6 @@ __all__ = [
     "read_jsonl",
     "read_zim",
 ]
-
-
-def _read_bytes(path: Path) -> bytes:
-    try:
-        return path.read_bytes()
-    except OSError as e:
-        raise CorpusFileError(str(path), 0, f"cannot read ({e.strerror or e})") from None
 
 
 def _decode(path: Path, data: bytes) -> str:
@@ -157,13 +163,14 @@ def read_jsonl(path: str | Path) -> Iterator[CorpusRecord]:
 
 
 def _folder_files(root: Path) -> list[Path]:
-    """Page files below ``root``, sorted by relative path; hidden files and folders are skipped."""
+    """Page files below ``root``, sorted by relative path; hidden files and folders are skipped, and so are
+    linked folders (rglob does not enter them). Links named like pages are listed, to be refused when read."""
     found = [
         p
         for p in root.rglob("*")
         if p.suffix.lower() in FOLDER_TYPES
         and not any(part.startswith(".") for part in p.relative_to(root).parts)
-        and p.is_file()
+        and (p.is_symlink() or p.is_file())
     ]
     return sorted(found, key=lambda p: p.relative_to(root).as_posix())
 
@@ -175,29 +182,37 @@ def _check_base_url(path: Path, base_url: str) -> str:
     return base_url if base_url.endswith("/") else base_url + "/"
 
 
-def read_folder(path: str | Path, base_url: str) -> Iterator[CorpusRecord]:
+def read_folder(
+    path: str | Path, base_url: str, max_file_bytes: int = MAX_FILE_BYTES
+) -> Iterator[CorpusRecord]:
     """Every .html/.htm/.txt file below ``path``, served at ``base_url`` + its relative path.
 
     The title is the HTML <title>, else the file name without extension (underscores as spaces). Only
-    the list of file paths is held, one file's content at a time."""
+    the list of file paths is held, one file's content at a time. A page that is a link, or larger than
+    ``max_file_bytes``, is refused when the iterator reaches it."""
     root = Path(path)
     base = _check_base_url(root, base_url)
     files = _folder_files(root)
     if not files:
         raise CorpusFileError(str(root), 0, "no .html, .htm or .txt files in this folder")
-    return _folder_records(root, base, files)
+    return _folder_records(root, base, files, max_file_bytes)
 
 
-def _folder_records(root: Path, base: str, files: list[Path]) -> Iterator[CorpusRecord]:
-    for file in files:
-        content = _decode(file, _read_bytes(file))
-        if not content.strip():
-            raise CorpusFileError(str(file), 0, "file is empty")
-        content_type = FOLDER_TYPES[file.suffix.lower()]
-        title = html_title(content) if content_type == "text/html" else ""
-        title = title or collapse_spaces(file.stem.replace("_", " ")) or file.name
-        url = base + quote(file.relative_to(root).as_posix())
-        yield CorpusRecord(url, title, content, content_type)
+def _folder_records(root: Path, base: str, files: list[Path], max_bytes: int) -> Iterator[CorpusRecord]:
+    with LinkFreeFolder(root) as folder:  # no link below is followed, even one swapped in later
+        for file in files:
+            yield _folder_record(root, base, file, folder.read(file, max_bytes))
+
+
+def _folder_record(root: Path, base: str, file: Path, data: bytes) -> CorpusRecord:
+    content = _decode(file, data)
+    if not content.strip():
+        raise CorpusFileError(str(file), 0, "file is empty")
+    content_type = FOLDER_TYPES[file.suffix.lower()]
+    title = html_title(content) if content_type == "text/html" else ""
+    title = title or collapse_spaces(file.stem.replace("_", " ")) or file.name
+    url = base + quote(file.relative_to(root).as_posix())
+    return CorpusRecord(url, title, content, content_type)
 
 
 def _zim_host(name: str) -> str:
@@ -205,12 +220,15 @@ def _zim_host(name: str) -> str:
     return host or "zim"
 
 
-def read_zim(path: str | Path, base_url: str | None = None) -> Iterator[CorpusRecord]:
+def read_zim(
+    path: str | Path, base_url: str | None = None, max_file_bytes: int = MAX_FILE_BYTES
+) -> Iterator[CorpusRecord]:
     """HTML and plain-text entries (not redirects) of a ZIM archive, served at ``base_url`` + entry path.
 
     The default base URL is ``https://<the ZIM's Name metadata or file name>/``. libzim is GPL-3.0 and
     optional, so it is imported only here. Empty entries are skipped. Entries are read one at a time (a
-    ZIM's paths are unique, so no duplicate check is needed)."""
+    ZIM's paths are unique, so no duplicate check is needed); one over ``max_file_bytes`` is refused
+    before it is read."""
     path = Path(path)
     try:
         from libzim.reader import Archive  # optional (GPL-3.0): imported only when used
@@ -228,10 +246,10 @@ def read_zim(path: str | Path, base_url: str | None = None) -> Iterator[CorpusRe
         if "Name" in archive.metadata_keys:
             name = bytes(archive.get_metadata("Name")).decode("utf-8", "replace") or name
         base_url = f"https://{_zim_host(name)}/"
-    return _zim_records(path, archive, _check_base_url(path, base_url))
+    return _zim_records(path, archive, _check_base_url(path, base_url), max_file_bytes)
 
 
-def _zim_records(path: Path, archive: Any, base: str) -> Iterator[CorpusRecord]:
+def _zim_records(path: Path, archive: Any, base: str, max_bytes: int) -> Iterator[CorpusRecord]:
     old_scheme = not archive.has_new_namespace_scheme  # articles are then the "A/" namespace
     count = 0
     for entry_id in range(archive.entry_count):
@@ -242,6 +260,9 @@ def _zim_records(path: Path, archive: Any, base: str) -> Iterator[CorpusRecord]:
         content_type = item.mimetype.split(";")[0].strip().lower()
         if content_type not in CONTENT_TYPES:
             continue
+        if item.size > max_bytes:
+            reason = f"entry {entry.path!r} is larger than {max_bytes} bytes, the most one entry may hold"
+            raise CorpusFileError(str(path), 0, reason)
         try:
             content = bytes(item.content).decode("utf-8")
         except UnicodeDecodeError:
@@ -275,26 +296,30 @@ def detect_format(path: str | Path) -> str:
 
 
 def read_corpus(
-    path: str | Path, fmt: str | None = None, base_url: str | None = None
+    path: str | Path,
+    fmt: str | None = None,
+    base_url: str | None = None,
+    max_file_bytes: int = MAX_FILE_BYTES,
 ) -> Iterator[CorpusRecord]:
     """The records of a corpus in format ``fmt`` (one of FORMATS; detected when None). ``base_url`` is
     where a folder's files are served (required for "folder") or overrides a ZIM's default; other formats
     carry their own URLs. An unknown format, a missing or bad base URL, an empty folder and an unreadable
     ZIM raise here; a bad record (or an unreadable JSONL file) raises when the iterator reaches it.
     FreshWiki is read whole before the first record: its articles link to each other, so all are loaded
-    before any is rendered (a FreshWiki corpus is small)."""
+    before any is rendered (a FreshWiki corpus is small). ``max_file_bytes`` bounds one page file, article
+    or ZIM entry (read whole into memory); a JSONL file is streamed line by line."""
     fmt = fmt or detect_format(path)
     if fmt == "jsonl":
         return read_jsonl(path)
     if fmt == "freshwiki":
-        return iter(read_freshwiki(path))
+        return iter(read_freshwiki(path, max_file_bytes))
     if fmt == "zim":
-        return read_zim(path, base_url)
+        return read_zim(path, base_url, max_file_bytes)
     if fmt == "folder":
         if not base_url:
             reason = "a folder corpus needs a base URL (where its pages are served)"
             raise CorpusFileError(str(path), 0, reason)
-        return read_folder(path, base_url)
+        return read_folder(path, base_url, max_file_bytes)
     raise CorpusFileError(str(path), 0, f"unknown format {fmt!r} (expected one of {', '.join(FORMATS)})")
 
 
