@@ -95,7 +95,8 @@ def import_corpus(
     """
     validate_slug(name)  # ValidationError: the name is also a folder name
     source_format = source_format or detect_format(path)
-    records = read_corpus(path, source_format, base_url)  # problems with the whole source raise here
+    max_file = settings.CORPUS_IMPORT_MAX_FILE_BYTES
+    records = read_corpus(path, source_format, base_url, max_file)  # whole-source problems raise here
     total = count_records(path, source_format)
     on_progress(0, total)
     with _writer_lock(name):

@@ -171,6 +171,16 @@ def test_a_server_folder_with_a_page_over_64_mib_fails_its_job_without_reading_i
     assert job.error == f"site: huge.txt: {reason}. The corpus is unchanged."
 
 
+def test_the_per_file_limit_setting_holds_for_a_server_folder_too(alice, client_for, settings, tmp_path):
+    root = tmp_path / "imports"
+    site = a_site(root / "site")
+    write(site / "long.txt", b"x" * 2_000)
+    settings.CORPUS_IMPORT_ROOT, settings.CORPUS_IMPORT_MAX_FILE_BYTES = root, 1_000
+    post_form(client_for(alice), corpus="mine", path="site", base_url="https://s.example/")
+    job = run_corpus_import_job(CorpusImport.objects.get().pk)
+    assert job.status == ImportStatus.FAILED and "long.txt: is larger than 1000 bytes" in job.error
+
+
 # --- zip bombs, refused at request time ------------------------------------------------------------------
 
 
