@@ -64,6 +64,32 @@ def test_a_bad_answer_row_rejects_the_file_with_its_line(questions):
     assert Answer.objects.count() == 0
 
 
+@pytest.mark.parametrize(
+    ("change", "reason"),
+    [
+        ({"answer": "x" * 1_000_000}, "'answer' is longer than 20000 characters"),
+        (
+            {"quotes": [{**SKY["quotes"][0], "extract": "x" * 1_000_000}]},
+            "quote 0: 'extract' is longer than 10000",
+        ),
+        ({"quotes": [{**SKY["quotes"][0], "title": "t" * 1_001}]}, "quote 0: 'title' is longer than 1000"),
+        (
+            {"quotes": [{**SKY["quotes"][0], "url": "https://a.org/" + "p" * 2_000}]},
+            "'url' is longer than 2000",
+        ),
+        ({"quotes": SKY["quotes"] * 101}, "'quotes' holds 101 quotes; at most 100"),
+        ({"source": {"model": "m" * 20_000}}, "'source' is longer than 20000 characters as JSON"),
+        ({"question": "why " * 1_001}, "'question' is longer than 4000 characters"),
+    ],
+)
+def test_an_answer_file_row_over_a_field_limit_is_refused_with_its_line(questions, change, reason):
+    """The 50 MiB file cap alone let one answer or quote be a megabyte, carried by every task page."""
+    with pytest.raises(QuestionFileError) as caught:
+        import_answers(answers_file(SKY, {**SKY, **change}))
+    assert caught.value.line == 2 and reason in caught.value.reason
+    assert Answer.objects.count() == 0
+
+
 def test_groups_follow_the_template(questions):
     answers = import_answers(answers_file(*[{**SKY, "answer": f"answer {i}"} for i in range(5)]))
     assert len(group_answers(answers, "webgpt_comparison")) == 10  # every pair

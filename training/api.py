@@ -14,6 +14,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from annotation.api.permissions import IsResearcher
+from annotation.api.strict import StrictSerializer
 from annotation.models import Export
 from training import jobs
 from training.config import RM_PRESETS
@@ -47,7 +48,7 @@ class TrainingRunSerializer(serializers.ModelSerializer):
         read_only_fields = fields
 
 
-class TrainingRunInput(serializers.Serializer):
+class TrainingRunInput(StrictSerializer):
     kind = serializers.ChoiceField(choices=RunKind.choices)
     export = serializers.IntegerField(
         min_value=1,

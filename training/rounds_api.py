@@ -13,6 +13,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from annotation.api.permissions import IsResearcher
+from annotation.api.strict import StrictSerializer
 from annotation.feedback.results import headline
 from training.models import Round
 from training.rounds import (
@@ -59,7 +60,7 @@ class RoundSerializer(serializers.ModelSerializer):
         }
 
 
-class RoundInput(serializers.Serializer):
+class RoundInput(StrictSerializer):
     name = serializers.CharField(required=False, allow_blank=True, default="", max_length=MAX_NAME)
     notes = serializers.CharField(required=False, allow_blank=True, default="", max_length=MAX_NOTES)
     sampling_runs = serializers.ListField(

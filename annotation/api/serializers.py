@@ -9,6 +9,7 @@ from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
+from annotation.api.strict import StrictSerializer
 from annotation.exports.rules import EPISODE_KINDS as EXPORT_EPISODE_KINDS
 from annotation.exports.rules import FILE_TYPES as EXPORT_FILE_TYPES
 from annotation.exports.rules import (
@@ -77,7 +78,7 @@ class UploadField(serializers.FileField):
     would be described as the URL a stored file reads back as."""
 
 
-class QuestionImportInput(serializers.Serializer):
+class QuestionImportInput(StrictSerializer):
     file = UploadField()
     dataset = serializers.SlugField(required=False, allow_blank=True, max_length=100)
     format = serializers.ChoiceField(choices=[*FORMATS], required=False, allow_blank=True)
@@ -179,7 +180,7 @@ class BatchSerializer(serializers.ModelSerializer):
         return batch_progress(batch)
 
 
-class BatchCreateInput(serializers.Serializer):
+class BatchCreateInput(StrictSerializer):
     """The console's batch form: JSON when the answers come from the demonstrations or the whole bank,
     multipart with ``answers_file`` (answers JSONL, as ``import_answers`` reads it) for ``source=file``.
     Checked by ``batches.check_batch_request``, the same check as the form's and the command's."""
@@ -295,7 +296,7 @@ class ExportSerializer(serializers.ModelSerializer):
         )
 
 
-class ExportCreateInput(serializers.Serializer):
+class ExportCreateInput(StrictSerializer):
     """An export request: the format, the file type, and filters that narrow which judgements or
     demonstrations it holds (all optional). Checked by ``rules.clean_export_request``, the same check as
     the console page's and the ``export_dataset`` command's."""

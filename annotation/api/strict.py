@@ -16,10 +16,17 @@ class StrictSerializer(serializers.Serializer):
 
     def to_internal_value(self, data: Any) -> Any:
         if isinstance(data, Mapping):
-            unknown = sorted(str(key)[:100] for key in data if key not in self.fields)
+            unknown = sorted(str(key)[:100] for key in data if not self._knows(key, data))
             if unknown:
                 expected = ", ".join(self.fields)
                 raise serializers.ValidationError(
                     {key: [f"unknown; expected {expected}"] for key in unknown[:MAX_UNKNOWN_SHOWN]}
                 )
         return super().to_internal_value(data)
+
+    def _knows(self, key: Any, data: Mapping[str, Any]) -> bool:
+        if key in self.fields:
+            return True
+        # A form body spells a dict field's keys "field.key" and a list's items "field[0]" (DRF's HTML input).
+        html_input = hasattr(data, "getlist")
+        return html_input and str(key).partition(".")[0].partition("[")[0] in self.fields

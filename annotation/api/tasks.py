@@ -16,6 +16,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from annotation.api.permissions import IsLabeler
+from annotation.api.strict import StrictSerializer
 from annotation.feedback import assignment as work
 from annotation.feedback import progress
 from annotation.feedback.presenter import task_context
@@ -95,7 +96,7 @@ def _skip_reason(value: str) -> str:
     return value
 
 
-class SubmitInput(serializers.Serializer):
+class SubmitInput(StrictSerializer):
     response = serializers.DictField(validators=[_json_object])
     key = serializers.UUIDField(help_text="A fresh UUID per submission; the same key again is a no-op")
     version = serializers.IntegerField(
@@ -106,14 +107,14 @@ class SubmitInput(serializers.Serializer):
     )
 
 
-class DraftInput(serializers.Serializer):
+class DraftInput(StrictSerializer):
     draft = serializers.DictField(validators=[_json_object])
     version = serializers.IntegerField(
         required=False, min_value=0, max_value=2**31 - 1, help_text="As for submit: 409 when stale"
     )
 
 
-class SkipInput(serializers.Serializer):
+class SkipInput(StrictSerializer):
     reason = serializers.CharField(
         trim_whitespace=False,
         validators=[_skip_reason],

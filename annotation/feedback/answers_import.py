@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import itertools
+import json
 from typing import Any, BinaryIO
 
 from django.conf import settings
 from django.db import transaction
 
 from annotation.models import Answer, Episode, EpisodeKind, EpisodeStatus, Question, SourceKind
-from annotation.questions.formats import QuestionFileError, json_object, read_lines
+from annotation.questions.formats import MAX_QUESTION_CHARS, QuestionFileError, json_object, read_lines
 from annotation.questions.splits import question_key
 from browser.engine.text import domain_of
 from webgpt_site.inputs import is_web_url, parse_id
@@ -17,6 +18,13 @@ from webgpt_site.models import log_action
 from webgpt_site.permissions import AnyUser
 
 CHUNK_ROWS = 1000  # rows parsed, matched to their questions and written at a time
+# Per field, as for questions (the file's 50 MiB cap alone let one answer be a megabyte that every task page
+# then carries): an answer as long as any text a labeler may write; quotes as the browser makes them, with
+# room for references quoted by hand.
+MAX_ANSWER_CHARS = 20_000
+MAX_QUOTES = 100
+MAX_QUOTE_CHARS = {"title": 1_000, "url": 2_000, "extract": 10_000}
+MAX_SOURCE_CHARS = 20_000  # the source object, as JSON (model name, sampling settings)
 
 
 def import_answers(source: bytes | BinaryIO, *, user: AnyUser | None = None) -> list[Answer]:
@@ -75,11 +83,17 @@ def _row(line: str, number: int) -> dict[str, Any]:
         raise QuestionFileError(number, "'question_id' must be a question's id (a positive integer)")
     if "question_id" not in row and not (isinstance(row.get("question"), str) and row["question"].strip()):
         raise QuestionFileError(number, "give 'question_id' (an integer) or 'question' (its text)")
+    if "question_id" not in row and len(row["question"]) > MAX_QUESTION_CHARS:
+        raise QuestionFileError(number, f"'question' is longer than {MAX_QUESTION_CHARS} characters")
     if not isinstance(row.get("answer"), str) or not row["answer"].strip():
         raise QuestionFileError(number, "'answer' must be a non-empty string")
+    if len(row["answer"]) > MAX_ANSWER_CHARS:
+        raise QuestionFileError(number, f"'answer' is longer than {MAX_ANSWER_CHARS} characters")
     quotes = row.get("quotes", [])
     if not isinstance(quotes, list):
         raise QuestionFileError(number, "'quotes' must be a list")
+    if len(quotes) > MAX_QUOTES:
+        raise QuestionFileError(number, f"'quotes' holds {len(quotes)} quotes; at most {MAX_QUOTES}")
     cleaned_quotes = []
     for index, quote in enumerate(quotes):
         if not isinstance(quote, dict) or not all(
@@ -88,6 +102,9 @@ def _row(line: str, number: int) -> dict[str, Any]:
             raise QuestionFileError(
                 number, f"quote {index} must be an object with text title, url and extract"
             )
+        for key, limit in MAX_QUOTE_CHARS.items():
+            if len(quote.get(key, "")) > limit:
+                raise QuestionFileError(number, f"quote {index}: '{key}' is longer than {limit} characters")
         url = quote.get("url", "")
         if url and not is_web_url(url):
             raise QuestionFileError(number, f"quote {index}: 'url' must be an http:// or https:// address")
@@ -102,6 +119,8 @@ def _row(line: str, number: int) -> dict[str, Any]:
     source = row.get("source", {})
     if not isinstance(source, dict):
         raise QuestionFileError(number, "'source' must be an object")
+    if len(json.dumps(source)) > MAX_SOURCE_CHARS:
+        raise QuestionFileError(number, f"'source' is longer than {MAX_SOURCE_CHARS} characters as JSON")
     if source.get("kind", SourceKind.MODEL) not in (SourceKind.MODEL, SourceKind.REFERENCE):
         raise QuestionFileError(number, "'source.kind' must be 'model' or 'reference'")
     cleaned = {"answer": row["answer"].strip(), "quotes": cleaned_quotes, "source": dict(source)}
