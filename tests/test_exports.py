@@ -413,6 +413,20 @@ def test_a_finished_export_whose_file_is_gone_is_a_404_that_says_so_on_the_page_
     assert api.status_code == 404 and "no longer on the server" in api.json()["detail"]
 
 
+def test_exports_are_shared_by_the_research_team_and_hidden_from_everyone_else(
+    settings, tmp_path, django_user_model, client_for, alice, bob
+):
+    """The team's data is the team's: another researcher downloads alice's export (docs/security.md)."""
+    settings.MEDIA_ROOT = tmp_path
+    judged_pair(django_user_model)
+    export = exports.run_export_job(exports.request_export(alice, "webgpt-comparisons", {}).pk)
+    erin = make_user(django_user_model, "erin", "researcher")
+    downloads = (reverse("console:export_download", args=[export.pk]), f"/api/exports/{export.pk}/download")
+    for url in downloads:
+        assert client_for(erin).get(url).status_code == 200
+        assert client_for(bob).get(url).status_code == 404
+
+
 def refusals(client, command_args: list[str], page: dict, api: dict) -> tuple[str, dict, str]:
     """The same request through the console page, the API and the command: each one's error text."""
     response = client.post(reverse("console:exports"), page)
