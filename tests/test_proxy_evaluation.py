@@ -348,8 +348,8 @@ def test_the_job_always_ends_with_a_reason(alice, reward_model, validation_model
 
 @pytest.mark.django_db
 @pytest.mark.usefixtures("model_store")
-def test_cancel_stops_a_queued_evaluation_at_once_and_a_running_one_after_its_samples(
-    alice, client_for, reward_model, validation_model
+def test_cancel_stops_a_queued_evaluation_at_once_and_a_running_one_keeping_its_scores(
+    alice, client_for, reward_model, validation_model, monkeypatch
 ):
     asked = questions(1)
     run = crafted_run(alice, reward_model, asked, [[(ANSWERS[0], 0.1), (ANSWERS[1], 0.2)]])
@@ -361,10 +361,21 @@ def test_cancel_stops_a_queued_evaluation_at_once_and_a_running_one_after_its_sa
     again = client.post(reverse("training:proxy_cancel", args=[evaluation.pk]), follow=True)
     assert "had already finished (cancelled)" in again.content.decode()
 
+    # Issue 23: a cancel read after the last chunk dropped the curves of an evaluation that had scored
+    # every sample. The flag is read only while samples are left: this one (one chunk) ends done.
+    late = request_proxy_evaluation(alice, ProxyRequest(validation_model, [run]), queue=False)
+    ProxyEvaluation.objects.filter(pk=late.pk).update(cancel_requested=True)  # asked once it started
+    late = run_proxy_evaluation_job(late.pk)
+    assert late.status == RunStatus.DONE and len(late.scores) == 2 and late.results["runs"]
+
+    monkeypatch.setattr("training.proxy_jobs.SCORE_CHUNK", 1)  # the flag is read after the first sample
+    monkeypatch.setattr("training.proxy_jobs.SAVE_EVERY_S", 0.0)
     running = request_proxy_evaluation(alice, ProxyRequest(validation_model, [run]), queue=False)
-    ProxyEvaluation.objects.filter(pk=running.pk).update(cancel_requested=True)  # asked once it started
+    ProxyEvaluation.objects.filter(pk=running.pk).update(cancel_requested=True)
     stopped = run_proxy_evaluation_job(running.pk)
-    assert stopped.status == RunStatus.CANCELLED and stopped.results == {} and len(stopped.scores) == 2
+    assert stopped.status == RunStatus.CANCELLED and stopped.results == {}
+    assert len(stopped.scores) == stopped.samples_done == 1  # the sample scored is kept
+    assert "Cancelled: kept the scores of 1 of 2 samples; no curves computed" in stopped.log
     response = api(alice).post(f"/api/proxy-evaluations/{stopped.pk}/cancel")
     assert response.status_code == 202 and response.json()["status"] == "cancelled"
 

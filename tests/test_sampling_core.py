@@ -4,6 +4,7 @@ the real SmolLM2 tokenizer through the local backend. Django-free: the browser i
 from __future__ import annotations
 
 from dataclasses import replace
+from pathlib import Path
 
 import pytest
 import torch
@@ -30,13 +31,17 @@ QUESTIONS = (
 ENV = BrowserSettings(window_lines=6, max_quote_chars=300)
 
 
-@pytest.fixture(scope="module")
-def tiny_dir(tmp_path_factory):
+def seeded_tiny_llama(folder: Path) -> Path:
     """The tiny random Llama of ``tiny_llama_dir``, but with fixed weights: what a random model happens
-    to write (how soon it ends, which commands) is then the same on every run."""
+    to write (how soon it ends, which commands) is then the same on every run, whatever ran before."""
     with torch.random.fork_rng():
         torch.manual_seed(0)
-        return tiny_llama(tmp_path_factory.mktemp("tiny-llama-seeded"))
+        return tiny_llama(folder)
+
+
+@pytest.fixture(scope="module")
+def tiny_dir(tmp_path_factory):
+    return seeded_tiny_llama(tmp_path_factory.mktemp("tiny-llama-seeded"))
 
 
 @pytest.fixture(scope="module")
@@ -150,6 +155,37 @@ def test_a_batch_of_episodes_equals_the_same_episodes_one_at_a_time(backend, ind
         )
     assert len({tuple(s.commands) for s in batched}) > 1  # different episode indices, different episodes
     assert sum(s.steps[-1].tokens for s in batched) > 0
+
+
+def test_a_stopped_batch_returns_the_episodes_that_ended_whole_and_the_others_unfinished(backend, index):
+    """A cancel stops the stepping after a round: the episodes that had ended come back exactly as
+    without the stop, those still browsing come back unfinished (their steps so far, no answer)."""
+    run = SamplingSettings(
+        max_actions=3, max_command_tokens=10, max_answer_tokens=8, seed=4, constrain_commands=True
+    )
+    questions = list(QUESTIONS)
+    whole = run_episodes(BCPolicy(backend), [browser(index) for _ in questions], questions, run)
+    rounds = []
+
+    def cancel_after_the_first_round(samples, running: int) -> bool:
+        rounds.append(running)
+        return True
+
+    stopped = run_episodes(
+        BCPolicy(backend),
+        [browser(index) for _ in questions],
+        questions,
+        run,
+        on_round=cancel_after_the_first_round,
+    )
+    assert rounds == [1]  # seed 4: two episodes end at their first action, one browses on
+    assert [s.finished for s in stopped] == [True, False, True]
+    for cut, full in zip(stopped, whole, strict=True):
+        if cut.finished:
+            assert (cut.steps, cut.end_reason, cut.answer) == (full.steps, full.end_reason, full.answer)
+        else:
+            assert cut.steps == full.steps[:1] and len(full.steps) > 1
+            assert (cut.end_reason, cut.answer, cut.quotes) == ("", None, ())
 
 
 def test_reused_keys_and_values_change_no_text(backend, tiny_dir, index):

@@ -1,12 +1,14 @@
 """Sampling runs as jobs: one check of every input before anything is created, samples stored as episodes
 of kind model (actions, pages, answers) with their scores and best-of-n's choice, seeded runs that
-reproduce, declining below a threshold, cancel and crash recorded, an unreachable endpoint failing with
-the reason, and the whole path on a real Celery worker on the ``sampling`` queue."""
+reproduce, declining below a threshold, a cancel keeping every question it finished, a crash recorded,
+an unreachable endpoint failing with the reason, and the whole path on a real Celery worker on the
+``sampling`` queue."""
 
 from __future__ import annotations
 
 import socket
 import time
+from collections.abc import Callable
 
 import pytest
 
@@ -14,6 +16,7 @@ from annotation.demonstrations.service import next_episode
 from annotation.models import EpisodeAction, EpisodeKind, EpisodeStatus, Question, Split
 from browser.models import PageSnapshot
 from tests.conftest import make_user, running_worker
+from tests.test_sampling_core import seeded_tiny_llama
 from tests.test_training_jobs import worker_env
 from tests.tiny_models import tiny_reward_model
 from training.inputs import RunError
@@ -40,6 +43,11 @@ TINY = {
 @pytest.fixture(scope="module")
 def reward_dir(tiny_bert_dir, tmp_path_factory):
     return tiny_reward_model(tmp_path_factory.mktemp("rm"), tiny_bert_dir, offset=0.25, max_length=64)
+
+
+@pytest.fixture(scope="module")
+def seeded_llama_dir(tmp_path_factory):
+    return seeded_tiny_llama(tmp_path_factory.mktemp("tiny-llama-seeded"))
 
 
 @pytest.fixture
@@ -80,6 +88,17 @@ def questions(count: int, split: str = Split.EVAL) -> list[Question]:
         Question.objects.create(text=texts[i % 2] + f" ({i})", key=f"q{i}", dataset="demo", split=split)
         for i in range(count)
     ]
+
+
+def cancel_at(episodes: int) -> Callable[[SamplingRun], None]:
+    """A progress callback that sets the run's cancel flag, as the page does, once ``episodes`` are done
+    (with ``SAVE_EVERY_S`` 0 the job reads the flag right after each callback)."""
+
+    def cancel(run: SamplingRun) -> None:
+        if run.episodes_done >= episodes:
+            SamplingRun.objects.filter(pk=run.pk).update(cancel_requested=True)
+
+    return cancel
 
 
 def sample(user, policy, reward_model=None, **settings) -> SamplingRun:
@@ -199,13 +218,65 @@ def test_cancel_queued_at_once_and_running_after_its_round(alice, freshwiki, pol
 
     monkeypatch.setattr("training.sampling_jobs.SAVE_EVERY_S", 0.0)
     running = request_sampling(alice, request, queue=False)
-
-    def cancel_from_the_page(run: SamplingRun) -> None:
-        SamplingRun.objects.filter(pk=run.pk).update(cancel_requested=True)
-
-    running = run_sampling_job(running.pk, echo=cancel_from_the_page)
+    running = run_sampling_job(running.pk, echo=cancel_at(0))  # read after the first round
     assert running.status == RunStatus.CANCELLED and running.finished_at is not None
     assert not Sample.objects.filter(run=running).exists()  # the unfinished question left nothing behind
+    assert "Cancelled: kept 0 of 1 questions' samples; 1 unfinished question(s) dropped" in running.log
+
+
+def test_a_cancel_after_a_chunks_last_round_keeps_the_whole_chunk(
+    alice, freshwiki, policy, reward_model, monkeypatch, settings
+):
+    """Issue 23: the cancel check ran before the chunk was stored, so a run cancelled once its episodes
+    had all ended kept nothing. Now the chunk is scored and stored; only the chunks not started are not."""
+    asked = questions(4)
+    monkeypatch.setattr("training.sampling_jobs.SAVE_EVERY_S", 0.0)
+    settings.SAMPLING_BATCH = 2  # n=1: two chunks of two questions
+    request = SamplingRequest(
+        policy=policy,
+        reward_model=reward_model,
+        questions=QuestionSet(dataset="demo"),
+        settings=TINY | {"n": 1},
+    )
+    run = run_sampling_job(request_sampling(alice, request, queue=False).pk, echo=cancel_at(2))
+    assert run.status == RunStatus.CANCELLED
+    samples = list(Sample.objects.filter(run=run).select_related("episode"))
+    assert sorted(s.question_id for s in samples) == [asked[0].pk, asked[1].pk]
+    assert all((s.score is None) == (s.episode.answer == "") for s in samples)  # scored as usual
+    assert run.episodes_done == run.metrics["episodes"] == 2 and run.metrics["questions"] == 2
+    assert "Cancelled: kept 2 of 4 questions' samples; 0 unfinished question(s) dropped, 2 not started" in (
+        run.log
+    )
+
+    settings.SAMPLING_BATCH = 8  # one chunk: the cancel comes after the run's last round
+    run = run_sampling_job(request_sampling(alice, request, queue=False).pk, echo=cancel_at(4))
+    assert run.status == RunStatus.DONE and Sample.objects.filter(run=run).count() == 4
+    assert run.metrics["questions"] == 4 and "Cancelled" not in run.log
+
+
+def test_a_cancel_mid_chunk_keeps_the_questions_whose_episodes_all_ended(
+    alice, freshwiki, seeded_llama_dir, monkeypatch
+):
+    """With the seeded tiny model and seed 4, three of four episodes end at their first action and one
+    browses on: a cancel read after that round keeps those three questions and drops the fourth."""
+    questions(4)
+    monkeypatch.setattr("training.sampling_jobs.SAVE_EVERY_S", 0.0)
+    policy = ModelCheckpoint.objects.create(
+        kind=RunKind.BC, name="seeded", base_model="random", path=str(seeded_llama_dir)
+    )
+    request = SamplingRequest(
+        policy=policy,
+        questions=QuestionSet(dataset="demo"),
+        settings=TINY | {"n": 1, "seed": 4, "max_actions": 2},
+    )
+    run = run_sampling_job(request_sampling(alice, request, queue=False).pk, echo=cancel_at(0))
+    assert run.status == RunStatus.CANCELLED
+    samples = list(Sample.objects.filter(run=run).select_related("episode"))
+    assert len(samples) == 3 and all(s.actions == 1 and s.episode.end_reason for s in samples)
+    assert run.episodes_done == run.metrics["episodes"] == 3 and run.metrics["questions"] == 3
+    assert "Cancelled: kept 3 of 4 questions' samples; 1 unfinished question(s) dropped, 0 not started" in (
+        run.log
+    )
 
 
 def test_a_worker_that_died_leaves_the_run_failed_with_the_reason(alice, freshwiki, policy):

@@ -1,5 +1,6 @@
 """The trainers on tiny random models with the real tokenizers: losses fall, a reward model learns a
-preference, ties are soft targets, K-way groups make every pair, splits hold, cancelling stops."""
+preference, ties are soft targets, K-way groups make every pair, splits hold, cancelling stops (and
+keeps a model whose last step was done)."""
 
 from __future__ import annotations
 
@@ -235,6 +236,23 @@ def test_cancelling_stops_after_the_step_and_saves_nothing(tmp_path, tiny_llama_
     result = train_bc(cfg, Hooks(should_stop=lambda: True))
     assert result.cancelled and result.steps == 1
     assert not (tmp_path / "out").exists()
+
+
+def test_a_cancel_read_at_the_last_step_keeps_the_finished_model(tmp_path, tiny_llama_dir):
+    """Issue 23: the last step's stop check marked a finished run cancelled and its model was not saved.
+    A cancel asked for during the last step finds nothing left to stop."""
+    data = write_jsonl(tmp_path / "bc.jsonl", bc_rows(10))
+    cfg = BCConfig(
+        data=str(data),
+        output_dir=str(tmp_path / "out"),
+        base_model=str(tiny_llama_dir),
+        max_steps=2,
+        max_length=64,
+    )
+    asked = iter([False])  # the cancel comes during step 2, the last
+    result = train_bc(cfg, Hooks(should_stop=lambda: next(asked, True)))
+    assert not result.cancelled and result.steps == 2
+    assert (tmp_path / "out" / "training.json").exists()
 
 
 def test_lora_adapters_are_merged_into_a_plain_model(tmp_path, tiny_llama_dir):

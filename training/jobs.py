@@ -185,7 +185,13 @@ def _execute(run: TrainingRun, output: Path, progress: _Progress) -> TrainingRun
         result = train_bc(config, progress.hooks(), store_dir())
     if result.cancelled:
         shutil.rmtree(output, ignore_errors=True)
-        return _finish(run, Status.CANCELLED, metrics=result.metrics, timeline=result.history)
+        run.append_log(
+            f"Cancelled after step {result.steps}: the partly trained model was discarded (a model is "
+            "registered only when its training ends); the loss curve and metrics so far are kept"
+        )
+        return _finish(
+            run, Status.CANCELLED, metrics=result.metrics, timeline=result.history, step=result.steps
+        )
     base = run.base_checkpoint.name if run.base_checkpoint else config.base_model
     location = checkpoints.publish(run.pk, output)  # whole before it is registered (uploaded, if a bucket)
     ModelCheckpoint.objects.create(

@@ -194,10 +194,15 @@ def _execute(evaluation: ProxyEvaluation, scores: dict[str, float]) -> None:
                 raise ValueError(f"{model.name} gave sample {sample.pk} no finite reward ({reward})")
             scores[str(sample.pk)] = reward
         now = time.monotonic()
-        if now - saved_at >= SAVE_EVERY_S or start + len(chunk) == len(samples):
+        # Only while samples are left: a cancel read after the last chunk would drop finished curves.
+        if len(scores) < len(samples) and now - saved_at >= SAVE_EVERY_S:
             saved_at = now
             ProxyEvaluation.objects.filter(pk=evaluation.pk).update(samples_done=len(scores))
             if evaluation.cancel_was_requested():
+                evaluation.append_log(
+                    f"Cancelled: kept the scores of {len(scores)} of {len(samples)} samples; "
+                    "no curves computed (they need every sample)"
+                )
                 raise Cancelled
     results = {"runs": [_run_results(evaluation, run, by_run[run.pk], scores) for run in runs]}
     ProxyEvaluation.objects.filter(pk=evaluation.pk).update(

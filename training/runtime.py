@@ -84,7 +84,9 @@ class ProgressBridge(TrainerCallback):
         self.hooks.on_progress(state.global_step, state.max_steps, entry)
 
     def on_step_end(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
-        if self.hooks.should_stop():
+        # After the last step there is nothing left to stop: a cancel read there would throw the finished
+        # model away (it is saved only when a run was not cancelled).
+        if state.global_step < state.max_steps and self.hooks.should_stop():
             self.cancelled = True
             control.should_training_stop = True
 

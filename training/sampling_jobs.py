@@ -3,8 +3,9 @@ same environment as the demonstrators (corpus, blocklist, censoring, quote budge
 of kind model with every action and page, scored by the run's reward model, and best-of-n chooses (or
 declines). Progress, tokens/s and the cancel flag go through the run's row; whatever happens the row ends
 done, cancelled or failed with the reason. Questions are sampled a chunk at a time (``SAMPLING_BATCH``
-episodes stepped together) and each chunk is stored in one transaction, so a cancelled run keeps every
-question it finished."""
+episodes stepped together) and each chunk is stored in one transaction. A cancel stops the stepping; the
+questions whose episodes all finished are still scored and stored (a whole chunk, when the cancel comes
+after its last round), only those with an episode cut off mid-browse are dropped, and the log says so."""
 
 from __future__ import annotations
 
@@ -38,10 +39,6 @@ SETTINGS_FIELDS = (
 )
 
 
-class Cancelled(Exception):
-    """The run's cancel flag was set: stop after the current round."""
-
-
 def run_sampling_job(run_id: int, echo: Callable[[SamplingRun], None] | None = None) -> SamplingRun:
     """The worker's job (``echo`` is told about progress, for the command's progress bar)."""
     claimed = SamplingRun.claim(run_id)
@@ -51,15 +48,13 @@ def run_sampling_job(run_id: int, echo: Callable[[SamplingRun], None] | None = N
     progress = _Progress(run, echo)
     try:
         with beating(SamplingRun, run.pk):
-            _execute(run, progress)
-    except Cancelled:
-        return run.finish(Status.CANCELLED, **progress.fields())
+            status = _execute(run, progress)
     except Exception as exc:  # the row must say why; the worker log has the traceback
         run.fail(exc, **progress.fields())
         if isinstance(exc, BackendError | ValueError):
             return run  # an unreachable endpoint or bad settings: the reason is on the row
         raise
-    return run.finish(Status.DONE, **progress.fields())
+    return run.finish(status, **progress.fields())
 
 
 class _Progress:
@@ -73,21 +68,29 @@ class _Progress:
         self.tokens_before = 0
         self.done = 0
         self.tokens = 0
-        self.metrics: dict[str, Any] = {}
+        self.cancelled = False
 
-    def on_round(self, samples: Sequence[EpisodeSample], running: int) -> None:
-        """Called by ``run_episodes`` after each round: an episode counts as done once it stops browsing."""
+    def cancel_requested(self) -> bool:
+        """Whether the run's cancel flag is set (read from the row until it is)."""
+        self.cancelled = self.cancelled or self.run.cancel_was_requested()
+        return self.cancelled
+
+    def on_round(self, samples: Sequence[EpisodeSample], running: int) -> bool:
+        """Called by ``run_episodes`` after each round: an episode counts as done once it stops browsing.
+        True (stop stepping) once the cancel flag is seen."""
         self.done = self.done_before + len(samples) - running
         self.tokens = self.tokens_before + sum(sample.tokens_generated for sample in samples)
         now = time.monotonic()
         if now - self.saved_at >= SAVE_EVERY_S:
             self.saved_at = now
             self.save()
-            if self.run.cancel_was_requested():
-                raise Cancelled
+            self.cancel_requested()
+        return self.cancelled
 
-    def chunk_stored(self, samples: Sequence[EpisodeSample]) -> None:
-        self.done_before += len(samples)
+    def chunk_stored(self, samples: Sequence[EpisodeSample], stored: int) -> None:
+        """The chunk's ``samples`` were generated and ``stored`` of them kept: episodes done count what
+        was stored, tokens (the model's speed) everything generated."""
+        self.done_before += stored
         self.tokens_before += sum(sample.tokens_generated for sample in samples)
         self.done, self.tokens = self.done_before, self.tokens_before
         self.save()
@@ -107,7 +110,9 @@ class _Progress:
             self.echo(self.run)
 
 
-def _execute(run: SamplingRun, progress: _Progress) -> None:
+def _execute(run: SamplingRun, progress: _Progress) -> str:
+    """Sample, score and store chunk by chunk; the status the run ends with (done, or cancelled when a
+    cancel left questions unsampled)."""
     from training.sampling_models import load_policy, load_scorer
 
     sampling = SamplingSettings(
@@ -120,7 +125,10 @@ def _execute(run: SamplingRun, progress: _Progress) -> None:
     progress.started = time.monotonic()  # tokens/s counts sampling, not loading the models
     per_chunk = max(1, settings.SAMPLING_BATCH // run.n)
     totals = _Totals()
+    dropped = 0  # questions cut off mid-browse by a cancel (only ever in the last chunk sampled)
     for start in range(0, len(questions), per_chunk):
+        if progress.cancel_requested():
+            break
         chunk = questions[start : start + per_chunk]
         browsers = [Browser(search, browser_settings()) for _ in range(len(chunk) * run.n)]
         samples = run_episodes(
@@ -132,12 +140,32 @@ def _execute(run: SamplingRun, progress: _Progress) -> None:
             reference_answers=[question.reference_answers for question in chunk for _ in range(run.n)],
             on_round=progress.on_round,
         )
-        scores = scorer.score_samples(samples) if scorer else [None] * len(samples)
-        _store(run, chunk, browsers, samples, scores, totals)
-        progress.chunk_stored(samples)
-        run.append_log(f"{start + len(chunk)}/{len(questions)} questions sampled")
-    progress.metrics = totals.metrics(progress.fields()["tokens_per_second"])
-    SamplingRun.objects.filter(pk=run.pk).update(metrics=progress.metrics)
+        kept, kept_browsers, kept_samples = _finished(chunk, browsers, samples, run.n)
+        scores = scorer.score_samples(kept_samples) if scorer else [None] * len(kept_samples)
+        _store(run, kept, kept_browsers, kept_samples, scores, totals)
+        progress.chunk_stored(samples, stored=len(kept_samples))
+        dropped = len(chunk) - len(kept)
+        run.append_log(f"{totals.questions}/{len(questions)} questions sampled")
+    metrics = totals.metrics(progress.fields()["tokens_per_second"])
+    SamplingRun.objects.filter(pk=run.pk).update(metrics=metrics)
+    if totals.questions == len(questions):
+        return Status.DONE  # a cancel seen after the last round cut nothing off
+    unstarted = len(questions) - totals.questions - dropped
+    run.append_log(
+        f"Cancelled: kept {totals.questions} of {len(questions)} questions' samples; "
+        f"{dropped} unfinished question(s) dropped, {unstarted} not started"
+    )
+    return Status.CANCELLED
+
+
+def _finished(
+    chunk: Sequence[Question], browsers: Sequence[Browser], samples: Sequence[EpisodeSample], n: int
+) -> tuple[list[Question], list[Browser], list[EpisodeSample]]:
+    """The chunk's questions whose n episodes all finished, with their browsers and samples: a cancel
+    leaves the others' episodes half-browsed, and half an episode is not a sample."""
+    kept = [p for p in range(len(chunk)) if all(s.finished for s in samples[p * n : (p + 1) * n])]
+    rows = [p * n + k for p in kept for k in range(n)]
+    return [chunk[p] for p in kept], [browsers[i] for i in rows], [samples[i] for i in rows]
 
 
 def _questions(run: SamplingRun) -> list[Question]:

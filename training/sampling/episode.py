@@ -82,8 +82,9 @@ class Step:
 
 @dataclass
 class EpisodeSample:
-    """A finished episode. ``answer`` is None when the policy declined (End: Nonsense / Controversial) or
-    gathered no quote. ``model_seconds`` is the wall time of the backend calls this episode waited on
+    """An episode. ``answer`` is None when the policy declined (End: Nonsense / Controversial) or
+    gathered no quote; an episode still browsing when its run was stopped is not ``finished`` (no end
+    reason, no answer). ``model_seconds`` is the wall time of the backend calls this episode waited on
     (shared with its batch partners); ``env_seconds`` the time in the browser (search, fetch, render)."""
 
     question: str
@@ -96,6 +97,10 @@ class EpisodeSample:
     tokens_generated: int = 0
     env_seconds: float = 0.0
     model_seconds: float = 0.0
+
+    @property
+    def finished(self) -> bool:
+        return bool(self.end_reason)
 
     @property
     def invalid_actions(self) -> int:
@@ -135,14 +140,15 @@ def run_episodes(
     *,
     first_index: int = 0,
     reference_answers: Sequence[Sequence[str]] | None = None,
-    on_round: Callable[[Sequence[EpisodeSample], int], None] | None = None,
+    on_round: Callable[[Sequence[EpisodeSample], int], bool] | None = None,
 ) -> list[EpisodeSample]:
     """Episodes stepped together: episode ``i`` runs ``questions[i]`` in ``browsers[i]`` (distinct browser
     objects, their action limit set to ``settings.max_actions``) with episode index ``first_index + i``.
     Each round sends the command requests of all unfinished episodes as one batch, then all answer
     requests go as one batch at the end. ``on_round(samples, running)`` is called after each round with
-    how many episodes are still browsing (0 after the answers): a job reports progress there, and may
-    raise to stop."""
+    how many episodes are still browsing (0 after the answers): a job reports progress there. It returns
+    True to stop stepping (a cancel): the episodes still browsing are left unfinished, and those that
+    ended are answered as usual, so a stopped batch still returns every episode it finished."""
     if len(browsers) != len(questions) or len({id(browser) for browser in browsers}) != len(browsers):
         raise ValueError("one distinct browser per question")
     references = reference_answers or [()] * len(questions)
@@ -186,11 +192,13 @@ def run_episodes(
             samples[i].env_seconds += time.perf_counter() - started
         step += 1
         running = [i for i in running if not browsers[i].done and step < settings.max_actions]
-        if on_round is not None:
-            on_round(samples, len(running))
+        if on_round is not None and on_round(samples, len(running)):
+            break
 
     answering = []
     for i, (sample, browser) in enumerate(zip(samples, browsers, strict=True)):
+        if i in running:  # stopped while browsing: unfinished
+            continue
         sample.end_reason = (browser.end_reason or EndReason.ACTION_LIMIT).value
         sample.quotes = browser.quotes
         if browser.quotes and browser.end_reason not in NO_ANSWER:
