@@ -252,6 +252,7 @@ def test_a_cancel_after_a_chunks_last_round_keeps_the_whole_chunk(
     run = run_sampling_job(request_sampling(alice, request, queue=False).pk, echo=cancel_at(4))
     assert run.status == RunStatus.DONE and Sample.objects.filter(run=run).count() == 4
     assert run.metrics["questions"] == 4 and "Cancelled" not in run.log
+    assert "The cancel came after the last question was sampled: every sample is kept." in run.log
 
 
 def test_a_cancel_mid_chunk_keeps_the_questions_whose_episodes_all_ended(

@@ -148,6 +148,7 @@ def test_cancel_stops_a_running_job_and_a_queued_one_at_once(alice, tiny_llama_d
     TrainingRun.objects.filter(pk=run.pk).update(status=Status.QUEUED)  # as if it had started already
     run = jobs.run_training_job(run.pk)  # the flag is read after the first step
     assert run.status == Status.CANCELLED and run.step < 40
+    assert "Cancelled after step" in run.log and "discarded" in run.log  # says what it kept and what not
     assert not ModelCheckpoint.objects.exists()
     assert not (Path(django_settings.MODEL_STORE_DIR) / "runs" / f"run-{run.pk}").exists()
 

@@ -14,7 +14,8 @@ def _no_progress(step: int, total: int, logs: dict[str, float]) -> None:
 @dataclass
 class Hooks:
     """How a caller follows a run: ``on_progress(step, total_steps, logs)`` at every log and validation,
-    ``should_stop()`` polled after every optimizer step (a cancel button, a time limit)."""
+    ``should_stop()`` polled after every optimizer step but the last (a cancel button, a time limit: a
+    cancel read at the last step would throw the finished model away)."""
 
     on_progress: Callable[[int, int, dict[str, float]], None] = _no_progress
     should_stop: Callable[[], bool] = lambda: False

@@ -148,8 +148,10 @@ def _execute(run: SamplingRun, progress: _Progress) -> str:
         run.append_log(f"{totals.questions}/{len(questions)} questions sampled")
     metrics = totals.metrics(progress.fields()["tokens_per_second"])
     SamplingRun.objects.filter(pk=run.pk).update(metrics=metrics)
-    if totals.questions == len(questions):
-        return Status.DONE  # a cancel seen after the last round cut nothing off
+    if totals.questions == len(questions):  # a cancel seen after the last round cut nothing off
+        if progress.cancelled:
+            run.append_log("The cancel came after the last question was sampled: every sample is kept.")
+        return Status.DONE
     unstarted = len(questions) - totals.questions - dropped
     run.append_log(
         f"Cancelled: kept {totals.questions} of {len(questions)} questions' samples; "

@@ -47,3 +47,22 @@ def test_a_researcher_checks_the_workers_with_htmx(demo_data, page):
     for queue in ("default", "exports", "training"):
         expect(page.locator("#worker-status").get_by_role("rowheader", name=queue)).to_be_visible()
     expect(page.locator("#worker-status")).to_contain_text("waiting")
+
+
+def test_the_queues_page_polls_without_keeping_an_idle_session_alive(demo_data, page, live_server):
+    """htmx sends the polling element's X-Poll header (merged with the page's CSRF header), and the
+    session's expiry stays where signing in put it while the page polls (issue 23)."""
+    from django.contrib.sessions.models import Session
+
+    page.goto("/accounts/login/")
+    page.get_by_label("Username").fill("admin")
+    page.get_by_label("Password").fill("admin")
+    page.get_by_role("button", name="Sign in").click()
+    page.goto("/console/queues/")
+    expiry = Session.objects.get().expire_date
+    with page.expect_request(lambda request: request.url.endswith("/console/queues/")) as polled:
+        pass  # the page re-fetches itself every 5 s
+    assert polled.value.headers.get("x-poll") == "1" and polled.value.headers.get("hx-request") == "true"
+    assert polled.value.headers.get("x-csrftoken")  # the body's header is still sent beside it
+    page.wait_for_timeout(300)  # the poll's answer has been handled
+    assert Session.objects.get().expire_date == expiry
