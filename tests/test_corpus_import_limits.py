@@ -14,7 +14,8 @@ from pathlib import Path
 import pytest
 
 from browser import import_jobs
-from browser.corpus import CorpusFileError, read_folder, read_freshwiki, read_zim
+from browser.corpus import CorpusFileError, read_folder, read_freshwiki, read_jsonl, read_zim
+from browser.corpus.readers import count_records
 from browser.import_jobs import run_corpus_import_job, staging_dir, unpack_zip
 from browser.import_requests import ImportRequestError, check_zip
 from browser.models import CorpusImport, ImportStatus
@@ -179,6 +180,16 @@ def test_the_per_file_limit_setting_holds_for_a_server_folder_too(alice, client_
     post_form(client_for(alice), corpus="mine", path="site", base_url="https://s.example/")
     job = run_corpus_import_job(CorpusImport.objects.get().pk)
     assert job.status == ImportStatus.FAILED and "long.txt: is larger than 1000 bytes" in job.error
+
+
+def test_a_jsonl_line_over_the_per_file_limit_is_refused_with_its_number(tmp_path):
+    """A JSONL line is one page: held to the same limit, read a bounded piece at a time."""
+    page = '{"url": "https://s.example/%d", "title": "T", "text": "%s"}'
+    source = write(tmp_path / "pages.jsonl", ("\n".join([page % (1, "a"), page % (2, "b" * 5_000)])).encode())
+    with pytest.raises(CorpusFileError, match="line 2: the line is longer than 1000 bytes"):
+        list(read_jsonl(source, max_line_bytes=1_000))
+    assert len(list(read_jsonl(source, max_line_bytes=6_000))) == 2
+    assert count_records(source, "jsonl") == 2
 
 
 # --- zip bombs, refused at request time ------------------------------------------------------------------

@@ -20,7 +20,7 @@ import re
 import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 from urllib.parse import quote
 
 from browser.corpus.freshwiki import read_freshwiki
@@ -116,8 +116,13 @@ class _SeenUrls:
         self._db.close()
 
 
-def read_jsonl(path: str | Path) -> Iterator[CorpusRecord]:
-    """Rows ``{"url", "title", "text" | "html"}``, one JSON object per line; blank lines are skipped.
+class _LongLine(Exception):
+    """A line longer than the most one record may hold."""
+
+
+def read_jsonl(path: str | Path, max_line_bytes: int = MAX_FILE_BYTES) -> Iterator[CorpusRecord]:
+    """Rows ``{"url", "title", "text" | "html"}``, one JSON object per line; blank lines are skipped. A line
+    over ``max_line_bytes`` (one page, like a folder's page file) is refused before it is read whole.
 
     Lines are split on "\\n" only (a binary file's lines): str.splitlines() would also split on U+2028
     and friends, which JSON allows unescaped inside strings."""
@@ -128,11 +133,17 @@ def read_jsonl(path: str | Path) -> Iterator[CorpusRecord]:
         raise CorpusFileError(str(path), 0, f"cannot read ({e.strerror or e})") from None
     seen = _SeenUrls()
     count = 0
+    lineno = 0
     try:
-        for lineno, raw in enumerate(file, start=1):
+        # At most one record's bytes (+ a BOM, + 1 to tell) at a time: iterating the file would read a whole
+        # line whatever its length, and one line of gigabytes would be held in memory.
+        for raw in iter(lambda: file.readline(max_line_bytes + 4), b""):
+            lineno += 1
             if lineno == 1 and raw.startswith(b"\xef\xbb\xbf"):
                 raw = raw[3:]
             raw = raw.removesuffix(b"\n")  # so that JSON errors name the column of this line
+            if len(raw) > max_line_bytes:
+                raise _LongLine
             try:
                 line = raw.decode("utf-8")
             except UnicodeDecodeError:
@@ -153,6 +164,9 @@ def read_jsonl(path: str | Path) -> Iterator[CorpusRecord]:
                 raise CorpusFileError(str(path), lineno, f"url {record.url} already appears on line {first}")
             count += 1
             yield record
+    except _LongLine:
+        reason = f"the line is longer than {max_line_bytes} bytes, the most one record may hold"
+        raise CorpusFileError(str(path), lineno, reason) from None
     except OSError as e:
         raise CorpusFileError(str(path), 0, f"cannot read ({e.strerror or e})") from None
     finally:
@@ -306,11 +320,11 @@ def read_corpus(
     carry their own URLs. An unknown format, a missing or bad base URL, an empty folder and an unreadable
     ZIM raise here; a bad record (or an unreadable JSONL file) raises when the iterator reaches it.
     FreshWiki is read whole before the first record: its articles link to each other, so all are loaded
-    before any is rendered (a FreshWiki corpus is small). ``max_file_bytes`` bounds one page file, article
-    or ZIM entry (read whole into memory); a JSONL file is streamed line by line."""
+    before any is rendered (a FreshWiki corpus is small). ``max_file_bytes`` bounds one page file, article,
+    ZIM entry or JSONL line (each read whole into memory); a JSONL file is streamed line by line."""
     fmt = fmt or detect_format(path)
     if fmt == "jsonl":
-        return read_jsonl(path)
+        return read_jsonl(path, max_file_bytes)
     if fmt == "freshwiki":
         return iter(read_freshwiki(path, max_file_bytes))
     if fmt == "zim":
@@ -330,9 +344,19 @@ def count_records(path: str | Path, fmt: str) -> int | None:
     try:
         if fmt == "jsonl":
             with Path(path).open("rb") as file:
-                return sum(1 for line in file if line.strip())
+                return _count_lines(file)
         if fmt == "folder":
             return len(_folder_files(Path(path)))
     except OSError:
         return None
     return None
+
+
+def _count_lines(file: BinaryIO, piece: int = 1 << 20) -> int:
+    """Non-blank lines, read a piece at a time (a line of gigabytes is counted, not held)."""
+    count, blank = 0, True
+    while raw := file.readline(piece):
+        blank = blank and not raw.strip()
+        if raw.endswith(b"\n"):
+            count, blank = count + (not blank), True
+    return count + (not blank)
