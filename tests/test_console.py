@@ -148,3 +148,50 @@ def test_only_researchers_pause_a_batch_and_only_by_post(client_for, alice, bob,
     missing = reverse("console:feedback_state", args=[batch.pk + 1])
     assert client_for(alice).post(missing, {"state": "paused"}).status_code == 404
     assert FeedbackBatch.objects.get().is_active is True
+
+
+def test_a_researcher_pauses_starts_and_reprioritises_several_batches_from_the_list(client_for, alice, bob):
+    first = sky_batch(alice)
+    answer = Answer.objects.get()
+    second, third = (
+        create_feedback_batch(alice, BatchSettings(name, "rating", preset="truthfulqa"), [[answer]])
+        for name in ("sea", "sun")
+    )
+    bulk, listing = reverse("console:feedback_bulk"), reverse("console:feedback")
+    page = client_for(alice).get(listing).content.decode()
+    assert "comes up twice as often" in page and 'name="batches"' in page  # what priority means, on the list
+
+    paused = client_for(alice).post(bulk, {"batches": [first.pk, second.pk], "action": "pause"}, follow=True)
+    assert [str(m) for m in paused.context["messages"]] == ["2 batches paused."]
+    assert dict(FeedbackBatch.objects.values_list("pk", "is_active")) == {
+        first.pk: False,
+        second.pk: False,
+        third.pk: True,
+    }
+    again = client_for(alice).post(bulk, {"batches": [first.pk, third.pk], "action": "pause"}, follow=True)
+    assert [str(m) for m in again.context["messages"]] == ["1 batch paused (1 already paused)."]
+
+    chosen = {"batches": [second.pk, third.pk], "action": "priority", "priority": "7"}
+    set_seven = client_for(alice).post(bulk, chosen, follow=True)
+    assert [str(m) for m in set_seven.context["messages"]] == ["Priority set to 7 for 2 batches."]
+    assert sorted(FeedbackBatch.objects.values_list("priority", flat=True)) == [1, 7, 7]
+    assert AuditEntry.objects.filter(action="feedback_batch.pause").count() == 3  # per change, not no-ops
+    assert AuditEntry.objects.filter(action="feedback_batch.priority").count() == 2
+
+
+@pytest.mark.parametrize(
+    ("body", "error"),
+    [
+        ({"action": "pause"}, "Choose at least one batch."),
+        ({"batches": ["1"], "action": "priority", "priority": "11"}, "less than or equal to 10"),
+        ({"batches": ["1"], "action": "priority"}, "Give a priority from 1 to 10."),
+        ({"batches": ["99999999999999999999"], "action": "pause"}, "is not a valid value"),
+    ],
+)
+def test_a_bulk_request_that_cannot_be_done_changes_nothing_and_says_why(client_for, alice, bob, body, error):
+    batch = sky_batch(alice)
+    body = {key: [str(batch.pk)] if value == ["1"] else value for key, value in body.items()}
+    refused = client_for(alice).post(reverse("console:feedback_bulk"), body)
+    assert refused.status_code == 400 and error in refused.content.decode()
+    assert FeedbackBatch.objects.filter(is_active=True, priority=1).count() == 1
+    assert client_for(bob).post(reverse("console:feedback_bulk"), {"action": "pause"}).status_code == 403

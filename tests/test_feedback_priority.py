@@ -72,7 +72,9 @@ def test_the_priority_is_checked_alike_on_the_page_the_api_and_the_command(clien
     import_answers(b'{"question": "why is the sky blue", "answer": "Scattering."}')
     page = client.post(reverse("console:feedback_create"), {**form, "priority": 11})
     assert page.status_code == 400 and "The priority is 1 to 10" in page.content.decode()
-    api = client.post("/api/batches", {**form, "priority": 0}, content_type="application/json")
+    body = {**form, "lease_seconds": 1800, "revision_seconds": 3600, "priority": 0}
+    del body["lease_minutes"], body["revision_minutes"]  # the page's names: the API takes seconds
+    api = client.post("/api/batches", body, content_type="application/json")
     assert api.status_code == 400 and "priority" in api.json()
     with pytest.raises(CommandError, match="--priority: The priority is 1 to 10"):
         call_command("create_feedback_batch", "b", "--template", "rating", "--preset", "gophercite",

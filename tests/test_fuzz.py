@@ -75,6 +75,7 @@ RICH = {
     "api-question-import",
     "api-training-runs",
     "console:feedback_create",
+    "console:feedback_bulk",
     "console:exports",
     "console:corpora",
     "api-corpus-imports",

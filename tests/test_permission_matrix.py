@@ -74,6 +74,7 @@ EXPECTED: dict[str, tuple] = {
     "console:demonstration_batches": RESEARCHER,
     "console:feedback": RESEARCHER,
     "console:feedback_create": RESEARCHER,
+    "console:feedback_bulk": RESEARCHER,
     "console:feedback_batch": RESEARCHER,
     "console:feedback_state": RESEARCHER,
     "console:feedback_priority": RESEARCHER,

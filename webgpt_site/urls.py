@@ -23,6 +23,7 @@ console_patterns = (
         path("demonstrations/", demonstration_console.batches, name="demonstration_batches"),
         path("feedback/", feedback_console.batch_list, name="feedback"),
         path("feedback/new/", feedback_console.batch_create, name="feedback_create"),
+        path("feedback/bulk/", feedback_console.batch_bulk, name="feedback_bulk"),
         path("feedback/<int:pk>/", feedback_console.batch_detail, name="feedback_batch"),
         path("feedback/<int:pk>/state/", feedback_console.batch_state, name="feedback_state"),
         path("feedback/<int:pk>/priority/", feedback_console.batch_priority, name="feedback_priority"),

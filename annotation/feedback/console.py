@@ -25,6 +25,8 @@ from annotation.feedback.batches import (
     set_active,
     set_priority,
 )
+from annotation.feedback.bulk import ACTIONS, PRIORITY_HELP, BulkForm
+from annotation.feedback.bulk import apply as apply_bulk
 from annotation.feedback.flag_review import flag_counts
 from annotation.feedback.pairing import PAIRINGS, run_label
 from annotation.feedback.scales import RATING_PRESETS, TEMPLATES
@@ -194,9 +196,35 @@ class FeedbackBatchForm(forms.Form):
 @require_GET
 @role_required(Role.RESEARCHER)
 def batch_list(request: HttpRequest) -> HttpResponse:
+    return _list_page(request, FeedbackBatchForm(initial=FeedbackBatchForm.prefill(request.GET)))
+
+
+def _list_page(
+    request: HttpRequest, form: FeedbackBatchForm, bulk: BulkForm | None = None, status: int = 200
+) -> HttpResponse:
     batches = [(batch, batch_progress(batch)) for batch in FeedbackBatch.objects.order_by("-created_at")]
-    form = FeedbackBatchForm(initial=FeedbackBatchForm.prefill(request.GET))
-    return render(request, "console/feedback_list.html", {"batches": batches, "form": form})
+    context = {
+        "batches": batches,
+        "form": form,
+        "bulk": bulk or BulkForm(user=request.user),
+        "bulk_actions": ACTIONS,
+        "priority_help": PRIORITY_HELP,
+        "priority_range": PRIORITY,
+    }
+    return render(request, "console/feedback_list.html", context, status=status)
+
+
+@require_POST
+@role_required(Role.RESEARCHER)
+def batch_bulk(request: HttpRequest) -> HttpResponse:
+    """Pause, start or set the priority of the batches ticked on the list."""
+    bulk = BulkForm(request.POST, user=request.user)
+    if not bulk.is_valid():
+        return _list_page(request, FeedbackBatchForm(), bulk, status=400)
+    data = bulk.cleaned_data
+    done = apply_bulk(request.user, list(data["batches"]), data["action"], data["priority"])
+    messages.success(request, done)
+    return redirect("console:feedback")
 
 
 @require_http_methods(["POST"])
@@ -218,8 +246,7 @@ def batch_create(request: HttpRequest) -> HttpResponse:
         else:
             messages.success(request, f"Batch {batch.name!r} created with {batch.items.count()} items.")
             return redirect("console:feedback_batch", pk=batch.pk)
-    batches = [(batch, batch_progress(batch)) for batch in FeedbackBatch.objects.order_by("-created_at")]
-    return render(request, "console/feedback_list.html", {"batches": batches, "form": form}, status=400)
+    return _list_page(request, form, status=400)
 
 
 @require_GET
