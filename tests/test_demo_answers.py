@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from django.urls import reverse
 
-from annotation.demo import DEMO_QUESTION_DIR
+from annotation.demo import DEMO_BATCH_DATASET, DEMO_QUESTION_DIR
 from annotation.feedback.batches import BatchSettings, create_feedback_batch
 from annotation.feedback.demo import create_demo_feedback_batches
 from annotation.feedback.demo_answers import (
@@ -23,11 +23,13 @@ from annotation.feedback.demo_answers import (
     load_demo_answers,
     read_demo_answers,
 )
-from annotation.models import Answer, Assignment, FeedbackBatch, Question, SourceKind, Template
+from annotation.models import Answer, Assignment, FeedbackBatch, FeedbackItem, Question, SourceKind, Template
 from annotation.questions.service import import_questions
 from browser.engine.render import render_document
 from browser.services import backend_for, browser_settings
 from tests.conftest import FRESHWIKI
+from training.sampling_runs import QuestionSet, SamplingRequest, check_sampling
+from training.sampling_views import QUICK_START
 
 pytestmark = pytest.mark.django_db
 
@@ -147,13 +149,13 @@ def test_the_demo_batches_are_built_from_the_freshwiki_answers_with_their_quotes
         name="TruthfulQA demo: WebGPT comparison", template="webgpt_comparison"
     )
     batches = {(b.template, b.preset): b for b in create_demo_feedback_batches()}
-    assert {key: batch.items.count() for key, batch in batches.items()} == {
-        (Template.WEBGPT_COMPARISON, ""): 36,  # each answer against the next one down, 3 per question
-        (Template.MINIMAL_COMPARISON, ""): 36,
-        (Template.RANKING, ""): 12,  # the four answers of a question together
-        (Template.RATING, "gophercite"): 48,
-        (Template.RATING, "truthfulqa"): 48,
-        (Template.RATING, "webglm"): 48,
+    assert {key: batch.items.count() for key, batch in batches.items()} == {  # 8 of the 12 questions
+        (Template.WEBGPT_COMPARISON, ""): 24,  # each answer against the next one down, 3 per question
+        (Template.MINIMAL_COMPARISON, ""): 24,
+        (Template.RANKING, ""): 8,  # the four answers of a question together
+        (Template.RATING, "gophercite"): 32,
+        (Template.RATING, "truthfulqa"): 32,
+        (Template.RATING, "webglm"): 32,
     }
     assert batches[(Template.RANKING, "")].name == "FreshWiki demo: K-way ranking"
     rank = {quality: index for index, quality in enumerate(QUALITIES)}
@@ -167,6 +169,17 @@ def test_the_demo_batches_are_built_from_the_freshwiki_answers_with_their_quotes
     assert not old.is_active  # the old evidence-less batches stop handing out tasks, their data kept
     assert create_demo_feedback_batches() == []
     assert FeedbackBatch.objects.count() == 7 and Answer.objects.count() == 48
+
+
+def test_the_questions_the_quick_start_samples_are_in_no_demo_batch(demo_questions):
+    """One labeler walks the loop: the quick-start's questions reach them first in the batch made from its
+    samples, not held back for a day because a demo batch had them under another template (issue 24)."""
+    create_demo_feedback_batches()
+    quick = QuestionSet(dataset=DEMO_BATCH_DATASET, limit=QUICK_START["limit"])
+    _, sampled = check_sampling(SamplingRequest(questions=quick, settings={"n": QUICK_START["n"]}))
+    judged = set(FeedbackItem.objects.values_list("answers__question", flat=True))
+    assert len(sampled) == 4 and not judged & set(sampled)
+    assert len(judged) == 8  # the other eight questions, with all their answers
 
 
 def task_page(client, user, batch: FeedbackBatch) -> str:

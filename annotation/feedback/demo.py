@@ -11,6 +11,7 @@ from itertools import pairwise
 
 from django.db import transaction
 
+from annotation.demo import DEMO_BATCH_DATASET
 from annotation.feedback.batches import BatchSettings, create_feedback_batch, group_answers
 from annotation.feedback.demo_answers import QUALITIES, load_demo_answers
 from annotation.models import Answer, FeedbackBatch, ImportedComparison, Question, SourceKind, Template
@@ -54,11 +55,26 @@ def _neighbour_pairs(answers: list[Answer]) -> list[list[Answer]]:
     return pairs
 
 
+# The first FreshWiki demo questions (by id) stay out of the demo's feedback batches: the sampling
+# quick-start samples them (training.sampling_views.QUICK_START), so the one demo labeler meets them first
+# in the batch made from those samples. Had the labeler judged them in a demo batch under another
+# template, FEEDBACK_SAME_QUESTION_HOURS would hold them back for a day, and the loop journey could not be
+# finished with the demo accounts.
+LOOP_QUESTIONS = 4
+
+
+def loop_question_ids() -> set[int]:
+    """The FreshWiki demo questions kept for the loop's first sampling run."""
+    questions = Question.objects.filter(dataset=DEMO_BATCH_DATASET).order_by("id")
+    return set(questions.values_list("id", flat=True)[:LOOP_QUESTIONS])
+
+
 def create_demo_feedback_batches() -> list[FeedbackBatch]:
-    """One batch per template and rating preset from the FreshWiki demo answers; each is made once
-    (idempotent: ``make run`` calls this at every start). DemoAnswersError if a shipped quote is not on its
-    page."""
-    answers = load_demo_answers()
+    """One batch per template and rating preset from the FreshWiki demo answers (all but the loop's
+    questions); each is made once (idempotent: ``make run`` calls this at every start). DemoAnswersError
+    if a shipped quote is not on its page."""
+    kept_for_the_loop = loop_question_ids()
+    answers = [answer for answer in load_demo_answers() if answer.question_id not in kept_for_the_loop]
     batches = []
     for template, preset, groups in (
         (Template.WEBGPT_COMPARISON, "", _neighbour_pairs(answers)),
