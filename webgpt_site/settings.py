@@ -91,6 +91,7 @@ MIDDLEWARE = [
     "csp.middleware.CSPMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
     "webgpt_site.middleware.PermissionsPolicyMiddleware",
+    "webgpt_site.middleware.NotFoundPageMiddleware",
     # A view's lost database connection becomes a 503 with Retry-After (webgpt_site/unavailable.py).
     "webgpt_site.unavailable.DatabaseUnavailableMiddleware",
     "webgpt_site.ops.middleware.PrometheusAfterMiddleware",

@@ -19,6 +19,8 @@ from contextvars import ContextVar
 from datetime import UTC, datetime
 from typing import Any
 
+from django.core.exceptions import PermissionDenied
+
 current_request_id: ContextVar[str | None] = ContextVar("request_id", default=None)
 current_task_id: ContextVar[str | None] = ContextVar("task_id", default=None)
 
@@ -36,6 +38,16 @@ class ContextFilter(logging.Filter):
         record.request_id = current_request_id.get()
         record.task_id = current_task_id.get()
         record.context_id = " ".join(filter(None, (record.request_id, record.task_id))) or "-"
+        return True
+
+
+class RefusalFilter(logging.Filter):
+    """A refusal (403) is the permission check doing its job: Django logs it with the exception's
+    traceback, which buried the log of ``make run`` in tracebacks of nothing wrong. The one line stays."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.exc_info and isinstance(record.exc_info[1], PermissionDenied):
+            record.exc_info, record.exc_text = None, None
         return True
 
 
@@ -68,14 +80,14 @@ def logging_config(log_format: str, level: str) -> dict[str, Any]:
     return {
         "version": 1,
         "disable_existing_loggers": False,
-        "filters": {"context": {"()": ContextFilter}},
+        "filters": {"context": {"()": ContextFilter}, "refusals": {"()": RefusalFilter}},
         "formatters": {"json": {"()": JsonFormatter}, "text": {"format": TEXT_FORMAT}},
         "handlers": {
             "console": {"class": "logging.StreamHandler", "filters": ["context"], "formatter": log_format}
         },
         "root": {"handlers": ["console"], "level": level},
         # django-axes logs every sign-in at INFO; lockouts (WARNING) still show.
-        "loggers": {"axes": {"level": "WARNING"}},
+        "loggers": {"axes": {"level": "WARNING"}, "django.request": {"filters": ["refusals"]}},
     }
 
 
