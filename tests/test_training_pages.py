@@ -333,3 +333,21 @@ def test_a_models_folder_is_shown_relative_to_the_model_store(settings, tmp_path
     inside = ModelCheckpoint(kind="rm", name="a", base_model="x", path=str(tmp_path / "store" / "rm-run-3"))
     outside = ModelCheckpoint(kind="rm", name="b", base_model="x", path="/opt/models/mine")
     assert (inside.store_path, outside.store_path) == ("rm-run-3", "/opt/models/mine")
+
+
+def test_a_run_page_names_its_starting_model_and_says_no_step_cap_in_words(client_for, alice, tmp_path):
+    """The config holds the folder the worker read (a server path) and -1 for "no cap": neither is shown."""
+    first = finished_rm_run(alice)
+    start = checkpoint_of(first, str(tmp_path / "store" / "runs" / "run-1"))
+    folder = start.path
+    run = finished_rm_run(alice, base_checkpoint=start, config={"base_model": folder, "max_steps": -1})
+    html = client_for(alice).get(reverse("training:run", args=[run.pk])).content.decode()
+    assert f"{start.name} (registered model)" in html and folder not in html
+    assert "no cap (the epochs decide)" in html and ">-1<" not in html
+
+
+def test_the_form_says_how_to_leave_the_step_cap_off_without_the_sentinel(client_for, alice):
+    form = client_for(alice).get(reverse("training:new")).context["form"]
+    help_text = form.fields["max_steps"].help_text
+    assert "empty: train the epochs" in help_text and "-1" not in help_text and "no cap" in help_text
+    assert form.fields["max_steps"].widget.attrs["min"] == 1

@@ -34,12 +34,17 @@ MAX_COMPARED = 8  # one colour each in the chart
 def default_text(name: str) -> str:
     """Where a blank setting comes from, read from the config dataclasses and presets themselves."""
     rm = RMConfig()
-    values = [f"bc {getattr(BCConfig(), name)}"]
+    values = [f"bc {_default_shown(name, getattr(BCConfig(), name))}"]
     values += [
-        f"rm {preset} {preset_values.get(name, getattr(rm, name))}"
+        f"rm {preset} {_default_shown(name, preset_values.get(name, getattr(rm, name)))}"
         for preset, preset_values in RM_PRESETS.items()
     ]
     return "Blank: the default (" + ", ".join(values) + ")."
+
+
+def _default_shown(name: str, value: Any) -> str:
+    """-1 steps is the config's "no cap", an internal sentinel: said in words."""
+    return "no cap" if name == "max_steps" and value <= 0 else str(value)
 
 
 def export_label(export: Export) -> str:
@@ -92,7 +97,9 @@ class RunForm(JobRequestForm):
         help_text="Optional: a registered model to continue from (a BC model can be the backbone of a "
         "paper reward model). An evaluation needs the reward model to evaluate.",
     )
-    max_steps = forms.IntegerField(required=False, help_text="Caps the optimizer steps (overrides epochs).")
+    max_steps = forms.IntegerField(
+        required=False, help_text="Caps the optimizer steps (overrides epochs); empty: train the epochs."
+    )
     epochs = forms.FloatField(required=False)
     batch_size = forms.IntegerField(required=False)
     learning_rate = forms.FloatField(required=False)
@@ -114,9 +121,11 @@ class RunForm(JobRequestForm):
             # The range is checked by the service (the same words as the API and the commands); the
             # browser is told it too, to say so before a round trip.
             bound = BOUNDS[name]
-            self.fields[name].widget.attrs.update(min=bound.low, max=bound.high)
+            low = 1 if name == "max_steps" else bound.low  # below 1 is the API's "no cap": empty, here
+            self.fields[name].widget.attrs.update(min=low, max=bound.high)
             extra = self.fields[name].help_text
-            self.fields[name].help_text = f"{extra} Must be {bound.text()}. {default_text(name)}".strip()
+            limit = f"at most {bound.high}" if name == "max_steps" else bound.text()
+            self.fields[name].help_text = f"{extra} Must be {limit}. {default_text(name)}".strip()
 
     def run_settings(self) -> dict[str, Any]:
         """The settings that were filled in (blank ones keep the defaults)."""

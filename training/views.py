@@ -4,8 +4,10 @@ and ask training.jobs to start, cancel or delete."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
+from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.paginator import Paginator
@@ -68,6 +70,26 @@ def shown(value: Any) -> str:
     if isinstance(value, float):
         return f"{value:.4g}"
     return str(value)
+
+
+def setting_shown(run: TrainingRun, name: str) -> str:
+    """A run's setting in a person's words: the registered model it started from by name (its config holds
+    the folder the worker read, a path on the server), and no step cap as what it means."""
+    value = run.config.get(name)
+    if name == "base_model" and run.base_checkpoint is not None:
+        return f"{run.base_checkpoint.name} (registered model)"
+    if name == "base_model" and isinstance(value, str) and Path(value).is_absolute():
+        return _store_relative(value)
+    if name == "max_steps" and isinstance(value, int) and value <= 0:
+        return "no cap (the epochs decide)"
+    return shown(value)
+
+
+def _store_relative(folder: str) -> str:
+    try:
+        return str(Path(folder).relative_to(Path(settings.MODEL_STORE_DIR)))
+    except ValueError:
+        return Path(folder).name  # a folder outside the store: its name, not the server's layout
 
 
 @require_GET
@@ -136,7 +158,7 @@ def run_detail(request: HttpRequest, pk: int) -> HttpResponse:
         "metrics": key_metrics(run),
         "chart": line_chart(timeline_series(run.timeline), f"Run {run.pk}: losses and validation accuracy"),
         "checkpoint": ModelCheckpoint.objects.filter(run=run).first(),
-        "settings": [(name, shown(run.config.get(name))) for name in SHOWN_SETTINGS if name in run.config],
+        "settings": [(name, setting_shown(run, name)) for name in SHOWN_SETTINGS if name in run.config],
         "other_metrics": _other_metrics(run),
     }
     template = "training/_run_status.html" if request.htmx else "training/run_detail.html"
