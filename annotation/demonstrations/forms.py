@@ -17,11 +17,16 @@ FIXED_COMMANDS = (
 KINDS = ("search", "find", "quote", "click", "command")
 
 
-class ActionForm(forms.Form):
-    kind = forms.ChoiceField(choices=[(kind, kind) for kind in KINDS])
-    text = forms.CharField(required=False, max_length=2000, strip=False)
+class EpisodeChangeForm(forms.Form):
+    """What every change from the browsing page sends: the idempotency key and the version it saw."""
+
     key = forms.UUIDField()
     version = forms.IntegerField(min_value=0)
+
+
+class ActionForm(EpisodeChangeForm):
+    kind = forms.ChoiceField(choices=[(kind, kind) for kind in KINDS])
+    text = forms.CharField(required=False, max_length=2000, strip=False)
 
     def clean(self) -> dict:
         data = super().clean()
@@ -49,6 +54,17 @@ class ActionForm(forms.Form):
             "click": "Clicked on link ",
         }
         return text if kind == "command" else prefix[kind] + " ".join(text.split())
+
+
+class RemoveQuoteForm(EpisodeChangeForm):
+    number = forms.IntegerField(min_value=1, max_value=10_000)  # as the page numbers the quotes, from 1
+
+
+class SnapshotForm(forms.Form):
+    """Which page of an episode to show (its snapshot digest), and the step that links to it."""
+
+    digest = forms.RegexField(regex=r"^[0-9a-f]{64}$", error_messages={"invalid": "Unknown page."})
+    step = forms.IntegerField(required=False, min_value=1, max_value=1_000_000)
 
 
 def _messages(what: str, limit: int) -> dict[str, str]:

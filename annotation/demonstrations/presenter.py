@@ -113,6 +113,15 @@ def last_search_query(browser: Browser) -> str:
     return ""
 
 
+def last_find_text(browser: Browser) -> str:
+    """The text of the latest Find, so the find box keeps it: Find again moves to the next match (the
+    engine searches on from the last match), as "Find in page" does in WebGPT's browser."""
+    for action in reversed(browser.actions):
+        if action.command.startswith(FIND_DISPLAY):
+            return action.command.removeprefix(FIND_DISPLAY).strip()
+    return ""
+
+
 def panel_context(
     episode: Episode, browser: Browser, *, message: str = "", valid: bool = True
 ) -> dict[str, Any]:
@@ -121,6 +130,7 @@ def panel_context(
     return {
         "episode": episode,
         "act_url": reverse("annotation:act", args=[episode.pk]),
+        "remove_quote_url": reverse("annotation:remove_quote", args=[episode.pk]),
         "question": browser.question,
         "page": page,
         "page_title": page.display_title,
@@ -129,6 +139,7 @@ def panel_context(
         "link_urls": {index: link.url for index, link in enumerate(page.links)},
         "quotes": browser.quotes,
         "last_query": last_search_query(browser),
+        "last_find": last_find_text(browser),
         "actions_left": browser.actions_left,
         "quote_chars_left": browser.quote_chars_left,
         "message": message,

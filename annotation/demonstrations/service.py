@@ -21,7 +21,7 @@ from annotation.demonstrations.batches import batch_source
 from annotation.models import DemonstrationBatch, Episode, EpisodeAction, EpisodeStatus, Question, Split
 from browser.engine.backend import ReplayOnly
 from browser.engine.browser import Browser, StepResult
-from browser.engine.commands import EndReason
+from browser.engine.commands import EndReason, InvalidCommand
 from browser.services import browser_settings, restore_browser, save_browser
 from browser.sources import open_source
 from webgpt_site.models import log_action
@@ -30,6 +30,9 @@ from webgpt_site.permissions import AnyUser
 # Gaps longer than this between signs of activity do not count as time on task.
 IDLE_LIMIT = timedelta(seconds=60)
 STALE_MESSAGE = "This episode changed in another tab or window: here is its current state."
+LAST_QUOTE = (
+    "Answering needs at least one quote: go back to browsing to quote another before removing this one."
+)
 
 
 class EpisodeClosed(ValueError):
@@ -124,10 +127,9 @@ def record_action(episode_id: int, user: AnyUser, command: str, key: uuid.UUID, 
     """Apply one command once: a repeated key is ignored, a stale version is refused."""
     with transaction.atomic():
         episode = Episode.objects.select_for_update().get(pk=episode_id, user=user)
-        if key == episode.last_action_key:
-            return Outcome(episode)  # a double click or a retry of the last action: already applied
-        if version != episode.version:  # (an older retry lands here too: refused, never applied twice)
-            return Outcome(episode, notice=STALE_MESSAGE)
+        refused = _not_applied(episode, key, version)
+        if refused is not None:
+            return refused
         if episode.status != EpisodeStatus.BROWSING:
             return Outcome(episode, notice="Browsing has ended for this episode.")
         browser = open_browser(episode)
@@ -147,11 +149,57 @@ def record_action(episode_id: int, user: AnyUser, command: str, key: uuid.UUID, 
         )
         if result.done:
             _end_browsing(episode, browser)
-        _touch(episode, timezone.now())
-        episode.version += 1
-        episode.last_action_key = key
-        episode.save(update_fields=[*_STEP_FIELDS])
+        _applied(episode, key)
     return Outcome(episode, result, browser=browser)
+
+
+def _not_applied(episode: Episode, key: uuid.UUID, version: int) -> Outcome | None:
+    """Why a change sent from the page is not applied, if it is not: a repeated key is a double click or
+    a retry of the last change (already applied: nothing to say); a stale version means the page showed
+    an older state (an older retry lands here too: refused, never applied twice)."""
+    if key == episode.last_action_key:
+        return Outcome(episode)
+    if version != episode.version:
+        return Outcome(episode, notice=STALE_MESSAGE)
+    return None
+
+
+def _applied(episode: Episode, key: uuid.UUID) -> None:
+    """Save a change made under the row lock: a new version, its key, the time on task."""
+    _touch(episode, timezone.now())
+    episode.version += 1
+    episode.last_action_key = key
+    episode.save(update_fields=[*_STEP_FIELDS])
+
+
+def remove_quote(episode_id: int, user: AnyUser, number: int, key: uuid.UUID, version: int) -> Outcome:
+    """Take quote ``number`` off the episode's list, once (the key and version rules of ``record_action``:
+    a stale page would name another quote by that number). While browsing and at the answer step, where
+    one quote must stay. The engine records the removal in the episode's state (``removed_quotes``, which
+    the trajectory page and the BC examples read); the audit trail gets an entry."""
+    with transaction.atomic():
+        episode = Episode.objects.select_for_update().get(pk=episode_id, user=user)
+        refused = _not_applied(episode, key, version)
+        if refused is not None:
+            return refused
+        if not episode.is_open:
+            return Outcome(episode, notice="This episode is closed: its quotes stay as they were.")
+        browser = open_browser(episode)
+        answering = episode.status == EpisodeStatus.ANSWERING
+        try:
+            if answering and len(browser.quotes) == 1:
+                raise InvalidCommand(LAST_QUOTE)
+            browser.remove_quote(number)
+        except InvalidCommand as exc:
+            return Outcome(episode, StepResult(False, str(exc), False, None), browser=browser)
+        episode.state = save_browser(browser, episode.state["pages"])
+        _applied(episode, key)
+        removal = browser.removed_quotes[-1]
+        log_action(user, "episode.remove_quote", episode, number=number, quote_action=removal.action)
+    message = f"Quote {number} removed."
+    if answering and number <= len(browser.quotes):
+        message += " The quotes after it moved up one number: check the citations in your answer."
+    return Outcome(episode, StepResult(True, message, False, None), browser=browser)
 
 
 _STEP_FIELDS = (

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import uuid
+
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.http import Http404, HttpRequest, HttpResponse
@@ -11,9 +13,19 @@ from django.views.decorators.http import require_GET, require_POST
 from django.views.decorators.vary import vary_on_headers
 
 from annotation.demonstrations import service
-from annotation.demonstrations.forms import ActionForm, AnswerForm, NoteForm, SkipForm, form_problems
+from annotation.demonstrations.forms import (
+    ActionForm,
+    AnswerForm,
+    NoteForm,
+    RemoveQuoteForm,
+    SkipForm,
+    SnapshotForm,
+    form_problems,
+)
 from annotation.demonstrations.presenter import active_time, panel_context
+from annotation.demonstrations.trajectory import trajectory
 from annotation.models import Episode, EpisodeStatus
+from browser.services import load_snapshot
 from browser.sources import describe_source
 from webgpt_site.permissions import Role, get_visible_or_404, role_required
 
@@ -71,9 +83,17 @@ def _refused_key(pk: int) -> str:
 
 
 def _detail(request: HttpRequest, episode: Episode, refused: dict) -> HttpResponse:
+    """The read-only page: the facts, the answer and its quotes, and the trajectory replayed step by step."""
     browser = service.open_browser(episode)
-    actions = episode.actions.only("index", "command", "valid", "message", "created_at")
-    context = {"episode": episode, "quotes": browser.quotes, "actions": actions, "note_form": NoteForm()}
+    answer_prompt, answering = browser.answer_prompt(), episode.status == EpisodeStatus.ANSWERING
+    context = {
+        "episode": episode,
+        "quotes": browser.quotes,
+        "steps": trajectory(episode, browser),
+        # What the answer is written from (a model's prompt), once browsing led to the answer step.
+        "answer_prompt": answer_prompt if episode.answer or answering else "",
+        "note_form": NoteForm(),
+    }
     # A model's sample has no demonstrator: the page names its policy and links back to its run.
     context["sample"] = getattr(episode, "sample", None)
     return render(request, "demonstrations/detail.html", {**context, "refused": refused})
@@ -92,6 +112,9 @@ def _answer_context(episode: Episode, browser, refused: dict) -> dict:
         "actions_left": browser.actions_left,
         "active_seconds": int(episode.active_seconds),
         "active_time": active_time(episode.active_seconds),
+        # The quotes' remove buttons send these, as the browsing panel's forms do.
+        "key": uuid.uuid4(),
+        "version": episode.version,
     }
 
 
@@ -120,13 +143,38 @@ def act(request: HttpRequest, pk: int) -> HttpResponse:
     episode = outcome.episode
     if episode.status != EpisodeStatus.BROWSING:
         return _go(request, reverse("annotation:episode", args=[episode.pk]))
+    return _panel_or_redirect(request, episode, outcome.browser, *_said(outcome))
+
+
+def _said(outcome: service.Outcome) -> tuple[str, bool]:
+    """What the page says about a change, and whether it was valid. Not applied: a repeated key (nothing
+    to say) or a stale version (the notice says so: not the person's mistake, so a note, not an error)."""
     if outcome.result is not None:
-        return _panel_or_redirect(
-            request, episode, outcome.browser, outcome.result.message, outcome.result.valid
-        )
-    # Not applied: a repeated key (nothing to say) or a stale version (the notice says so: not the
-    # person's mistake, so a note, not an error).
-    return _panel_or_redirect(request, episode, outcome.browser, outcome.notice)
+        return outcome.result.message, outcome.result.valid
+    return outcome.notice, True
+
+
+@require_POST
+@role_required(Role.DEMONSTRATOR)
+@vary_on_headers("HX-Request")
+def remove_quote(request: HttpRequest, pk: int) -> HttpResponse:
+    """Take a quote off the list: from the browsing panel (htmx) or the answer step (a plain form)."""
+    form = RemoveQuoteForm(request.POST)
+    if not form.is_valid():
+        message = "That request was incomplete; nothing was done."
+        return _panel_or_redirect(request, _own_episode(request, pk, full=True), message=message, valid=False)
+    data = form.cleaned_data
+    try:
+        outcome = service.remove_quote(pk, request.user, data["number"], data["key"], data["version"])
+    except Episode.DoesNotExist:
+        raise Http404("No such episode.") from None
+    episode, (message, valid) = outcome.episode, _said(outcome)
+    if episode.status == EpisodeStatus.BROWSING:
+        return _panel_or_redirect(request, episode, outcome.browser, message, valid)
+    # The answer step (or a closed episode) is a whole page: back to it, with the news.
+    if message:
+        (messages.success if valid else messages.error)(request, message)
+    return _go(request, reverse("annotation:episode", args=[episode.pk]))
 
 
 def _panel_or_redirect(request, episode, browser=None, message="", valid=True) -> HttpResponse:
@@ -226,6 +274,23 @@ def skip(request: HttpRequest, pk: int) -> HttpResponse:
         return redirect("annotation:episode", pk=pk)
     messages.info(request, "Question skipped.")
     return redirect("annotation:next_question")
+
+
+@require_GET
+@login_required
+def page_snapshot(request: HttpRequest, pk: int) -> HttpResponse:
+    """A page an episode showed, whole and as the environment rendered it (the trajectory's "page before"
+    and "page after" links). Whoever may read the episode may read its pages; a page it never showed does
+    not exist here (404)."""
+    episode = get_visible_or_404(Episode.objects.select_related("question"), request.user, pk=pk)
+    form = SnapshotForm(request.GET)
+    if not form.is_valid():
+        return HttpResponse(" ".join(form_problems(form)), status=400, content_type="text/plain")
+    digest = form.cleaned_data["digest"]
+    if digest not in episode.state["pages"]:
+        raise Http404("This episode showed no such page.")
+    context = {"episode": episode, "page": load_snapshot(digest), "digest": digest}
+    return render(request, "demonstrations/snapshot.html", {**context, "step": form.cleaned_data["step"]})
 
 
 @require_GET

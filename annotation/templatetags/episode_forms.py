@@ -40,3 +40,19 @@ def command_button(
         css=format_html(' class="{}"', "secondary") if secondary else "",
         label=label,
     )
+
+
+@register.simple_tag(takes_context=True)
+def remove_quote_button(context: dict[str, Any], number: int, url: str, htmx: bool = True) -> SafeString:
+    """A one-button form that takes quote ``number`` off the list (htmx on the browsing panel; a plain
+    form on the answer step). The button's name says which quote: "Remove quote 2"."""
+    return format_html(
+        '<form method="post" action="{url}"{hx} class="inline remove-quote">{meta}'
+        '<input type="hidden" name="number" value="{number}">'
+        '<button type="submit" id="remove-quote-{number}" class="secondary">'
+        'Remove<span class="visually-hidden"> quote {number}</span></button></form>',
+        url=url,
+        hx=format_html(' hx-post="{}"', url) if htmx else "",
+        meta=episode_meta(context),
+        number=number,
+    )

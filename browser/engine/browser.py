@@ -14,12 +14,13 @@ from browser.engine.backend import AddressNotAllowed, FetchError, PageNotFound, 
 from browser.engine.commands import Command, EndReason, InvalidCommand, Kind, parse_command
 from browser.engine.matching import find, quote_span
 from browser.engine.observation import format_answer_prompt, format_observation
-from browser.engine.page import BLANK_PAGE, Page, Quote
+from browser.engine.page import BLANK_PAGE, Page, Quote, RemovedQuote
 from browser.engine.render import error_page, render_document, render_search_results
 from browser.engine.settings import BrowserSettings
 from browser.engine.text import shares_ngram
 
 STATE_VERSION = 1
+QUOTE_DISPLAY = "Quote"  # a valid Quote's line in "Past actions"
 
 
 @dataclass(frozen=True)
@@ -78,6 +79,7 @@ class _Episode:
     quotes: list[Quote] = field(default_factory=list)
     actions: list[Action] = field(default_factory=list)
     end_reason: EndReason | None = None
+    removed_quotes: list[RemovedQuote] = field(default_factory=list)
 
 
 class Browser:
@@ -124,6 +126,20 @@ class Browser:
     @property
     def actions(self) -> tuple[Action, ...]:
         return tuple(self._episode.actions)
+
+    @property
+    def removed_quotes(self) -> tuple[RemovedQuote, ...]:
+        return tuple(self._episode.removed_quotes)
+
+    def quote_actions(self) -> list[int]:
+        """The index of the Quote action behind each quote of the list, in order: each valid Quote added
+        one quote, and the removed ones are left out."""
+        removed = {removal.action for removal in self._episode.removed_quotes}
+        return [
+            index
+            for index, action in enumerate(self._episode.actions)
+            if action.valid and action.display == QUOTE_DISPLAY and index not in removed
+        ]
 
     @property
     def actions_left(self) -> int:
@@ -289,7 +305,7 @@ class Browser:
         self._episode.quotes.append(
             Quote(title=page.title, url=page.url, domain=page.domain, extract=extract)
         )
-        return "Quote", message
+        return QUOTE_DISPLAY, message
 
     def _scroll(self, command: Command) -> tuple[str, str]:
         cursor = self._episode.cursor
@@ -321,6 +337,21 @@ class Browser:
         self._episode.end_reason = reason
         return f"End: {command.argument}", ""
 
+    def remove_quote(self, number: int) -> Quote:
+        """Take quote ``number`` (from 1, as people see them numbered) off the list; InvalidCommand when
+        there is no such quote. A person's edit, not a command of the language (models never remove): it
+        costs no action and frees its part of the quote budget. From then on the observation shows the
+        quote in neither the quotes nor the past actions, and the trajectory a model learns from leaves
+        out the Quote that made it (``trajectory.model_commands``), as it leaves out invalid actions."""
+        quotes = self._episode.quotes
+        if not 1 <= number <= len(quotes):
+            held = f"quotes are numbered 1 to {len(quotes)}" if quotes else "there are no quotes"
+            raise InvalidCommand(f"There is no quote {number} ({held}).")
+        action = self.quote_actions()[number - 1]
+        quote = quotes.pop(number - 1)
+        self._episode.removed_quotes.append(RemovedQuote(action, len(self._episode.actions), quote))
+        return quote
+
     def reopen(self) -> bool:
         """Go back to browsing after "End: Answer" (the answer step), while actions remain."""
         if self.end_reason != EndReason.ANSWER or self.actions_left == 0:
@@ -346,6 +377,7 @@ class Browser:
             "quotes": [quote.to_dict() for quote in episode.quotes],
             "actions": [vars(action).copy() for action in episode.actions],
             "end_reason": episode.end_reason.value if episode.end_reason else None,
+            "removed_quotes": [removal.to_dict() for removal in episode.removed_quotes],
         }
 
     @classmethod
@@ -372,6 +404,8 @@ class Browser:
             quotes=[Quote.from_dict(quote) for quote in state["quotes"]],
             actions=[Action(**action) for action in state["actions"]],
             end_reason=EndReason(state["end_reason"]) if state["end_reason"] else None,
+            # (states saved before quotes could be removed have no such list)
+            removed_quotes=[RemovedQuote.from_dict(r) for r in state.get("removed_quotes", [])],
         )
         browser._episode.pages.ensure(preload)
         return browser
@@ -384,3 +418,8 @@ def recorded_pages(state: dict) -> dict[str, Page]:
         for action in state["actions"]
         if action.get("request") and action.get("opened") in state["pages"]
     }
+
+
+def removed_quote_actions(state: dict) -> set[int]:
+    """The indexes of the Quote actions whose quotes the person removed, from an episode's state."""
+    return {removal["action"] for removal in state.get("removed_quotes", [])}

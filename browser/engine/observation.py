@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
@@ -11,6 +12,7 @@ if TYPE_CHECKING:
     from browser.engine.browser import Browser
 
 ANSWER_SEPARATOR = "■"
+_SCROLLBAR = re.compile(r"^♦Scrollbar: (\d+) - (\d+)$", re.MULTILINE)
 
 
 def format_quote(quote: Quote) -> str:
@@ -24,7 +26,8 @@ def format_observation(browser: Browser) -> str:
     sections = ["♦Question", browser.question, "♦Quotes"]
     sections.extend(format_quote(quote) for quote in browser.quotes)
     sections.append("♦Past actions")
-    shown = [action.display for action in browser.actions if action.valid]
+    removed = {removal.action for removal in browser.removed_quotes}  # as if never quoted (remove_quote)
+    shown = [a.display for i, a in enumerate(browser.actions) if a.valid and i not in removed]
     sections.extend(shown[-browser.settings.past_actions_shown :] if shown else [])
     first, last = browser.scrollbar()
     sections += ["♦Title", browser.page.display_title, f"♦Scrollbar: {first} - {last}", "♦Text"]
@@ -43,3 +46,9 @@ def format_answer_prompt(question: str, quotes: Sequence[Quote]) -> str:
         source = f"{quote.title} ({quote.domain})" if quote.domain else quote.title
         parts.append(f"[{number}] {source}\n\n{quote.extract}{ANSWER_SEPARATOR}")
     return "".join(parts)
+
+
+def scrollbar_of(observation: str) -> tuple[int, int] | None:
+    """The first and last visible line an observation shows (its ``♦Scrollbar`` section), or None."""
+    match = _SCROLLBAR.search(observation)
+    return (int(match.group(1)), int(match.group(2))) if match else None

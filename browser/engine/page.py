@@ -117,3 +117,20 @@ class Quote:
     @classmethod
     def from_dict(cls, data: dict[str, str]) -> Quote:
         return cls(**{key: data[key] for key in ("title", "url", "domain", "extract")})
+
+
+@dataclass(frozen=True)
+class RemovedQuote:
+    """A quote a person took off the list: ``action`` is the index of the Quote action that made it,
+    ``after`` the number of actions taken when it was removed (where the removal falls in the trajectory)."""
+
+    action: int
+    after: int
+    quote: Quote
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"action": self.action, "after": self.after, "quote": self.quote.to_dict()}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> RemovedQuote:
+        return cls(action=data["action"], after=data["after"], quote=Quote.from_dict(data["quote"]))

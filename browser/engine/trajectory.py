@@ -1,10 +1,11 @@
 """Human trajectories to training trajectories (WebGPT, C.1): people scroll one window at a time; consecutive
-single scrolls in one direction are merged into ``Scrolled down k`` / ``Scrolled up k`` with k <= 3."""
+single scrolls in one direction are merged into ``Scrolled down k`` / ``Scrolled up k`` with k <= 3; invalid
+actions and the Quotes of quotes the person removed are left out."""
 
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Collection, Iterable, Sequence
 
 _SINGLE_SCROLL = re.compile(r"Scrolled (down|up) 1")
 MAX_MERGED = 3
@@ -24,3 +25,13 @@ def merge_scrolls(commands: Sequence[str]) -> list[str]:
         elif command:
             merged.append(command)
     return merged
+
+
+def model_commands(actions: Iterable[tuple[str, bool]], removed: Collection[int] = ()) -> list[str]:
+    """The commands a model learns from a person's ``(command, valid)`` actions: the valid ones, less the
+    Quotes whose quotes the person removed (by action index, ``removed_quote_actions``), scrolls merged.
+    What is left is a trajectory the model could have taken itself: replayed, it gives the observations
+    it trains on."""
+    return merge_scrolls(
+        [command for index, (command, valid) in enumerate(actions) if valid and index not in removed]
+    )

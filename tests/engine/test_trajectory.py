@@ -1,4 +1,4 @@
-from browser.engine.trajectory import merge_scrolls
+from browser.engine.trajectory import merge_scrolls, model_commands
 
 
 def test_consecutive_single_scrolls_merge_up_to_three():
@@ -28,3 +28,16 @@ def test_merging_is_pure_and_keeps_other_commands_verbatim():
     commands = ["Search a", "Find in page: b", "Back"]
     assert merge_scrolls(commands) == commands
     assert merge_scrolls([]) == []
+
+
+def test_the_models_commands_are_the_valid_ones_less_removed_quotes_with_scrolls_merged():
+    actions = [
+        ("Search x", True),
+        ("Quote: a", True),
+        ("Scrolled down 1", True),
+        ("Clicked on link 99", False),
+        ("Scrolled down 1", True),
+        ("Quote: b", True),
+    ]
+    assert model_commands(actions) == ["Search x", "Quote: a", "Scrolled down 2", "Quote: b"]
+    assert model_commands(actions, removed={1}) == ["Search x", "Scrolled down 2", "Quote: b"]
