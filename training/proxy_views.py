@@ -27,6 +27,7 @@ from training.plot import DOTTED, Series, interval_chart
 from training.proxy_forms import ProxyEvaluationForm
 from training.proxy_jobs import cancel_proxy_evaluation, request_proxy_evaluation
 from training.views import PAGE_SIZE
+from webgpt_site.charts import UNIT
 from webgpt_site.permissions import Role, get_visible_or_404, role_required
 
 CSV_COLUMNS = (
@@ -119,7 +120,7 @@ def score_chart(evaluation: ProxyEvaluation, curves: Sequence[dict[str, Any]]) -
 def preference_chart(evaluation: ProxyEvaluation, curves: Sequence[dict[str, Any]]) -> SafeString:
     title = f"Proxy evaluation {evaluation.pk}: implied preference of best-of-k over best-of-1"
     keys = ("preference", "preference_low", "preference_high")
-    return _chart(curves, keys, title, "preference over best-of-1", reference=0.5)
+    return _chart(curves, keys, title, "preference over best-of-1", reference=0.5, bounds=UNIT)
 
 
 def _chart(
@@ -128,8 +129,10 @@ def _chart(
     title: str,
     y_label: str,
     reference: float | None = None,
+    bounds: tuple[float, float] | None = None,
 ) -> SafeString:
-    """One series per run against log2(k), each point with its interval bar."""
+    """One series per run against log2(k), each point with its interval bar; ``bounds``: the y quantity's
+    known range (a preference: 0 to 1), drawn whole."""
     value, low, high = keys
     series, intervals = [], []
     ks: set[int] = set()
@@ -143,7 +146,8 @@ def _chart(
         series.append(Series("no better than best-of-1", edges, 6, DOTTED))
         intervals.append([])
     ticks = [(math.log2(k), str(k)) for k in sorted(ks)]
-    return interval_chart(series, intervals, title, y_label, "k, samples per question (log2 axis)", ticks)
+    x_label = "k, samples per question (log2 axis)"
+    return interval_chart(series, intervals, title, y_label, x_label, ticks, y_bounds=bounds)
 
 
 @require_GET

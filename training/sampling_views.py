@@ -25,6 +25,7 @@ from training.plot import DOTTED, Series, line_chart
 from training.sampling_forms import SamplingForm
 from training.sampling_runs import cancel_sampling, request_sampling
 from training.views import PAGE_SIZE, shown
+from webgpt_site.charts import UNIT
 from webgpt_site.permissions import AnyUser, Role, get_visible_or_404, role_required
 
 # Settings shown with a run, in this order.
@@ -169,7 +170,9 @@ def coverage_chart(run: SamplingRun) -> str:
     if isinstance(threshold, int | float):
         series.append(Series("this run's threshold", [(threshold, 0.0), (threshold, 1.0)], 1, DOTTED))
     title = f"Sampling run {run.pk}: coverage against the decline threshold"
-    return line_chart(series, title, left_label="share answered", x_label="decline threshold")
+    return line_chart(
+        series, title, left_label="share answered", x_label="decline threshold", left_bounds=UNIT
+    )
 
 
 @require_POST
