@@ -189,7 +189,7 @@ def test_the_researcher_console_pages(console_world, page):
     expect(page.locator("#worker-status")).to_contain_text("waiting")
     audit.check("console home, workers checked")
     nav = page.get_by_role("navigation", name="Main")
-    for link in ("Questions", "Demonstration batches", "Feedback batches", "Exports", "Training"):
+    for link in ("Questions", "Demonstrations", "Feedback", "Exports", "Training"):
         nav.get_by_role("link", name=link, exact=True).click()
         audit.check(link)
     batch = console_world["comparison"]
@@ -226,6 +226,6 @@ def test_the_researcher_console_pages(console_world, page):
     page.get_by_role("link", name="round 1").first.click()
     expect(page.get_by_role("heading", name="round 1: first round")).to_be_visible()
     audit.check("round")
-    nav.get_by_role("link", name="API token").click()
+    page.get_by_role("banner").get_by_role("link", name="API token").click()
     audit.check("API token")
     audit.assert_clean()
