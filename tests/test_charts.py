@@ -72,6 +72,7 @@ def point_heights(svg: str, label: str) -> list[float]:
 
 def test_a_one_step_run_draws_its_step_on_0_to_2_and_accuracy_on_0_to_1():
     x, loss, accuracy = axes(line_chart(timeline_series(ONE_STEP), "Run 1"))
+    assert "-0" not in x + loss + accuracy
     assert x == ["0", "1", "2"]
     assert accuracy == ZERO_TO_ONE
     assert loss == ["0.60", "0.65", "0.70", "0.75", "0.80"]  # 0.69 and 0.70: at least a sixth of 0.7 wide
