@@ -160,7 +160,9 @@ def _at(coordinate: float) -> str:
     return f"{coordinate:.1f}"
 
 
-def text_lines(x: float, y: float, lines: Sequence[str], anchor: str = "middle", rotate: bool = False) -> str:
+def text_lines(
+    x: float, y: float, lines: Sequence[str], anchor: str = "middle", rotate: bool = False
+) -> SafeString:
     """A ``<text>`` of one or more lines, the first line's baseline at (x, y), the others below it (to the
     right of it when ``rotate``d a quarter turn to read upwards, as a y axis title)."""
     turned = format_html(' transform="rotate(-90 {} {})"', _at(x), _at(y)) if rotate else ""
