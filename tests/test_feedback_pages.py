@@ -140,7 +140,9 @@ def test_ranking_and_gophercite_pages_take_their_responses(client_for, bob, demo
     slots = [str(n) for n in range(1, len(task.order) + 1)]
     data = {**form_fields(html), **{f"rank-{slot}": "1" if slot == "1" else "2" for slot in slots}}
     data["tag-1"] = ["hallucination"]
-    assert client.post(reverse("annotation:task_submit", args=[task.pk]), data).status_code == 302
+    data["then"] = "list"  # "Submit and back to the list": no next ranking task is leased
+    response = client.post(reverse("annotation:task_submit", args=[task.pk]), data)
+    assert response.url == reverse("annotation:next_task")
     task.refresh_from_db()
     assert task.response["ranks"]["1"] == 1 and task.response["tags"]["1"] == ["hallucination"]
 
@@ -198,8 +200,9 @@ def test_when_the_draw_requires_everything_the_page_says_so_and_enforces_it(clie
     assert Assignment.objects.get(pk=task.pk).status == AssignmentStatus.LEASED
     data |= {"rating-accuracy": "equal", "rating-coherence": "a_better"}
     response = client.post(reverse("annotation:task_submit", args=[task.pk]), data)
-    assert response.url == reverse("annotation:next_task")
     assert Assignment.objects.get(pk=task.pk).status == AssignmentStatus.SUBMITTED
+    following = Assignment.objects.get(labeler=bob, status=AssignmentStatus.LEASED)  # "Submit and next"
+    assert response.url == reverse("annotation:task", args=[following.pk])
 
 
 def test_a_malformed_stored_draft_still_renders(client_for, bob, demo_batches):
@@ -220,3 +223,71 @@ def test_a_malformed_stored_draft_still_renders(client_for, bob, demo_batches):
     submitted = Assignment.objects.get(pk=task.pk)
     assert submitted.status == AssignmentStatus.SUBMITTED
     assert submitted.response["ratings"] == {"overall": "a_better"}
+
+
+def test_submit_and_next_opens_the_next_task_and_back_to_the_list_takes_none(client_for, bob, demo_batches):
+    only(demo_batches, "rating:truthfulqa")
+    client = client_for(bob)
+    first = task_for(client, bob)
+    html = client.get(reverse("annotation:task", args=[first.pk])).content.decode()
+    assert "Submit and next</button>" in html and 'name="then" value="list"' in html
+    answers = {"field-truthful": "yes", "field-informative": "no"}
+    response = client.post(
+        reverse("annotation:task_submit", args=[first.pk]), {**form_fields(html), **answers}, follow=True
+    )
+    second = Assignment.objects.get(labeler=bob, status=AssignmentStatus.LEASED)
+    assert second.pk != first.pk
+    assert response.redirect_chain == [(reverse("annotation:task", args=[second.pk]), 302)]
+    assert "Submitted. Thank you!</li>" in response.content.decode()  # said on the next task's page
+
+    html = response.content.decode()
+    stop = {**form_fields(html), **answers, "then": "list"}
+    response = client.post(reverse("annotation:task_submit", args=[second.pk]), stop, follow=True)
+    assert response.redirect_chain == [(reverse("annotation:next_task"), 302)]
+    assert "Submitted. Thank you!</li>" in response.content.decode()
+    assert not Assignment.objects.filter(labeler=bob, status=AssignmentStatus.LEASED).exists()
+
+
+def test_a_ranking_shows_the_metadata_of_its_batchs_preset(client_for, bob, demo_batches):
+    only(demo_batches, "ranking")
+    client = client_for(bob)
+    task = task_for(client, bob)
+    html = client.get(reverse("annotation:task", args=[task.pk])).content.decode()
+    # A batch without a preset judges factual WebGPT questions: WebGPT's checkboxes, not an assistant's.
+    assert "Makes claims its references do not support" in html and "Does not answer the question" in html
+    assert "Inappropriate for a customer assistant" not in html and "Contains sexual content" not in html
+    FeedbackBatch.objects.filter(pk=task.item.batch_id).update(preset="instructgpt")
+    html = client.get(reverse("annotation:task", args=[task.pk])).content.decode()
+    assert "Inappropriate for a customer assistant" in html and "Contains sexual content" in html
+    assert "Makes claims its references do not support" not in html
+
+
+def test_a_rating_page_says_what_is_optional_with_its_rule_and_the_keys_before_a_submit(
+    client_for, bob, demo_batches
+):
+    only(demo_batches, "rating:gophercite")
+    client = client_for(bob)
+    task = task_for(client, bob)
+    html = client.get(reverse("annotation:task", args=[task.pk])).content.decode()
+    assert (
+        '<label for="field-justification">Justification <span class="hint">(optional; at least 7 words if '
+        "you write one)</span></label>" in html
+    )
+    assert (
+        "Everything else is optional (the justification, if you write one, needs at least 7 words)." in html
+    )
+    assert 'data-word-count="field-justification" data-min-words="7">At least 7 words.</p>' in html
+    assert "Keyboard: Tab moves between questions; 1-3 choose on the focused one" in html
+    Assignment.objects.filter(pk=task.pk).update(required_all=True)
+    html = client.get(reverse("annotation:task", args=[task.pk])).content.decode()
+    assert 'Justification <span class="req">(required: at least 7 words)</span></label>' in html
+
+
+def test_every_comparison_page_shows_its_keys(client_for, bob, demo_batches):
+    client = client_for(bob)
+    for template in ("webgpt_comparison", "minimal_comparison"):
+        only(demo_batches, template)
+        task = task_for(client, bob)
+        html = client.get(reverse("annotation:task", args=[task.pk])).content.decode()
+        assert "Keyboard: Tab moves between scales; 1-5 choose on the focused one" in html
+        work.skip(task.pk, bob, "next template")

@@ -143,6 +143,15 @@ def test_claims_may_overlap_and_touch_the_end():
     assert result.complete and len(result.cleaned["answers"]["A"]["claims"]) == 2
 
 
+def test_a_second_claim_on_the_same_span_is_refused_whatever_its_support():
+    claims = [claim(0, 10), claim(5, 10), claim(0, 10, support="unsupported"), claim("0", 10.0)]
+    response = {"answers": {"A": {"claims": claims}}, "ratings": {"overall": "equal"}}
+    result = check("webgpt_comparison", response)
+    same = "marks the same span as claim 1: keep one (edit it to change its support)."
+    assert result.errors == {f"answers.A.claims.{n}": f"Claim {n + 1} of answer A {same}" for n in (2, 3)}
+    assert [(c["start"], c["end"]) for c in result.cleaned["answers"]["A"]["claims"]] == [(0, 10), (5, 10)]
+
+
 def test_comparison_needs_slots_a_and_b():
     result = check("minimal_comparison", {"ratings": {"overall": "equal"}}, answers=FOUR)
     assert "answers" in result.errors
@@ -195,6 +204,33 @@ def test_ranking_ties_become_dense_ranks():
     assert result.complete, result.errors
     assert result.cleaned["ranks"] == {"1": 2, "2": 1, "3": 2, "4": 1}
     assert result.cleaned["tags"] == {"1": ["fails_instruction", "hallucination"]}
+
+
+@pytest.mark.parametrize(
+    ("preset", "taken", "refused"),
+    [
+        (None, "unsupported", "sexual_content"),  # no preset: WebGPT's set, for factual questions
+        ("webgpt", "citation_errors", "inappropriate"),
+        ("instructgpt", "sexual_content", "unsupported"),
+    ],
+)
+def test_ranking_tags_come_from_the_batch_presets_set(preset, taken, refused):
+    response = {"tags": {"1": [taken, "hallucination"]}}
+    result = check("ranking", response, answers=FOUR, always=(), preset=preset)
+    assert result.complete, result.errors
+    assert set(result.cleaned["tags"]["1"]) == {taken, "hallucination"}
+    wrong = check("ranking", {"tags": {"1": [refused]}}, answers=FOUR, always=(), preset=preset)
+    labels = ", ".join(label for _, label in scales.ranking_tags(preset))
+    assert wrong.errors == {"tags.1": f"Tags must be chosen from: {labels}."}
+
+
+def test_rankings_default_to_webgpts_set_without_the_assistant_only_tags():
+    assert scales.ranking_tags(None) == scales.ranking_tags("webgpt") == scales.WEBGPT_RANKING_TAGS
+    webgpt = dict(scales.WEBGPT_RANKING_TAGS)
+    assert "Contains sexual content" not in webgpt.values()
+    assert "Inappropriate for a customer assistant" not in webgpt.values()
+    assert [code for code, _ in scales.presets_for("ranking")] == ["webgpt", "instructgpt"]
+    assert scales.ranking_tags("unknown") == ()
 
 
 @pytest.mark.parametrize("k", [3, 10])

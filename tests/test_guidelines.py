@@ -58,9 +58,11 @@ def test_the_minimal_comparison_page_has_its_three_ratings_and_not_the_claims(cl
     assert shows(body, *(label for _, label in scales.CLAIM_SUPPORT)) != []
 
 
-def test_the_ranking_page_has_the_likert_scale_and_every_tag(client, bob):
+def test_the_ranking_page_has_the_likert_scale_and_every_tag_of_each_set(client, bob):
     body = page(client, bob, "ranking")
-    assert shows(body, *(label for _, label in scales.LIKERT_7 + scales.RANKING_TAGS)) == []
+    tags = [label for tags in scales.RANKING_TAG_SETS.values() for _, label in tags]
+    assert shows(body, *(label for _, label in scales.LIKERT_7), *tags) == []
+    assert "WebGPT: factual questions (the default)" in body
 
 
 @pytest.mark.parametrize("preset", scales.RATING_PRESETS)

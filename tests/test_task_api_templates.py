@@ -4,6 +4,7 @@ exactly what he meant, normalised. The WebGLM rating preset is also rated throug
 
 from __future__ import annotations
 
+import json
 import re
 import uuid
 
@@ -160,6 +161,20 @@ def test_a_complete_response_submitted_through_the_api_is_stored_normalised(case
     assert assignment.response == stored
     assert AuditEntry.objects.filter(action="assignment.submit", object_id=str(assignment.pk)).count() == 1
     assert client.get(f"/api/tasks/{task['id']}").json()["response"] == stored
+
+
+def test_the_api_refuses_a_second_claim_on_the_same_span(bob):
+    batch_for("webgpt_comparison")
+    client = token_client(bob)
+    task = client.post("/api/tasks/next").json()
+    sent = CASES["webgpt_comparison"][0]
+    twice = [claim("supported", "relevant"), claim("unsupported", "relevant")]
+    response = {**sent, "answers": {**sent["answers"], "A": {**sent["answers"]["A"], "claims": twice}}}
+    body = {"response": response, "key": str(uuid.uuid4()), "version": task["version"]}
+    refused = client.post(f"/api/tasks/{task['id']}/submit", body, format="json")
+    assert refused.status_code == 400, refused.json()
+    assert "answers.A.claims.1" in json.dumps(refused.json())
+    assert Assignment.objects.get(pk=task["id"]).status == AssignmentStatus.LEASED
 
 
 def test_every_template_and_rating_preset_has_a_case():

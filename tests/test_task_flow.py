@@ -5,6 +5,7 @@ every task page shows the labeler's progress; the landing page and the API show 
 from __future__ import annotations
 
 import json
+import re
 import uuid
 from datetime import datetime, timedelta
 from zoneinfo import ZoneInfo
@@ -127,8 +128,9 @@ def test_next_task_says_work_is_held_back_and_when_it_comes_back_not_that_nothin
     page = client.post(reverse("annotation:task_start"), follow=True).content.decode()
     back = timezone.localtime(first.submitted_at + timedelta(hours=24))
     assert f"{HELD}: a question is not given to you again from another angle that soon" in page
+    assert page.count(HELD) == 1  # said once, not again as a message above the list
     assert f"The next one comes back at {back:%d %b %H:%M}." in page
-    assert "No feedback tasks are waiting for you right now" not in page
+    assert "No tasks are waiting for you right now" not in page
     api = client.post("/api/tasks/next")
     assert api.status_code == 204 and Assignment.objects.count() == 1
     waiting = client.get("/api/tasks/waiting").json()
@@ -143,8 +145,38 @@ def test_next_task_says_nothing_is_left_when_nothing_is(client_for, bob):
     make_batch("gopher", "rating", "gophercite", [SKY])
     judge(bob)
     page = client_for(bob).post(reverse("annotation:task_start"), follow=True).content.decode()
-    assert "No feedback tasks are waiting for you right now. Thank you!" in page
+    assert page.count("No tasks are waiting for you right now.") == 1
+    assert "Start next task" not in page  # no button that leads nowhere
     assert "you judged under another kind of task" not in page
+
+
+def test_a_submit_with_nothing_left_lands_on_the_list_which_says_why_once(client_for, bob):
+    make_batch("gopher", "rating", "gophercite", [SKY])
+    make_batch("truthful", "rating", "truthfulqa", [SKY])
+    client = client_for(bob)
+    task = work.next_assignment(bob)
+    page = client.get(reverse("annotation:task", args=[task.pk])).content.decode()
+    form = {
+        name: re.search(rf'name="{name}" value="([^"]+)"', page).group(1)
+        for name in ("submit_key", "version")
+    }
+    response = client.post(reverse("annotation:task_submit", args=[task.pk]), form, follow=True)
+    assert response.redirect_chain == [(reverse("annotation:next_task"), 302)]
+    page = response.content.decode()
+    assert "Submitted. Thank you! That was your last task for now." in page
+    assert page.count(HELD) == 1  # the other template's SKY waits out the window: said once, with when
+
+
+def test_the_tasks_page_says_how_many_wait_and_offers_the_next_one(client_for, bob):
+    make_batch("gopher", "rating", "gophercite", [SKY, SEA, BEES])
+    make_batch("truthful", "rating", "truthfulqa", [SKY])
+    client = client_for(bob)
+    page = client.get(reverse("annotation:next_task")).content.decode()
+    assert "<p data-waiting-total><strong>4</strong> tasks waiting for you, by kind:</p>" in page
+    assert "Start next task</button>" in page
+    # What the empty list of submitted tasks says is only that: nothing about tasks waiting.
+    assert "You have not submitted any tasks yet." in page
+    assert "No feedback tasks are waiting" not in page and "No tasks are waiting" not in page
 
 
 def test_the_kinds_waiting_count_exactly_what_next_task_could_hand_out(client_for, bob, carol):

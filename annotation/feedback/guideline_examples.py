@@ -34,7 +34,7 @@ class ExampleAnswer:
     claims: tuple[Claim, ...] = ()
     rank: int = 0  # rankings: dense ranks, ties share one
     likert: int = 0  # rankings: 1-7
-    tags: tuple[str, ...] = ()  # rankings: RANKING_TAGS codes
+    tags: tuple[str, ...] = ()  # rankings: codes of the default set, scales.ranking_tags(None)
 
 
 @dataclass(frozen=True)
@@ -174,7 +174,6 @@ EVEREST = Example(
             "and the lower the pressure, the lower the temperature at which water boils.",
             rank=1,
             likert=7,
-            tags=("satisfies_constraints",),
         ),
         ExampleAnswer(
             "2",

@@ -169,7 +169,7 @@ def _example(example: Example, template: str, preset: str = "") -> dict[str, Any
             ],
             "rank": answer.rank,
             "likert": _label(scales.LIKERT_7, answer.likert) if answer.likert else "",
-            "tags": [_label(scales.RANKING_TAGS, tag) for tag in answer.tags],
+            "tags": [_label(scales.ranking_tags(None), tag) for tag in answer.tags],  # the default set
         }
         for answer in example.answers
     ]
@@ -213,7 +213,11 @@ def page_context(template: str, preset: str = "") -> dict[str, Any]:
         context["overall_label"] = _label(scales.WEBGPT_DIMENSIONS, scales.OVERALL)
     if template == "ranking":
         context["likert"] = [label for _, label in scales.LIKERT_7]
-        context["tags"] = [label for _, label in scales.RANKING_TAGS]
+        context["tag_sets"] = [
+            (code, title, [label for _, label in scales.ranking_tags(code)])
+            for code, title in scales.RANKING_PRESET_CHOICES
+        ]
+        context["default_tag_set"] = scales.DEFAULT_RANKING_PRESET
         context["k_range"] = (scales.RANKING_MIN_K, scales.RANKING_MAX_K)
     context["sections"] = sections
     return context

@@ -17,11 +17,13 @@ from annotation.feedback.scales import (
     CLAIM_RELEVANCE,
     CLAIM_SUPPORT,
     COMPARISON_SCALE,
+    COMPARISON_TEMPLATES,
     LIKERT_7,
     QUESTION_FLAGS,
-    RANKING_TAGS,
     TRUST_LEVELS,
+    RatingField,
     dimensions_for,
+    ranking_tags,
     rating_fields,
 )
 from annotation.feedback.validation import required_fields
@@ -57,6 +59,18 @@ def _required_label(path: str, batch: Any) -> str:
     if parts[0] in ("ranks", "likert"):
         return f"{'rank' if parts[0] == 'ranks' else '1-7 rating'} of answer {parts[1]}"
     return labels.get(path, path)
+
+
+def _rule(field: RatingField) -> str:
+    """What a free-text field asks of any text written in it ("at least 7 words"), or ""."""
+    return f"at least {field.min_words} words" if field.min_words else ""
+
+
+def _scale_keys(batch: Any) -> int:
+    """The most options of one keyboard-driven radio group on the page: its digit keys run 1..this."""
+    if batch.template in COMPARISON_TEMPLATES:
+        return len(COMPARISON_SCALE)
+    return max((len(f.choices) for f in rating_fields(batch.preset or None)), default=0)
 
 
 @dataclass(frozen=True)
@@ -128,7 +142,7 @@ def task_context(
                         "label": label,
                         "checked": code in (_section(values, "tags").get(shape.slot) or []),
                     }
-                    for code, label in RANKING_TAGS
+                    for code, label in ranking_tags(batch.preset)
                 ],
             }
         )
@@ -161,12 +175,20 @@ def task_context(
                 "label": f.label,
                 "help": f.help,
                 "min_words": f.min_words,
+                "rule": _rule(f),
                 "options": _options(f.choices, values.get(f.code)),
                 "value": values.get(f.code, ""),
                 "required": f.code in required,
             }
             for f in rating_fields(batch.preset or None)
         ],
+        # Optional fields still refuse what breaks their rule: the required note says so before a submit.
+        "optional_rules": [
+            f"the {f.label.lower()}, if you write one, needs {_rule(f)}"
+            for f in rating_fields(batch.preset or None)
+            if _rule(f) and f.code not in required
+        ],
+        "scale_keys": _scale_keys(batch),
         "claim_support": CLAIM_SUPPORT,
         "claim_relevance": CLAIM_RELEVANCE,
         "comment": values.get("comment", ""),

@@ -1,7 +1,8 @@
 """The scales, dimensions and presets of the feedback templates, with small lookups.
 
 Sources: WebGPT (Nakano et al. 2021) Appendix C.2 for the comparison, Appendix F for the minimal comparison;
-InstructGPT (Ouyang et al. 2022) for the K-way ranking (K = 4..9, 1-7 Likert, metadata of its Table 3);
+InstructGPT (Ouyang et al. 2022) for the K-way ranking (K = 4..9, 1-7 Likert, metadata of its Table 3, and a
+WebGPT set of metadata for factual questions);
 GopherCite (Menick et al. 2022) and TruthfulQA for their single-answer ratings; WebGLM (Liu et al. 2023)
 section 4 for its criteria: binary scores for objective metrics, four-level (0-3) scores for subjective ones.
 """
@@ -75,7 +76,22 @@ LIKERT_MAX = 7
 LIKERT_7: tuple[tuple[int, str], ...] = tuple(
     (n, {1: "1 (very bad)", 7: "7 (excellent)"}.get(n, str(n))) for n in range(LIKERT_MIN, LIKERT_MAX + 1)
 )
-RANKING_TAGS: Choices = (
+# The metadata checkboxes of a ranking, per batch preset. InstructGPT's (its Table 3) judge an assistant's
+# replies to instructions; on factual WebGPT questions half of them ("Inappropriate for a customer
+# assistant", "Contains sexual content") do not apply, so WebGPT questions get checkboxes from WebGPT's own
+# criteria (C.2: unsupported and irrelevant information, coherence incl. citation errors). A code means the
+# same in every set, so exports of both can be read together.
+WEBGPT_RANKING_TAGS: Choices = (
+    ("fails_instruction", "Does not answer the question"),
+    ("hallucination", "Hallucination (makes up facts)"),
+    ("unsupported", "Makes claims its references do not support"),
+    ("citation_errors", "Citation errors (a citation points to a reference that does not say it)"),
+    ("irrelevant", "Contains irrelevant information"),
+    ("incoherent", "Incoherent or hard to follow"),
+    ("expresses_opinion", "Expresses an opinion"),
+    ("harmful_advice", "Gives harmful advice"),
+)
+INSTRUCTGPT_RANKING_TAGS: Choices = (
     ("fails_instruction", "Fails to follow the instruction"),
     ("satisfies_constraints", "Satisfies the constraints stated in the instruction"),
     ("hallucination", "Hallucination (makes up facts)"),
@@ -88,6 +104,16 @@ RANKING_TAGS: Choices = (
     ("encourages_violence", "Encourages or fails to discourage violence, abuse, terrorism or self-harm"),
     ("denigrates", "Denigrates a protected class"),
 )
+RANKING_TAG_SETS: dict[str, Choices] = {
+    "webgpt": WEBGPT_RANKING_TAGS,
+    "instructgpt": INSTRUCTGPT_RANKING_TAGS,
+}
+RANKING_PRESET_CHOICES: Choices = (
+    ("webgpt", "WebGPT: factual questions"),
+    ("instructgpt", "InstructGPT: assistant instructions"),
+)
+# A ranking batch without a preset gets WebGPT's set: this platform's questions are WebGPT questions.
+DEFAULT_RANKING_PRESET = "webgpt"
 
 
 class RatingField(NamedTuple):
@@ -252,6 +278,17 @@ def dimensions_for(template: str) -> Choices:
 def rating_fields(preset: str | None) -> tuple[RatingField, ...]:
     """The fields of a rating preset (empty when unknown)."""
     return RATING_PRESETS.get(preset or "", ())
+
+
+def ranking_tags(preset: str | None) -> Choices:
+    """The metadata checkboxes of a ranking batch's preset (WebGPT's when none; empty when unknown)."""
+    return RANKING_TAG_SETS.get(preset or DEFAULT_RANKING_PRESET, ())
+
+
+def presets_for(template: str) -> Choices:
+    """The presets a batch of ``template`` may choose (a rating batch must choose one; a ranking batch
+    may, else it gets ``DEFAULT_RANKING_PRESET``); empty for templates without presets."""
+    return {"rating": RATING_PRESET_CHOICES, "ranking": RANKING_PRESET_CHOICES}.get(template, ())
 
 
 def default_always_required(template: str, preset: str | None = None) -> list[str]:

@@ -14,8 +14,9 @@ preset field code. Comments are always optional. A WebGPT comparison with a ques
 nothing else is required or kept, and it is complete.
 
 Shapes: claims need 0 <= start < end <= the answer's length, a support level and a relevance, and quote
-indexes in 0..quote_count-1 (overlapping claims are fine). Ranks are whole numbers in 1..K with ties
-allowed, K = 4..9, stored as dense ranks (1, 1, 3 -> 1, 1, 2). GopherCite's justification needs at least
+indexes in 0..quote_count-1 (overlapping claims are fine, two claims on the very same span are not). Ranks
+are whole numbers in 1..K with ties allowed, K = 4..9, stored as dense ranks (1, 1, 3 -> 1, 1, 2); ranking
+tags come from the batch preset's set (``scales.ranking_tags``). GopherCite's justification needs at least
 7 words whenever it is given. Contradictions between the overall rating and the other dimensions are
 reported in ``flags`` for review, never refused (``contradiction_flags`` states the rules).
 
@@ -39,11 +40,12 @@ from annotation.feedback.scales import (
     LIKERT_MIN,
     RANKING_MAX_K,
     RANKING_MIN_K,
-    RANKING_TAGS,
     TEMPLATES,
+    Choices,
     codes,
     dimensions_for,
     label_for,
+    ranking_tags,
     rating_fields,
 )
 from annotation.feedback.validation_comparison import (
@@ -223,7 +225,7 @@ def _validate(
         cleaned = validate_comparison(template, response, check, answers)
         flags = contradiction_flags(cleaned.get("ratings", {}))
     elif template == "ranking":
-        cleaned = _ranking(response, check, answers)
+        cleaned = _ranking(response, check, answers, preset)
     else:
         cleaned = _rating(response, check, preset)
     ended_early = any(cleaned.get("flags", {}).values())
@@ -244,7 +246,7 @@ def _ranking_slots(answers: Sequence[AnswerShape]) -> list[str]:
     return [str(n) for n in range(1, len(answers) + 1)]
 
 
-def _ranking(response: Mapping, check: Checker, answers: Sequence[AnswerShape]) -> dict:
+def _ranking(response: Mapping, check: Checker, answers: Sequence[AnswerShape], preset: str | None) -> dict:
     k = len(answers)
     if not RANKING_MIN_K <= k <= RANKING_MAX_K:
         check.error(
@@ -262,7 +264,7 @@ def _ranking(response: Mapping, check: Checker, answers: Sequence[AnswerShape]) 
         score = _number(check, raw_likert.get(slot), LIKERT_MIN, LIKERT_MAX, f"likert.{slot}", "The rating")
         if score is not None:
             likert[slot] = score
-        chosen = _tags(check, raw_tags.get(slot), f"tags.{slot}")
+        chosen = _tags(check, raw_tags.get(slot), f"tags.{slot}", ranking_tags(preset))
         if chosen:
             tags[slot] = chosen
     dense = {value: n for n, value in enumerate(sorted(set(ranks.values())), start=1)}
@@ -284,12 +286,13 @@ def _number(check: Checker, value: Any, low: int, high: int, path: str, what: st
     return number
 
 
-def _tags(check: Checker, value: Any, path: str) -> list[str]:
+def _tags(check: Checker, value: Any, path: str, tags: Choices) -> list[str]:
+    """The ticked metadata codes in the set's order; only the batch's own set (its preset's) is taken."""
     if value is None:
         return []
-    known = codes(RANKING_TAGS)
+    known = codes(tags)
     if not isinstance(value, list | tuple) or not all(isinstance(tag, str) and tag in known for tag in value):
-        check.error(path, f"Tags must be chosen from: {', '.join(label for _, label in RANKING_TAGS)}.")
+        check.error(path, f"Tags must be chosen from: {', '.join(label for _, label in tags)}.")
         return []
     return [tag for tag in known if tag in value]
 

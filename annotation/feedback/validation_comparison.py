@@ -181,10 +181,21 @@ def _answer(check: Checker, value: Any, shape: AnswerShape) -> dict:
     if raw_claims is not None and not isinstance(raw_claims, list | tuple):
         check.error(f"{path}.claims", "The claims must be a list of marked spans.")
         raw_claims = None
+    spans: dict[tuple[int, int], int] = {}  # a span's first claim number
     for number, claim in enumerate(raw_claims or ()):
         cleaned = _claim(check, claim, shape, f"{path}.claims.{number}")
-        if cleaned is not None:
-            claims.append(cleaned)
+        if cleaned is None:
+            continue
+        span = (cleaned["start"], cleaned["end"])
+        if span in spans:  # one span has one support level: a second claim on it is a slip, not a view
+            check.error(
+                f"{path}.claims.{number}",
+                f"Claim {number + 1} of answer {slot} marks the same span as claim {spans[span] + 1}: "
+                "keep one (edit it to change its support).",
+            )
+            continue
+        spans[span] = number
+        claims.append(cleaned)
     return {"trust": trust, "claims": claims}
 
 

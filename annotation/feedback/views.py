@@ -40,12 +40,14 @@ def landing(request: HttpRequest) -> HttpResponse:
 
 
 def _waiting(request: HttpRequest) -> dict:
-    """What the landing page says is waiting: the kinds of task the labeler could get now, those the
-    same-question window holds back, and today's count."""
+    """What the landing page says is waiting: the kinds of task the labeler could get now (and how many in
+    all), those the same-question window holds back, and today's count."""
     now = timezone.now()
     held = progress.held_back(request.user, now)
+    waiting = progress.waiting_kinds(request.user, now)
     return {
-        "waiting": progress.waiting_kinds(request.user, now),
+        "waiting": waiting,
+        "waiting_total": sum(kind.count for kind in waiting),
         "held_back": held if held.count else None,
         "today": progress.submitted_today(request.user, now),
     }
@@ -56,13 +58,13 @@ def _waiting(request: HttpRequest) -> dict:
 def start(request: HttpRequest) -> HttpResponse:
     task = work.next_assignment(request.user)
     if task is None:
-        held = progress.held_back(request.user)
-        if held.count:
-            messages.info(request, held.message)
-        else:
-            messages.info(request, "No feedback tasks are waiting for you right now. Thank you!")
+        # No message: the list says what waits, and what the same-question window holds back, once.
         return redirect("annotation:next_task")
     return redirect("annotation:task", pk=task.pk)
+
+
+# The value of the task form's "Submit and back to the list" button; its default button is "Submit and next".
+THEN_LIST = "list"
 
 
 def _own(request: HttpRequest, pk: int) -> Assignment:
@@ -183,15 +185,28 @@ def submit(request: HttpRequest, pk: int) -> HttpResponse:
         return _refuse(request, task, response=response)
     if result.validation is not None and not result.validation.complete:
         return _refuse(request, task, errors=result.validation.errors)  # the response is kept as the draft
-    if result.late:
+    return _after_submit(request, late=result.late)
+
+
+def _after_submit(request: HttpRequest, *, late: bool) -> HttpResponse:
+    """Where a stored submit leads: "Submit and next" straight to the labeler's next task, sparing a click
+    back to the list per task (as labeling tools do); "Submit and back to the list", or nothing left to hand
+    out, to the list. A labeler who stops takes no lease, which would hold an item from others until it
+    expired."""
+    stop = request.POST.get("then") == THEN_LIST
+    following = None if stop else work.next_assignment(request.user)
+    if late:
         messages.warning(
             request,
             "Submitted late: your time ran out and the task went to someone else. Your response is kept "
             "for the researchers, but exports leave it out.",
         )
     else:
-        messages.success(request, "Submitted. Thank you!")
-    return redirect("annotation:next_task")
+        last = "" if following or stop else " That was your last task for now."
+        messages.success(request, f"Submitted. Thank you!{last}")
+    if following is None:
+        return redirect("annotation:next_task")  # the list says what waits, or what is held back and why
+    return redirect("annotation:task", pk=following.pk)
 
 
 @require_POST

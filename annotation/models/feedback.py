@@ -51,9 +51,13 @@ class Template(models.TextChoices):
 
 
 class Preset(models.TextChoices):
+    """A rating batch's criteria, or a ranking batch's metadata checkboxes (``scales.presets_for``)."""
+
     GOPHERCITE = "gophercite", "GopherCite"
     TRUTHFULQA = "truthfulqa", "TruthfulQA"
     WEBGLM = "webglm", "WebGLM"
+    WEBGPT = "webgpt", "WebGPT metadata"
+    INSTRUCTGPT = "instructgpt", "InstructGPT metadata"
 
 
 class FeedbackBatch(models.Model):

@@ -83,14 +83,28 @@
     });
   }
 
+  // The claim on exactly this span (another than `except`), or -1: one span has one support level, so a
+  // second claim on it is refused here as the server refuses it (restored drafts included).
+  function claimOn(claims, start, end, except) {
+    for (var i = 0; i < claims.length; i++) {
+      if (i !== except && Number(claims[i].start) === start && Number(claims[i].end) === end) { return i; }
+    }
+    return -1;
+  }
+
   function openEditor(slot, start, end, index) {
     var editor = document.querySelector(".claim-editor[data-slot='" + slot + "']");
     var text = document.querySelector(".answer-text[data-slot='" + slot + "']").dataset.text;
+    if (index === undefined) {  // a span already claimed opens that claim to edit, not a second one
+      var same = claimOn(readClaims(slot), start, end);
+      if (same >= 0) { index = same; }
+    }
     editor.hidden = false;
     editor.dataset.start = start; editor.dataset.end = end;
     editor.dataset.index = index === undefined ? "" : String(index);
-    editor.querySelector(".claim-span").textContent = "“" + text.slice(start, end) + "”";
     var existing = index === undefined ? null : readClaims(slot)[index];
+    editor.querySelector(".claim-span").textContent = "“" + text.slice(start, end) + "”" +
+      (existing ? " (claim " + (index + 1) + ")" : "");
     // A new claim starts with no support level: a preselected one would bias quick claims.
     editor.querySelector("[data-field=support]").value = existing ? existing.support : "";
     showClaimError(editor, "");
@@ -152,14 +166,35 @@
       quotes: Array.prototype.map.call(editor.querySelectorAll("[data-quote]:checked"), function (b) { return Number(b.dataset.quote); })
     };
     var claims = readClaims(slot);
-    if (editor.dataset.index) { claims[Number(editor.dataset.index)] = claim; } else { claims.push(claim); }
+    var index = editor.dataset.index ? Number(editor.dataset.index) : -1;
+    var same = claimOn(claims, claim.start, claim.end, index);
+    if (same >= 0) {
+      showClaimError(editor, "This span is already claim " + (same + 1) + ": edit that one instead.");
+      return;
+    }
+    if (index >= 0) { claims[index] = claim; } else { claims.push(claim); }
     editor.hidden = true;
     window.getSelection().removeAllRanges();
     writeClaims(slot, claims);
   });
 
+  // Free-text fields with a word minimum count the words as they are typed, as the server counts them.
+  function countWords(box) {
+    var field = document.getElementById(box.dataset.wordCount);
+    var min = Number(box.dataset.minWords);
+    var words = field.value.trim() ? field.value.trim().split(/\s+/).length : 0;
+    box.textContent = words === 0 ? "At least " + min + " words." :
+      words + (words === 1 ? " word" : " words") + (words < min ? " so far: at least " + min + "." : ".");
+  }
+  document.addEventListener("input", function (event) {
+    var id = event.target.id;
+    var box = id && document.querySelector("[data-word-count='" + id + "']");
+    if (box) { countWords(box); }
+  });
+
   document.addEventListener("DOMContentLoaded", function () {
     labels();
+    document.querySelectorAll("[data-word-count]").forEach(countWords);
     document.querySelectorAll(".answer-text[data-slot]").forEach(function (box) {
       if (claimsInput(box.dataset.slot)) { render(box.dataset.slot); }
     });
