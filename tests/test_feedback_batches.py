@@ -147,6 +147,24 @@ def test_a_bad_console_upload_creates_nothing(client_for, alice, questions):
     assert not FeedbackBatch.objects.exists() and not Answer.objects.exists()
 
 
+@pytest.mark.parametrize(
+    ("source", "template", "reason"),
+    [
+        ("bank", "webgpt_comparison", "give 1 answer on 1 question, and an item needs 2 answers"),
+        ("bank", "ranking", "the answer bank give 1 answer on 1 question, and an item needs 4 answers"),
+        ("demonstrations", "webgpt_comparison", "the finished demonstrations give 0 answers on 0 questions"),
+    ],
+)
+def test_a_batch_with_nothing_to_judge_says_why_once(client_for, alice, questions, source, template, reason):
+    import_answers(answers_file(SKY))
+    form = {"name": "Few", "template": template, "source": source, "overlap": 1, "required_probability": 0.1,
+            "lease_minutes": 30, "revision_minutes": 60}  # fmt: skip
+    response = client_for(alice).post(reverse("console:feedback_create"), form)
+    html = response.content.decode()
+    assert response.status_code == 400 and html.count("no items") == 1 and reason in html
+    assert html.count("Nothing was created.") == 1 and not FeedbackBatch.objects.exists()
+
+
 def test_only_researchers_manage_batches(client_for, bob, dana, questions):
     batch = create_feedback_batch(
         None, BatchSettings("x", "rating", "truthfulqa"), [import_answers(answers_file(SKY))]

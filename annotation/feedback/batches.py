@@ -394,6 +394,25 @@ def create_batch_from_source(
         else:
             answers = list(Answer.objects.all())
         groups = group_answers(answers, config.template)
+        if not groups:
+            raise BatchError(_why_no_groups(answers, config.template, source))
         if gold_pairs.strip():
             config.gold = gold_for_groups(groups, parse_gold_pairs(gold_pairs))
         return create_feedback_batch(user, config, groups, origin={"source": source})
+
+
+SOURCE_WORDS = {"demonstrations": "finished demonstrations", "bank": "answer bank", "file": "answers file"}
+
+
+def _why_no_groups(answers: Sequence[Answer], template: str, source: str) -> str:
+    """Why ``answers`` make no item of ``template``: how many there are, on how many questions, and what
+    one item needs."""
+    smallest = GROUP_SIZES[template][0]
+    questions = len({answer.question_id for answer in answers})
+    have = f"{_count(len(answers), 'answer')} on {_count(questions, 'question')}"
+    need = f"{smallest} answers to the same question" if smallest > 1 else "one answer"
+    return f"no items: the {SOURCE_WORDS.get(source, source)} give {have}, and an item needs {need}"
+
+
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
