@@ -1,29 +1,32 @@
 """Researcher pages for rounds: the rounds in order with their results (did the last round improve on the
 one before?), a new round from sampling runs, and a round's page, where everything links to what it came
-from and the next step of the loop (export the judgements, retrain the reward model) is one click away."""
+from and the next step of the loop (export the data, retrain the reward model) is one click away."""
 
 from __future__ import annotations
 
 from typing import Any
 from urllib.parse import urlencode
 
-from django import forms
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
+from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
+from django.views.decorators.vary import vary_on_headers
 
 from annotation.feedback.results import headline
 from annotation.feedback.results_views import FIGURE, Column, Table, write_csv
-from training.models import Round, SamplingRun
+from training.config import RMConfig
+from training.models import Round
+from training.round_data import request_retrain_export, retrain_data, retrain_options
+from training.round_forms import AddRunsForm, RetrainForm, RoundForm
 from training.rounds import (
-    MAX_NAME,
-    MAX_NOTES,
     RoundContents,
     RoundError,
     add_runs,
     create_round,
+    export_data,
     export_query,
     retrain_query,
     rm_accuracy,
@@ -31,29 +34,7 @@ from training.rounds import (
 )
 from training.views import key_metrics
 from webgpt_site.inputs import parse_id
-from webgpt_site.params import ModelIdsField
 from webgpt_site.permissions import Role, get_visible_or_404, role_required
-
-
-class RoundForm(forms.Form):
-    """The page's fields; what a round may be is checked by ``rounds.check_round_request`` (the API's too)."""
-
-    name = forms.CharField(required=False, widget=forms.TextInput(attrs={"maxlength": MAX_NAME}))
-    sampling_runs = ModelIdsField(
-        queryset=SamplingRun.objects.order_by("-pk"),
-        help_text="The runs this turn of the loop sampled (batches, exports and models are found from them)",
-        error_messages={"invalid_choice": "There is no sampling run %(value)s."},
-    )
-    notes = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 2, "maxlength": MAX_NOTES}))
-
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        self.fields["sampling_runs"].label_from_instance = run_label
-
-
-def run_label(run: SamplingRun) -> str:
-    scored = f", scored by {run.reward_model_name}" if run.reward_model_name else ""
-    return f"run {run.pk}: {run.policy_name} best-of-{run.n}{scored} ({run.get_status_display().lower()})"
 
 
 def batch_rows(contents: RoundContents) -> list[dict[str, Any]]:
@@ -69,11 +50,25 @@ def round_summary(contents: RoundContents) -> dict[str, Any]:
         "contents": contents,
         "batches": batch_rows(contents),
         "rm_accuracy": rm_accuracy(contents),
-        "training": [(run, key_metrics(run)) for run in contents.training_runs],
-        "retrain": [
-            (export, urlencode(retrain_query(contents, export))) for export in contents.retrain_exports
-        ],
+        "exports": [(export, export_data(export)) for export in contents.exports],
+        "training": [(run, key_metrics(run), export_data(run.export)) for run in contents.training_runs],
+        **retrain_exports(contents),
     }
+
+
+def retrain_exports(contents: RoundContents) -> dict[str, Any]:
+    """The round's reward-model exports with the data each holds and, once written, the training form's
+    prefill to retrain on it; ``pending`` while one is still being written (the block polls)."""
+    rows = [
+        {
+            "export": export,
+            "data": export_data(export),
+            "query": urlencode(retrain_query(contents, export)) if export.status == "done" else None,
+        }
+        for export in contents.rm_exports
+    ]
+    pending = any(export.status in ("queued", "running") for export in contents.rm_exports)
+    return {"retrain": rows, "pending": pending}
 
 
 def compare_with_previous(rows: list[dict[str, Any]]) -> None:
@@ -134,7 +129,9 @@ def round_table(rows: list[dict[str, Any]]) -> Table:
                 }
             )
         if row["rm_accuracy"]:
-            label = f"Validation accuracy of the reward model of training run {row['rm_accuracy']['run']}"
+            accuracy = row["rm_accuracy"]
+            label = f"Validation accuracy of the reward model of training run {accuracy['run']}"
+            label += f" (trained on {accuracy['data']})"
             lines.append({"round": round_.number, "name": round_.name, **row["rm_accuracy"], "label": label})
     return Table("rounds", "Rounds", ROUND_COLUMNS, lines)
 
@@ -192,36 +189,57 @@ def round_create(request: HttpRequest) -> HttpResponse:
 
 @require_GET
 @login_required  # visibility decides: for anyone but researchers a round does not exist (404)
+@vary_on_headers("HX-Request")
 def round_detail(request: HttpRequest, pk: int) -> HttpResponse:
     round_ = get_visible_or_404(Round.objects, request.user, pk=pk)
-    return _detail_page(request, round_, AddRunsForm())
+    if request.htmx:  # the retraining block polls while an export of the round is being written
+        context = {"round": round_, **retrain_exports(round_contents(round_))}
+        return render(request, "training/_round_retrain.html", context)
+    return _detail_page(request, round_)
 
 
-def _detail_page(request: HttpRequest, round_: Round, form: AddRunsForm, status: int = 200) -> HttpResponse:
-    summary = round_summary(round_contents(round_))
-    earlier = Round.objects.filter(number__lt=round_.number).order_by("-number").first()
-    later = Round.objects.filter(number__gt=round_.number).order_by("number").first()
-    context = {**summary, "round": round_, "form": form, "earlier": earlier, "later": later}
+def _detail_page(
+    request: HttpRequest,
+    round_: Round,
+    add_form: AddRunsForm | None = None,
+    retrain_form: RetrainForm | None = None,
+    status: int = 200,
+) -> HttpResponse:
+    contents = round_contents(round_)
+    choices = retrain_data(round_, contents.batches)
+    context = {
+        **round_summary(contents),
+        "round": round_,
+        "form": add_form or AddRunsForm(round_=round_),
+        "retrain_form": retrain_form or RetrainForm(options=[choice.key for choice in choices]),
+        "retrain_choices": choices,
+        "validation_fraction": RMConfig().validation_fraction,
+        "earlier": Round.objects.filter(number__lt=round_.number).order_by("-number").first(),
+        "later": Round.objects.filter(number__gt=round_.number).order_by("number").first(),
+    }
     return render(request, "training/round_detail.html", context, status=status)
 
 
-class AddRunsForm(forms.Form):
-    sampling_runs = ModelIdsField(
-        queryset=SamplingRun.objects.order_by("-pk"),
-        label="Add sampling runs",
-        error_messages={"invalid_choice": "There is no sampling run %(value)s."},
-    )
-
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        self.fields["sampling_runs"].label_from_instance = run_label
+@require_POST
+@login_required
+def round_retrain(request: HttpRequest, pk: int) -> HttpResponse:
+    """Export the chosen data; the round's page then polls until it is written and offers the training
+    form prefilled with it."""
+    round_ = get_visible_or_404(Round.objects, request.user, pk=pk)
+    form = RetrainForm(request.POST, options=retrain_options(round_contents(round_).batches))
+    if not form.is_valid():
+        return _detail_page(request, round_, retrain_form=form, status=400)
+    export = request_retrain_export(request.user, round_, form.cleaned_data["choice"])
+    done = "once it is written, retrain the reward model on it below"
+    messages.success(request, f"Export {export.pk} queued on the exports worker: {done}.")
+    return redirect(reverse("training:round", args=[round_.pk]) + "#retrain")
 
 
 @require_POST
 @login_required
 def round_add_runs(request: HttpRequest, pk: int) -> HttpResponse:
     round_ = get_visible_or_404(Round.objects, request.user, pk=pk)
-    form = AddRunsForm(request.POST)
+    form = AddRunsForm(request.POST, round_=round_)
     if form.is_valid():
         try:
             added = add_runs(request.user, round_, [run.pk for run in form.cleaned_data["sampling_runs"]])
@@ -230,4 +248,4 @@ def round_add_runs(request: HttpRequest, pk: int) -> HttpResponse:
         else:
             messages.success(request, f"Added sampling run {', '.join(str(run.pk) for run in added)}.")
             return redirect("training:round", pk=round_.pk)
-    return _detail_page(request, round_, form, status=400)
+    return _detail_page(request, round_, add_form=form, status=400)

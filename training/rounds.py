@@ -8,6 +8,7 @@ check of a request is ``check_round_request`` (console form and API alike)."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -15,6 +16,7 @@ from typing import Any
 from django.db import IntegrityError, transaction
 from django.db.models import Max, Q
 
+from annotation.exports.rules import describe_filters
 from annotation.models import Export, ExportFormat, FeedbackBatch
 from training.models import (
     ModelCheckpoint,
@@ -25,6 +27,7 @@ from training.models import (
     SamplingRun,
     TrainingRun,
 )
+from training.round_data import too_few
 from webgpt_site.models import log_action
 from webgpt_site.permissions import AnyUser
 
@@ -58,6 +61,7 @@ class RoundContents:
     checkpoints: list[ModelCheckpoint]
     proxy_evaluations: list[ProxyEvaluation]
     retrain_exports: list[Export] = field(default_factory=list)  # finished exports an RM trains on
+    rm_exports: list[Export] = field(default_factory=list)  # every reward-model export, finished or not
 
 
 def check_round_request(name: str, notes: str, run_ids: Sequence[int]) -> list[SamplingRun]:
@@ -93,7 +97,7 @@ def create_round(user: AnyUser | None, name: str, notes: str, run_ids: Sequence[
                 number = (Round.objects.aggregate(last=Max("number"))["last"] or 0) + 1
                 created = Round.objects.create(
                     number=number,
-                    name=name.strip(),
+                    name=without_number(name, number),
                     notes=notes,
                     created_by=user if getattr(user, "is_authenticated", False) else None,
                 )
@@ -103,6 +107,14 @@ def create_round(user: AnyUser | None, name: str, notes: str, run_ids: Sequence[
         except IntegrityError:
             continue
     raise RoundError("Another round was started at the same moment; try again.")
+
+
+def without_number(name: str, number: int) -> str:
+    """The name without a leading "Round 3" (alone, or before ":" or a dash): a round is shown as "round 3:
+    its name", so a name that repeats the number would read "round 3: Round 3"."""
+    pattern = rf"\s*round\s*{number}\s*(?:[:\-\u2013\u2014]\s*(?P<rest>.*))?"
+    match = re.fullmatch(pattern, name, flags=re.IGNORECASE | re.DOTALL)
+    return (match["rest"] or "").strip() if match else name.strip()
 
 
 def add_runs(user: AnyUser | None, round_: Round, run_ids: Sequence[int]) -> list[SamplingRun]:
@@ -122,11 +134,18 @@ def round_contents(round_: Round) -> RoundContents:
     run_ids = [run.pk for run in runs]
     batches = list(FeedbackBatch.objects.filter(sampling_runs__in=run_ids).distinct().order_by("pk"))
     batch_ids = [batch.pk for batch in batches]
+    number = round_.number  # the round filters of its retraining data (``round_data``)
     exports = list(
-        Export.objects.filter(Q(filters__batch__in=batch_ids) | Q(filters__sampling_run__in=run_ids))
+        Export.objects.filter(
+            Q(filters__batch__in=batch_ids)
+            | Q(filters__sampling_run__in=run_ids)
+            | Q(filters__round_only=number)
+            | Q(filters__up_to_round=number)
+        )
         .distinct()
         .order_by("pk")
     )
+    rm_exports = [export for export in exports if export.export_format in RM_FORMATS]
     training_runs = list(
         TrainingRun.objects.filter(export__in=exports)
         .select_related("export", "base_checkpoint")
@@ -146,7 +165,8 @@ def round_contents(round_: Round) -> RoundContents:
         training_runs=training_runs,
         checkpoints=checkpoints,
         proxy_evaluations=proxy,
-        retrain_exports=[e for e in exports if e.export_format in RM_FORMATS and e.status == "done"],
+        retrain_exports=[export for export in rm_exports if export.status == "done"],
+        rm_exports=rm_exports,
     )
 
 
@@ -167,13 +187,27 @@ def export_query(batch: FeedbackBatch) -> dict[str, Any]:
 
 
 def rm_accuracy(contents: RoundContents) -> dict[str, Any] | None:
-    """The validation accuracy of the newest reward model the round trained (with its interval)."""
+    """The validation accuracy of the newest reward model the round trained (with its interval), the data
+    it trained on, how many comparisons it trained and validated on (``judgements``: the count behind the
+    interval), and a warning when they were too few to read the figure."""
     for run in reversed(contents.training_runs):
         if run.kind == RunKind.RM and run.status == RunStatus.DONE and "eval_accuracy" in run.metrics:
+            train, validation = run.metrics.get("train_examples"), run.metrics.get("validation_examples")
+            known = train is not None and validation is not None  # runs from before these were recorded
             return {
                 "run": run.pk,
                 "value": run.metrics["eval_accuracy"],
                 "low": run.metrics.get("eval_accuracy_low"),
                 "high": run.metrics.get("eval_accuracy_high"),
+                "data": export_data(run.export),
+                "train_examples": train,
+                "judgements": validation,
+                "warnings": too_few(train, validation, run.export.export_format) if known else [],
             }
     return None
+
+
+def export_data(export: Export) -> str:
+    """Which data an export holds, as a person reads it ("rm-pairs: everything collected up to round 2
+    (...); eval questions left out")."""
+    return f"{export.export_format}: " + "; ".join(describe_filters(export.filters))

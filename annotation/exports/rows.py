@@ -24,6 +24,7 @@ from annotation.models import (
     EpisodeKind,
     EpisodeStatus,
     ExportFormat,
+    FeedbackBatch,
     FlagDecision,
     ImportedComparison,
     Split,
@@ -67,6 +68,23 @@ def submitted_judgements(filters: dict[str, Any]) -> QuerySet[Assignment]:
         tasks = tasks.filter(item__is_gold=False)
     if filters.get("exclude_eval"):
         tasks = tasks.exclude(item__question__split=Split.EVAL)
+    return _in_rounds(tasks, filters)
+
+
+def _in_rounds(tasks: QuerySet[Assignment], filters: dict[str, Any]) -> QuerySet[Assignment]:
+    """The round filters (round numbers): ``round_only``, the batches made from the round's sampling runs;
+    ``up_to_round``, every batch but those made only from the runs of later rounds (a batch of two runs
+    belongs to the earlier one's round). Subqueries on the batch, so a batch of two runs in one round does
+    not count its judgements twice."""
+    if filters.get("round_only") is not None:
+        own = FeedbackBatch.objects.filter(sampling_runs__rounds__number=filters["round_only"])
+        tasks = tasks.filter(item__batch__in=own.values("pk"))
+    if filters.get("up_to_round") is not None:
+        number = filters["up_to_round"]
+        later = FeedbackBatch.objects.filter(sampling_runs__rounds__number__gt=number).exclude(
+            sampling_runs__rounds__number__lte=number
+        )
+        tasks = tasks.exclude(item__batch__in=later.values("pk"))
     return tasks
 
 
@@ -114,26 +132,34 @@ def _question(item_question: Any) -> dict[str, Any]:
 
 def _comparison_rows(filters: dict[str, Any], pairs: bool = False, rm: bool = False) -> Iterator[Any]:
     """Platform judgements (source "platform") then imported ones ("imported"), unless filtered."""
-    wanted = filters.get("source") or "both"
-    if wanted in ("both", "platform"):
+    if _wants(filters, "platform"):
         yield from _platform_comparison_rows(filters, pairs, rm)
-    if wanted in ("both", "imported"):
+    if _wants(filters, "imported"):
         yield from _imported_comparison_rows(filters, pairs, rm)
+
+
+def _wants(filters: dict[str, Any], source: str) -> bool:
+    return (filters.get("source") or "both") in ("both", source)
 
 
 # Filters that only our own judgements can match: an imported comparison is in no batch, has no labeler here
 # and was judged under no template of ours, so an export narrowed by one of them holds none.
-_PLATFORM_ONLY = ("batch", "labeler", "template")
+_PLATFORM_ONLY = ("batch", "labeler", "template", "round_only")
 
 
-def _imported_comparison_rows(filters: dict[str, Any], pairs: bool, rm: bool) -> Iterator[Any]:
+def _imported_comparisons(filters: dict[str, Any]) -> QuerySet[ImportedComparison]:
+    rows = ImportedComparison.objects.order_by("id")
     if any(filters.get(name) for name in _PLATFORM_ONLY):
-        return
-    rows = ImportedComparison.objects.select_related("question", "answer_0", "answer_1").order_by("id")
+        return rows.none()
     if filters.get("split"):
         rows = rows.filter(question__split=filters["split"])
     if filters.get("exclude_eval"):
         rows = rows.exclude(question__split=Split.EVAL)
+    return rows
+
+
+def _imported_comparison_rows(filters: dict[str, Any], pairs: bool, rm: bool) -> Iterator[Any]:
+    rows = _imported_comparisons(filters).select_related("question", "answer_0", "answer_1")
     for comparison in rows.iterator(chunk_size=CHUNK):
         first = {"text": comparison.answer_0.text, "quotes": comparison.answer_0.quotes}
         second = {"text": comparison.answer_1.text, "quotes": comparison.answer_1.quotes}
@@ -158,8 +184,8 @@ def _imported_comparison_rows(filters: dict[str, Any], pairs: bool, rm: bool) ->
 def _platform_comparison_rows(filters: dict[str, Any], pairs: bool, rm: bool) -> Iterator[Any]:
     for task in _submitted_comparisons(filters):
         overall = task["response__ratings__overall"]
-        if overall is None or len(task["order"]) != 2:
-            continue  # flagged questions ("nonsense") carry no preference
+        if not _carries_preference(task["order"], overall):
+            continue
         first = {"text": task["first_text"], "quotes": task["first_quotes"]}
         second = {"text": task["second_text"], "quotes": task["second_quotes"]}
         score = score_for_first(task["order"], overall)
@@ -183,19 +209,50 @@ def _platform_comparison_rows(filters: dict[str, Any], pairs: bool, rm: bool) ->
             yield {**webgpt_row(question, first, second, score), "source": "platform"}
 
 
+def _carries_preference(order: list[int], overall: Any) -> bool:
+    """Whether a pairwise judgement is a preference: flagged questions ("nonsense") carry none."""
+    return overall is not None and len(order) == 2
+
+
+def _ranked(order: list[int], ranks: dict[str, int] | None) -> list[tuple[int, int]]:
+    """(rank, answer id) of each answer the labeler ranked, in the order shown (ranks by 1-based slot)."""
+    ranks = ranks or {}
+    return [(ranks[str(slot)], pk) for slot, pk in enumerate(order, start=1) if str(slot) in ranks]
+
+
+def row_questions(export_format: str, filters: dict[str, Any]) -> Iterator[int]:
+    """The question id of each row an ``rm-pairs`` or ``rm-groups`` export would write, read without the
+    answers' texts (a few ints a row): what a page counts before anyone asks for the export, with the rows'
+    own rules (``_carries_preference``, ``_ranked``) so the count is the export's."""
+    if export_format == ExportFormat.RM_GROUPS:
+        tasks = submitted_judgements(filters).filter(item__batch__template="ranking")
+        values = tasks.values_list("order", "response__ranks", "item__question_id")
+        for order, ranks, question in values.iterator(chunk_size=CHUNK):
+            if len(_ranked(order, ranks)) >= 2:
+                yield question
+        return
+    if export_format != ExportFormat.RM_PAIRS:
+        raise ValueError(f"{export_format} is not a reward-model format (rm-pairs or rm-groups)")
+    if _wants(filters, "platform"):
+        tasks = submitted_judgements(filters).filter(item__batch__template__in=COMPARISON_TEMPLATES)
+        values = tasks.values_list("order", "response__ratings__overall", "item__question_id")
+        for order, overall, question in values.iterator(chunk_size=CHUNK):
+            if _carries_preference(order, overall):
+                yield question
+    if _wants(filters, "imported"):
+        imported = _imported_comparisons(filters).values_list("question_id", flat=True)
+        yield from imported.iterator(chunk_size=CHUNK)
+
+
 def _group_rows(filters: dict[str, Any]) -> Iterator[dict[str, Any]]:
     """K-way groups (InstructGPT): every ranked answer with its rank, to train on all K-choose-2 pairs."""
     tasks = submitted_judgements(filters).filter(item__batch__template="ranking")
     for task in tasks.select_related("item__question").order_by("id").iterator(chunk_size=CHUNK):
-        ranks = (task.response or {}).get("ranks") or {}
-        answers = Answer.objects.in_bulk(task.order)
-        members = [
-            (ranks[str(position)], answers[pk])
-            for position, pk in enumerate(task.order, start=1)
-            if str(position) in ranks
-        ]
-        if len(members) < 2:
+        ranked = _ranked(task.order, (task.response or {}).get("ranks"))
+        if len(ranked) < 2:
             continue
+        answers = Answer.objects.in_bulk([pk for _, pk in ranked])
+        members = [(rank, answers[pk]) for rank, pk in ranked]
         members.sort(key=lambda pair: (pair[0], pair[1].pk))
         yield {
             "assignment": task.pk,

@@ -10,7 +10,7 @@ from typing import Any
 
 from annotation.exports.parquet import SCHEMAS
 from annotation.models import ExportFormat, FeedbackBatch, Split, Template
-from training.models import SamplingRun
+from training.models import Round, SamplingRun
 
 FILE_TYPES = (("jsonl", "JSONL"), ("parquet", "Parquet"))
 PARQUET_FORMATS = tuple(SCHEMAS)
@@ -63,6 +63,18 @@ def check_sampling_run(sampling_run: int | None) -> None:
         raise ExportRequestError("sampling_run", f"There is no sampling run {sampling_run}.")
 
 
+def check_rounds(round_only: int | None, up_to_round: int | None) -> dict[str, int]:
+    """The round filters as stored (only those set, so filters without them stay as they were), or
+    ExportRequestError: the round must exist, and one round filter at a time."""
+    if round_only is not None and up_to_round is not None:
+        raise ExportRequestError("round_only", "Choose one round filter: a round's own or up to a round.")
+    named = {"round_only": round_only, "up_to_round": up_to_round}
+    for name, number in named.items():
+        if number is not None and not Round.objects.filter(number=number).exists():
+            raise ExportRequestError(name, f"There is no round {number}.")
+    return {name: number for name, number in named.items() if number is not None}
+
+
 def episode_kind_for(episode_kind: str | None, sampling_run: int | None) -> str:
     """The kind of episodes exported: a sampling run's episodes are all model samples, so naming a run
     implies "model" whatever the kind field says (its default, "human", would otherwise match none)."""
@@ -90,12 +102,18 @@ def export_filters(
     episode_kind: str | None = "human",
     sampling_run: int | None = None,
     exclude_eval: bool = False,
+    round_only: int | None = None,
+    up_to_round: int | None = None,
 ) -> dict[str, Any]:
     """The filters as the job reads them (JSON on the export row: ids, ISO dates, None for "any");
     ExportRequestError for a value that no export can use. ``episode_kind`` and ``sampling_run`` narrow
     the episodes of the demonstrations and bc-pairs exports; ``exclude_eval`` leaves out the questions of the
-    eval split, which training refuses (data for a reward model from a run that sampled every split)."""
+    eval split, which training refuses (data for a reward model from a run that sampled every split).
+    ``round_only`` (a round's number) keeps the judgements of the batches made from that round's sampling
+    runs; ``up_to_round`` keeps everything collected up to that round (every batch but those of later
+    rounds only, and the imported comparisons): a round's "Retrain the reward model" data."""
     check_batch(batch)
+    rounds = check_rounds(round_only, up_to_round)
     check_sampling_run(sampling_run)
     episode_kind = episode_kind_for(episode_kind, sampling_run)
     if split and split not in Split.values:
@@ -123,6 +141,7 @@ def export_filters(
         "episode_kind": episode_kind,
         "sampling_run": sampling_run,
         "exclude_eval": bool(exclude_eval),
+        **rounds,
     }
 
 
@@ -170,6 +189,8 @@ def describe_filters(filters: Mapping[str, Any]) -> list[str]:
         ("since", "from {}"),
         ("until", "until {}"),
         ("sampling_run", "samples of sampling run {}"),
+        ("round_only", "the judgements of round {}'s batches"),
+        ("up_to_round", "everything collected up to round {} (later rounds' batches left out)"),
     )
     for key, phrase in named:
         if filters.get(key) not in (None, ""):
