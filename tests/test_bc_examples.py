@@ -77,3 +77,37 @@ def test_bc_examples_merge_scrolls_drop_invalid_actions_and_end_with_the_answer(
     assert "Scrolled down 2\n♦Title" in examples[3]["prompt"]
     assert examples[-1]["prompt"].startswith(f"{QUESTION}■[1] 2022 AFL Grand Final (en.wikipedia.org)\n\n")
     assert examples[-1]["prompt"].endswith("won by Geelong by a margin of 81 points■")
+
+
+def test_a_removed_quote_is_left_out_of_the_bc_examples_as_if_never_taken(freshwiki, dana):
+    import_questions(json.dumps({"question": QUESTION}).encode(), filename="q.jsonl")
+    Question.objects.update(split="bc")
+    episode = service.next_episode(dana)
+
+    def act(command: str) -> None:
+        episode.refresh_from_db()
+        service.record_action(episode.pk, dana, command, uuid.uuid4(), episode.version)
+
+    for command in ("Search AFL Grand Final 2022", "Clicked on link 0", "Quote: won by Geelong"):
+        act(command)
+    act("Quote: margin of 81 points")
+    episode.refresh_from_db()
+    service.remove_quote(episode.pk, dana, 1, uuid.uuid4(), episode.version)  # "won by Geelong"
+    act("End: Answer")
+    assert service.submit_answer(episode.pk, dana, "By 81 points [1].") == []
+    examples = bc_examples(Episode.objects.get())
+    assert [example["completion"] for example in examples] == [
+        "Search AFL Grand Final 2022",
+        "Clicked on link 0",
+        "Quote: margin of 81 points",
+        "End: Answer",
+        "By 81 points [1].",
+    ]
+    quotes_seen = [example["prompt"].split("♦Past actions")[0] for example in examples[:-1]]
+    assert not any("won by Geelong" in quotes for quotes in quotes_seen)
+    # What the person saw before "End: Answer", byte for byte, but for the action the removed Quote cost.
+    seen = Episode.objects.get().actions.get(command="End: Answer").observation_before
+    assert examples[3]["prompt"] == seen.replace("♦Actions left: 96", "♦Actions left: 97")
+    assert examples[-1]["prompt"].endswith(
+        "[1] 2022 AFL Grand Final (en.wikipedia.org)\n\nmargin of 81 points■"
+    )

@@ -13,7 +13,17 @@ from browser.engine.browser import Browser
 from browser.engine.observation import scrollbar_of
 from browser.engine.page import BLANK_PAGE, Quote
 
-STEP_FIELDS = ("index", "command", "valid", "message", "observation_before", "page_before", "page_after")
+# The episode's key too: the related manager reads it on every row, and deferred it cost a query per step.
+STEP_FIELDS = (
+    "episode",
+    "index",
+    "command",
+    "valid",
+    "message",
+    "observation_before",
+    "page_before",
+    "page_after",
+)
 
 
 @dataclass

@@ -106,3 +106,44 @@ def test_active_time_starts_from_the_servers_count_and_ticks_while_in_use(afl_ba
     expect(clock).to_have_text(re.compile(r"^4:1\d$"))
     page.mouse.move(10, 10)
     expect(clock).to_have_text(re.compile(r"^4:(1[3-9]|[2-5]\d)$"))  # it moves on from the server's 4:12
+
+
+def test_a_quote_is_removed_by_its_button_or_the_keyboard_and_read_out(afl_batch, page):
+    sign_in_and_start(page)
+    search_and_open(page)
+    for sentence in ("was won by Geelong", "margin of 81 points"):
+        assert page.evaluate(SELECT_SENTENCE, sentence)
+        page.get_by_role("button", name="Quote", exact=True).click()
+        expect(live(page)).to_have_text(re.compile(r"^Quote \d added\.$"))
+    expect(page.locator(".quotes blockquote")).to_have_count(2)
+    budget = int(page.locator("#quote-budget").inner_text().split()[0])
+
+    page.get_by_role("button", name="Remove quote 1").click()
+    expect(live(page)).to_have_text("Quote 1 removed.")
+    expect(page.locator(".quotes blockquote")).to_have_text(["margin of 81 points"])
+    expect(page.locator("#quote-budget")).to_have_text(f"{budget + len('was won by Geelong')} characters")
+    # Focus stays where it was: on the button now named "Remove quote 1", so Enter removes the next.
+    expect(page.locator("#remove-quote-1")).to_be_focused()
+    page.keyboard.press("Enter")
+    expect(page.locator(".quotes blockquote")).to_have_count(0)
+    expect(live(page)).to_have_text("Quote 1 removed.")
+    assert Episode.objects.get().state["quotes"] == []
+
+
+def test_the_find_box_keeps_its_text_and_enter_again_finds_the_next_match(afl_batch, page):
+    sign_in_and_start(page)
+    search_and_open(page)
+    box = page.get_by_label("Find text")
+    box.fill("Geelong")
+    box.press("Enter")
+    expect(live(page)).to_have_text(re.compile(r"^Found 'Geelong'"))
+    expect(box).to_have_value("Geelong")
+    expect(box).to_be_focused()
+    first = Episode.objects.get().state["cursor"]["find_offset"]
+    expect(page.locator("#actions-left")).to_have_text("97")
+    box.press("Enter")  # the same text again: the next match
+    expect(page.locator("#actions-left")).to_have_text("96")
+    expect(page.locator("#page-text mark")).to_have_count(1)
+    expect(box).to_have_value("Geelong")
+    episode = Episode.objects.get()
+    assert episode.actions.count() == 4 and episode.state["cursor"]["find_offset"] > first

@@ -1,5 +1,7 @@
 """A demonstrator answers a question in the real browser, and a reload in the middle loses nothing."""
 
+import re
+
 import pytest
 from playwright.sync_api import Page, expect
 
@@ -81,6 +83,22 @@ def test_a_demonstrator_browses_quotes_answers_and_everything_is_stored(demo_dat
         "End: Answer",
     ]
     assert episode.state["quotes"][0]["url"] == "https://en.wikipedia.org/wiki/2022_AFL_Grand_Final"
+
+    # The demonstration replays step by step: what was seen before each action, and its pages.
+    page.goto(f"/demonstrations/episodes/{episode.pk}/")
+    steps = page.locator(".trajectory > li")
+    expect(steps).to_have_count(6)
+    find = steps.nth(3)
+    expect(find.locator("summary")).to_have_text("Step 4 Find in page: margin of 81 points")
+    expect(find.locator("pre").first).not_to_be_visible()  # collapsed until opened
+    find.locator("summary").click()
+    expect(find.locator("pre").first).to_contain_text("♦Scrollbar: 20 - 39")
+    find.get_by_role("link", name="Page before").click()
+    expect(page).to_have_url(re.compile(r"/page/\?digest=[0-9a-f]{64}&step=4#line-20$"))
+    expect(page.locator("h1")).to_have_text("2022 AFL Grand Final (en.wikipedia.org)")
+    expect(page.locator("#line-20")).to_be_in_viewport()
+    page.get_by_role("link", name="Back to the trajectory, step 4").click()
+    expect(page.locator("h2#trajectory")).to_be_visible()
 
 
 def test_a_reload_in_the_middle_brings_the_page_back_and_work_continues(demo_data, page):
