@@ -188,6 +188,33 @@ def test_a_stopped_batch_returns_the_episodes_that_ended_whole_and_the_others_un
             assert (cut.end_reason, cut.answer, cut.quotes) == ("", None, ())
 
 
+def test_an_episode_is_whole_by_the_end_of_its_round_and_tokens_are_heard_as_they_come(backend, index):
+    """Issue 24: answers were written only once every episode of a batch had stopped browsing, so a job
+    could store nothing before then; and nothing was heard within a round. Now the episodes that ended
+    in a round are answered in it (the same answers: each has its own seed), and ``on_tokens`` hears
+    every generated token as it comes."""
+    run = SamplingSettings(
+        max_actions=3, max_command_tokens=10, max_answer_tokens=8, seed=4, constrain_commands=True
+    )
+    questions = list(QUESTIONS)
+    after_round_one, heard = [], []
+
+    def look(samples, running: int) -> bool:
+        if not after_round_one:
+            after_round_one.extend((s.finished, s.end_reason, s.answer) for s in samples)
+        return False
+
+    policy = BCPolicy(backend)
+    samples = run_episodes(
+        policy, [browser(index) for _ in questions], questions, run, on_round=look, on_tokens=heard.append
+    )
+    assert [finished for finished, *_ in after_round_one] == [True, False, True]  # seed 4, as above
+    for (finished, end_reason, answer), sample in zip(after_round_one, samples, strict=True):
+        assert not finished or (end_reason, answer) == (sample.end_reason, sample.answer)
+    assert sum(heard) == sum(sample.tokens_generated for sample in samples)
+    assert len(heard) > sum(len(sample.steps) for sample in samples[1:2])  # a report per decoding step
+
+
 def test_reused_keys_and_values_change_no_text(backend, tiny_dir, index):
     """The head of a prompt is taken from an earlier prompt that starts the same way (the previous
     observation; the same observation for the second of two samples); the texts are those of a backend

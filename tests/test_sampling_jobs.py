@@ -280,6 +280,43 @@ def test_a_cancel_mid_chunk_keeps_the_questions_whose_episodes_all_ended(
     )
 
 
+def test_the_run_moves_while_it_works_and_stores_each_question_as_its_episodes_end(
+    alice, freshwiki, seeded_llama_dir, monkeypatch
+):
+    """Issue 24: a run showed "0 of 8 episodes" for most of its time and its samples only at the end. With
+    the seeded tiny model and seed 4, three of four episodes end at their first action and one browses
+    on: tokens move within the first round, the actions taken (of at most how many) after it, a log line
+    says what the round did, and the three finished questions are stored while the fourth browses."""
+    questions(4)
+    monkeypatch.setattr("training.sampling_jobs.SAVE_EVERY_S", 0.0)
+    monkeypatch.setattr("training.sampling_jobs.LOG_EVERY_S", 0.0)
+    policy = ModelCheckpoint.objects.create(
+        kind=RunKind.BC, name="seeded", base_model="random", path=str(seeded_llama_dir)
+    )
+    request = SamplingRequest(
+        policy=policy,
+        questions=QuestionSet(dataset="demo"),
+        settings=TINY | {"n": 1, "seed": 4, "max_actions": 2},
+    )
+    seen = []
+
+    def watch(run: SamplingRun) -> None:
+        stored = Sample.objects.filter(run=run).count()
+        seen.append((run.actions_done, run.actions_limit, run.episodes_done, stored, run.tokens_generated))
+
+    run = run_sampling_job(request_sampling(alice, request, queue=False).pk, echo=watch)
+    assert run.status == RunStatus.DONE, run.error
+    assert any(tokens > 0 for actions, *_, tokens in seen if actions == 0)  # within the first round
+    # After the first round: 4 actions taken of at most 5 (three episodes ended one action short of
+    # 2), 3 episodes finished, and their 3 questions stored while the fourth browses on.
+    assert (4, 5, 3, 3) in [snapshot[:4] for snapshot in seen]
+    assert "round 1: 1 episode(s) browsing, 3 of 4 finished, 4 actions taken; 3 question(s) stored" in run.log
+    assert "round 2: 0 episode(s) browsing, 4 of 4 finished, 5 actions taken; 4 question(s) stored" in run.log
+    actions = sum(Sample.objects.filter(run=run).values_list("actions", flat=True))
+    assert run.actions_done == run.actions_limit == actions == 5 and run.percent == 100
+    assert run.estimated_end_at is None  # an estimate only while it runs
+
+
 def test_a_worker_that_died_leaves_the_run_failed_with_the_reason(alice, freshwiki, policy):
     questions(1)
     run = request_sampling(

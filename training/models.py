@@ -47,6 +47,11 @@ class JobRow(models.Model):
     heartbeat_at = models.DateTimeField(
         null=True, blank=True, help_text="Stamped by the running worker (webgpt_site.heartbeat)"
     )
+    estimated_end_at = models.DateTimeField(
+        null=True,
+        blank=True,
+        help_text="While it runs: when its worker expects it to end (webgpt_site.progress)",
+    )
 
     objects = ResearchTeamQuerySet.as_manager()
 
@@ -92,7 +97,8 @@ class JobRow(models.Model):
 
     def finish(self, status: str, **fields: Any) -> Self:
         """Ended (done, cancelled or failed) with ``fields`` written alongside; the row as now stored."""
-        type(self).objects.filter(pk=self.pk).update(status=status, finished_at=timezone.now(), **fields)
+        ended = {"status": status, "finished_at": timezone.now(), "estimated_end_at": None}
+        type(self).objects.filter(pk=self.pk).update(**(fields | ended))
         self.refresh_from_db()
         return self
 
@@ -198,13 +204,19 @@ class SamplingRun(JobRow):
     settings = models.JSONField(default=dict, help_text="training.sampling.SamplingSettings and the rest")
     question_source = models.JSONField(default=dict, help_text="How the questions were chosen")
     question_ids = models.JSONField(default=list)
-    episodes_done = models.PositiveIntegerField(default=0)
+    episodes_done = models.PositiveIntegerField(default=0, help_text="Episodes that stopped browsing")
     episodes_total = models.PositiveIntegerField(default=0)
+    # The moving figure: an episode ends on End: ... or at max_actions, so a run takes at most
+    # episodes_total * max_actions actions, fewer by each action an ended episode left unused.
+    actions_done = models.PositiveIntegerField(default=0, help_text="Actions taken so far")
+    actions_limit = models.PositiveIntegerField(
+        default=0, help_text="Actions the run takes at most (less what ended episodes left unused)"
+    )
     tokens_generated = models.PositiveBigIntegerField(default=0)
     tokens_per_second = models.FloatField(default=0.0)
     metrics = models.JSONField(default=dict, blank=True)
 
-    progress_fields = ("episodes_done", "episodes_total")
+    progress_fields = ("actions_done", "actions_limit")
 
     def __str__(self) -> str:
         return f"sampling run {self.pk} ({self.status})"

@@ -1,16 +1,19 @@
 """The sampling job, run by a worker on the ``sampling`` queue: n episodes of each question browse the
 same environment as the demonstrators (corpus, blocklist, censoring, quote budget), are stored as episodes
 of kind model with every action and page, scored by the run's reward model, and best-of-n chooses (or
-declines). Progress, tokens/s and the cancel flag go through the run's row; whatever happens the row ends
-done, cancelled or failed with the reason. Questions are sampled a chunk at a time (``SAMPLING_BATCH``
-episodes stepped together) and each chunk is stored in one transaction. A cancel stops the stepping; the
-questions whose episodes all finished are still scored and stored (a whole chunk, when the cancel comes
-after its last round), only those with an episode cut off mid-browse are dropped, and the log says so."""
+declines). Questions are stepped a chunk at a time (``SAMPLING_BATCH`` episodes together); each question
+is scored and stored in its own transaction as soon as its n episodes have all ended (best-of-n needs all
+n), so the run page shows samples while its partners browse on. Progress (actions taken of at most how
+many, episodes finished, tokens as they are generated, an estimate of the time left), a log line per
+round (throttled) and the cancel flag go through the run's row; whatever happens the row ends done,
+cancelled or failed with the reason. A cancel stops the stepping: every question whose episodes all ended
+is already stored, only those with an episode cut off mid-browse are dropped, and the log says so."""
 
 from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 from django.conf import settings
@@ -26,9 +29,11 @@ from training.models import Sample, SamplingRun
 from training.sampling.episode import EpisodeSample, SamplingSettings, run_episodes
 from training.sampling.types import BackendError
 from webgpt_site.heartbeat import beating
+from webgpt_site.progress import estimated_end
 from webgpt_site.sweeper import redelivered
 
 SAVE_EVERY_S = 1.0  # progress writes and cancel checks at most this often
+LOG_EVERY_S = 10.0  # a round's log line at most this often, so that a long run's log stays readable
 SETTINGS_FIELDS = (
     "temperature",
     "max_actions",
@@ -54,101 +59,168 @@ def run_sampling_job(run_id: int, echo: Callable[[SamplingRun], None] | None = N
         if isinstance(exc, BackendError | ValueError):
             return run  # an unreachable endpoint or bad settings: the reason is on the row
         raise
-    return run.finish(status, **progress.fields())
+    return run.finish(status, **progress.fields(final=True))
 
 
 class _Progress:
-    """Counts episodes and tokens across chunks, writes them to the row (throttled), reads the cancel flag."""
+    """What the row shows while the run works, across chunks: actions taken of at most how many (the
+    figure that moves every round), episodes finished, tokens as the backend generates them (they move
+    within a round, which on a CPU can take half a minute), the time left at the rate so far; written at
+    most every SAVE_EVERY_S, when the cancel flag is read too. A log line per round, at most every
+    LOG_EVERY_S."""
 
     def __init__(self, run: SamplingRun, echo: Callable[[SamplingRun], None] | None) -> None:
         self.run, self.echo = run, echo
+        self.max_actions = int(run.settings.get("max_actions", 1))
+        self.total = run.episodes_total
         self.started = time.monotonic()
-        self.saved_at = 0.0
-        self.done_before = 0  # episodes of the chunks already stored
-        self.tokens_before = 0
-        self.done = 0
-        self.tokens = 0
+        self.saved_at = self.logged_at = float("-inf")
+        self.rounds = 0
+        self.before = _Counts()  # the chunks already sampled
+        self.chunk = _Counts()  # the chunk being sampled
+        self.streamed = 0  # tokens the backend reported in this chunk so far
+        self.stored = 0  # episodes stored (what a cancelled run ends with)
         self.cancelled = False
+
+    def begin(self, max_actions: int, questions: int) -> None:
+        """Sampling begins (the models are loaded): the time left and tokens/s count from here."""
+        self.max_actions = max_actions
+        self.total = questions * self.run.n
+        self.started = time.monotonic()
+        SamplingRun.objects.filter(pk=self.run.pk).update(**self.fields())
 
     def cancel_requested(self) -> bool:
         """Whether the run's cancel flag is set (read from the row until it is)."""
         self.cancelled = self.cancelled or self.run.cancel_was_requested()
         return self.cancelled
 
-    def on_round(self, samples: Sequence[EpisodeSample], running: int) -> bool:
-        """Called by ``run_episodes`` after each round: an episode counts as done once it stops browsing.
-        True (stop stepping) once the cancel flag is seen."""
-        self.done = self.done_before + len(samples) - running
-        self.tokens = self.tokens_before + sum(sample.tokens_generated for sample in samples)
-        now = time.monotonic()
-        if now - self.saved_at >= SAVE_EVERY_S:
-            self.saved_at = now
-            self.save()
-            self.cancel_requested()
-        return self.cancelled
+    def on_tokens(self, count: int) -> None:
+        self.streamed += count
+        self.save_soon()
 
-    def chunk_stored(self, samples: Sequence[EpisodeSample], stored: int) -> None:
-        """The chunk's ``samples`` were generated and ``stored`` of them kept: episodes done count what
-        was stored, tokens (the model's speed) everything generated."""
-        self.done_before += stored
-        self.tokens_before += sum(sample.tokens_generated for sample in samples)
-        self.done, self.tokens = self.done_before, self.tokens_before
+    def on_round(self, samples: Sequence[EpisodeSample], running: int, stored_questions: int) -> None:
+        """After a round of the chunk ``samples``: ``running`` of them still browse."""
+        self.rounds += 1
+        self.chunk = _Counts.of(samples, self.max_actions)
+        self.save_soon()
+        now = time.monotonic()
+        if now - self.logged_at >= LOG_EVERY_S:
+            self.logged_at = now
+            done = self.before + self.chunk
+            self.run.append_log(
+                f"round {self.rounds}: {running} episode(s) browsing, {done.ended} of {self.total} "
+                f"finished, {done.actions} actions taken; {stored_questions} question(s) stored"
+            )
+
+    def chunk_done(self) -> None:
+        self.before = self.before + self.chunk
+        self.chunk, self.streamed = _Counts(), 0
         self.save()
 
-    def fields(self) -> dict[str, Any]:
+    def fields(self, final: bool = False) -> dict[str, Any]:
+        done = self.before + self.chunk
         elapsed = max(time.monotonic() - self.started, 1e-9)
+        tokens = self.before.tokens + max(self.chunk.tokens, self.streamed)
+        limit = self.total * self.max_actions - done.spared
         return {
-            "episodes_done": self.done,
-            "tokens_generated": self.tokens,
-            "tokens_per_second": self.tokens / elapsed,
+            # A cancelled run's episodes count what was stored: half-browsed ones are dropped.
+            "episodes_done": self.stored if final else done.ended,
+            "actions_done": done.actions,
+            "actions_limit": limit,
+            "tokens_generated": tokens,
+            "tokens_per_second": tokens / elapsed,
+            "estimated_end_at": estimated_end(done.actions, limit - done.actions, elapsed),
         }
 
+    def save_soon(self) -> None:
+        if time.monotonic() - self.saved_at >= SAVE_EVERY_S:
+            self.save()
+
     def save(self) -> None:
-        SamplingRun.objects.filter(pk=self.run.pk).update(**self.fields())
+        self.saved_at = time.monotonic()
+        fields = self.fields()
+        SamplingRun.objects.filter(pk=self.run.pk).update(**fields)
         if self.echo:
-            self.run.__dict__.update(self.fields())
+            self.run.__dict__.update(fields)
             self.echo(self.run)
+        self.cancel_requested()
+
+
+class _Counts:
+    """Episodes that ended, actions taken, the actions that ended episodes left unused, tokens."""
+
+    def __init__(self, ended: int = 0, actions: int = 0, spared: int = 0, tokens: int = 0) -> None:
+        self.ended, self.actions, self.spared, self.tokens = ended, actions, spared, tokens
+
+    @classmethod
+    def of(cls, samples: Sequence[EpisodeSample], max_actions: int) -> _Counts:
+        ended = [sample for sample in samples if sample.finished]
+        return cls(
+            ended=len(ended),
+            actions=sum(len(sample.steps) for sample in samples),
+            spared=sum(max_actions - len(sample.steps) for sample in ended),
+            tokens=sum(sample.tokens_generated for sample in samples),
+        )
+
+    def __add__(self, other: _Counts) -> _Counts:
+        return _Counts(
+            self.ended + other.ended,
+            self.actions + other.actions,
+            self.spared + other.spared,
+            self.tokens + other.tokens,
+        )
 
 
 def _execute(run: SamplingRun, progress: _Progress) -> str:
-    """Sample, score and store chunk by chunk; the status the run ends with (done, or cancelled when a
-    cancel left questions unsampled)."""
+    """Sample chunk by chunk, storing each question as its episodes end; the status the run ends with
+    (done, or cancelled when a cancel left questions unsampled)."""
     from training.sampling_models import load_policy, load_scorer
 
     sampling = SamplingSettings(
         **{name: run.settings[name] for name in SETTINGS_FIELDS if name in run.settings}
     )
+    run.append_log(
+        f"Loading {run.policy_name}" + (f" and {run.reward_model_name}" if run.reward_model_id else "")
+    )
     policy = load_policy(run)
     scorer = load_scorer(run)
     questions = _questions(run)
     search = open_source(run.search, run.corpus)
-    progress.started = time.monotonic()  # tokens/s counts sampling, not loading the models
     per_chunk = max(1, settings.SAMPLING_BATCH // run.n)
-    totals = _Totals()
+    run.append_log(
+        f"Sampling {len(questions)} question(s) x {run.n}, at most {sampling.max_actions} actions each, "
+        f"{min(per_chunk, len(questions)) * run.n} episodes stepped together"
+    )
+    progress.begin(sampling.max_actions, len(questions))
+    sampler = _Sampler(run, scorer, progress)
+    totals = sampler.totals
     dropped = 0  # questions cut off mid-browse by a cancel (only ever in the last chunk sampled)
     for start in range(0, len(questions), per_chunk):
         if progress.cancel_requested():
             break
         chunk = questions[start : start + per_chunk]
-        browsers = [Browser(search, browser_settings()) for _ in range(len(chunk) * run.n)]
-        samples = run_episodes(
+        sampler.chunk = _Chunk(
+            chunk, [Browser(search, browser_settings()) for _ in range(len(chunk) * run.n)]
+        )
+        run_episodes(
             policy,
-            browsers,
+            sampler.chunk.browsers,
             [question.text for question in chunk for _ in range(run.n)],
             sampling,
             first_index=start * run.n,  # question p's sample k is episode p*n + k, whatever the chunking
             reference_answers=[question.reference_answers for question in chunk for _ in range(run.n)],
-            on_round=progress.on_round,
+            on_round=sampler.on_round,
+            on_tokens=progress.on_tokens,
         )
-        kept, kept_browsers, kept_samples = _finished(chunk, browsers, samples, run.n)
-        scores = scorer.score_samples(kept_samples) if scorer else [None] * len(kept_samples)
-        _store(run, kept, kept_browsers, kept_samples, scores, totals)
-        progress.chunk_stored(samples, stored=len(kept_samples))
-        dropped = len(chunk) - len(kept)
-        run.append_log(f"{totals.questions}/{len(questions)} questions sampled")
+        progress.chunk_done()
+        dropped = len(chunk) - len(sampler.chunk.stored)
     metrics = totals.metrics(progress.fields()["tokens_per_second"])
     SamplingRun.objects.filter(pk=run.pk).update(metrics=metrics)
     if totals.questions == len(questions):  # a cancel seen after the last round cut nothing off
+        run.append_log(
+            f"{totals.questions} question(s) sampled: {totals.answered} answered, {totals.declined} "
+            f"declined, {totals.no_answer} without an answer"
+        )
         if progress.cancelled:
             run.append_log("The cancel came after the last question was sampled: every sample is kept.")
         return Status.DONE
@@ -160,14 +232,38 @@ def _execute(run: SamplingRun, progress: _Progress) -> str:
     return Status.CANCELLED
 
 
-def _finished(
-    chunk: Sequence[Question], browsers: Sequence[Browser], samples: Sequence[EpisodeSample], n: int
-) -> tuple[list[Question], list[Browser], list[EpisodeSample]]:
-    """The chunk's questions whose n episodes all finished, with their browsers and samples: a cancel
-    leaves the others' episodes half-browsed, and half an episode is not a sample."""
-    kept = [p for p in range(len(chunk)) if all(s.finished for s in samples[p * n : (p + 1) * n])]
-    rows = [p * n + k for p in kept for k in range(n)]
-    return [chunk[p] for p in kept], [browsers[i] for i in rows], [samples[i] for i in rows]
+@dataclass
+class _Chunk:
+    """Questions stepped together (question p's episode k browses in ``browsers[p*n + k]``) and the
+    positions of those stored."""
+
+    questions: Sequence[Question]
+    browsers: list[Browser]
+    stored: set[int] = field(default_factory=set)
+
+
+class _Sampler:
+    """``run_episodes``' round hook for one run: each question is scored and stored as soon as its n
+    episodes have all ended (half an episode is not a sample, and best-of-n needs all n), then the
+    round is reported; True (stop stepping) once a cancel is seen."""
+
+    def __init__(self, run: SamplingRun, scorer: Any, progress: _Progress) -> None:
+        self.run, self.scorer, self.progress = run, scorer, progress
+        self.totals = _Totals()
+        self.chunk = _Chunk((), [])
+
+    def on_round(self, samples: Sequence[EpisodeSample], running: int) -> bool:
+        n = self.run.n
+        for position, question in enumerate(self.chunk.questions):
+            rows = slice(position * n, (position + 1) * n)
+            if position not in self.chunk.stored and all(sample.finished for sample in samples[rows]):
+                group = samples[rows]
+                scores = self.scorer.score_samples(group) if self.scorer else [None] * n
+                _store(self.run, question, self.chunk.browsers[rows], group, scores, self.totals)
+                self.chunk.stored.add(position)
+        self.progress.stored = self.totals.episodes
+        self.progress.on_round(samples, running, self.totals.questions)
+        return self.progress.cancelled
 
 
 def _questions(run: SamplingRun) -> list[Question]:
@@ -217,41 +313,35 @@ class _Totals:
 
 def _store(
     run: SamplingRun,
-    chunk: Sequence[Question],
+    question: Question,
     browsers: Sequence[Browser],
     samples: Sequence[EpisodeSample],
     scores: Sequence[float | None],
     totals: _Totals,
 ) -> None:
-    """One transaction per chunk: its episodes (with actions and page snapshots) and sample rows."""
+    """One transaction per question: its n episodes (with actions and page snapshots), best-of-n's
+    choice, and a sample row each."""
     from training.sampling.best_of_n import Choice, choose
 
-    threshold = run.settings.get("decline_threshold")
+    choice = choose(samples, scores, run.settings.get("decline_threshold"))
+    if run.reward_model_id is None:  # unscored: keep the first answer
+        first = next((i for i, sample in enumerate(samples) if sample.answer is not None), None)
+        choice = Choice(choice.scores, first, None, False, None)
     with transaction.atomic():
-        for position, question in enumerate(chunk):
-            rows = slice(position * run.n, (position + 1) * run.n)
-            group, group_scores = samples[rows], scores[rows]
-            choice = choose(group, group_scores, threshold)
-            if run.reward_model_id is None:  # unscored: keep the first answer
-                first = next((i for i, sample in enumerate(group) if sample.answer is not None), None)
-                choice = Choice(choice.scores, first, None, False, None)
-            totals.add(group, choice)
-            for index, (sample, browser, score) in enumerate(
-                zip(group, browsers[rows], group_scores, strict=True)
-            ):
-                episode = _episode(run, question, browser, sample)
-                Sample.objects.create(
-                    run=run,
-                    episode=episode,
-                    question=question,
-                    index=index,
-                    score=score,
-                    chosen=choice.chosen == index,
-                    declined=choice.declined,
-                    invalid_actions=sample.invalid_actions,
-                    actions=len(sample.steps),
-                    tokens=sample.tokens_generated,
-                )
+        for index, (sample, browser, score) in enumerate(zip(samples, browsers, scores, strict=True)):
+            Sample.objects.create(
+                run=run,
+                episode=_episode(run, question, browser, sample),
+                question=question,
+                index=index,
+                score=score,
+                chosen=choice.chosen == index,
+                declined=choice.declined,
+                invalid_actions=sample.invalid_actions,
+                actions=len(sample.steps),
+                tokens=sample.tokens_generated,
+            )
+    totals.add(samples, choice)
 
 
 def _episode(run: SamplingRun, question: Question, browser: Browser, sample: EpisodeSample) -> Episode:

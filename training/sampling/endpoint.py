@@ -38,7 +38,7 @@ from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Literal
 
-from training.sampling.types import BackendError, Completion, CompletionRequest, Message
+from training.sampling.types import BackendError, Completion, CompletionRequest, Message, TokenCounter
 
 logger = logging.getLogger(__name__)
 
@@ -105,18 +105,28 @@ class EndpointBackend:
 
     # --- the Backend protocol ---
 
-    def complete(self, requests: Sequence[CompletionRequest]) -> list[Completion]:
+    def complete(
+        self, requests: Sequence[CompletionRequest], on_tokens: TokenCounter | None = None
+    ) -> list[Completion]:
         """One completion per request, in order. Raises ``BackendError`` as soon as one request fails for
-        good (requests not yet started are cancelled)."""
+        good (requests not yet started are cancelled). ``on_tokens`` hears each completion's tokens as it
+        is collected, in this thread (a job writes its row there, on its own database connection)."""
         if not requests:
             return []
         key = self._api_key()
+        count = on_tokens or (lambda tokens: None)
         if len(requests) == 1:
-            return [self._complete_one(requests[0], key)]
+            completion = self._complete_one(requests[0], key)
+            count(completion.tokens)
+            return [completion]
         pool = ThreadPoolExecutor(max_workers=min(self.max_parallel, len(requests)))
         futures = [pool.submit(self._complete_one, request, key) for request in requests]
         try:
-            return [future.result() for future in futures]
+            completions = []
+            for future in futures:
+                completions.append(future.result())
+                count(completions[-1].tokens)
+            return completions
         finally:
             # On success everything is done; on a failure, report it now rather than after the requests
             # still in flight have used up their retries (they finish in the background, results dropped).

@@ -17,7 +17,7 @@ from typing import Protocol
 from browser.engine.browser import Browser
 from browser.engine.commands import EndReason
 from browser.engine.page import Quote
-from training.sampling.types import Backend, Completion, CompletionRequest
+from training.sampling.types import Backend, Completion, CompletionRequest, TokenCounter
 
 NO_ANSWER = (EndReason.NONSENSE, EndReason.CONTROVERSIAL)  # the policy declined: no answer to write
 
@@ -141,14 +141,17 @@ def run_episodes(
     first_index: int = 0,
     reference_answers: Sequence[Sequence[str]] | None = None,
     on_round: Callable[[Sequence[EpisodeSample], int], bool] | None = None,
+    on_tokens: TokenCounter | None = None,
 ) -> list[EpisodeSample]:
     """Episodes stepped together: episode ``i`` runs ``questions[i]`` in ``browsers[i]`` (distinct browser
     objects, their action limit set to ``settings.max_actions``) with episode index ``first_index + i``.
-    Each round sends the command requests of all unfinished episodes as one batch, then all answer
-    requests go as one batch at the end. ``on_round(samples, running)`` is called after each round with
-    how many episodes are still browsing (0 after the answers): a job reports progress there. It returns
-    True to stop stepping (a cancel): the episodes still browsing are left unfinished, and those that
-    ended are answered as usual, so a stopped batch still returns every episode it finished."""
+    Each round sends the command requests of all unfinished episodes as one batch, then the answer
+    requests of the episodes that ended in it as one batch: an episode is whole (``finished``, answered)
+    by the end of the round it ended in, so a job can store it while its partners browse on.
+    ``on_round(samples, running)`` is called after each round with how many episodes are still browsing:
+    a job reports progress and stores what ended there. It returns True to stop stepping (a cancel): the
+    episodes still browsing are left unfinished, every one that ended is already answered.
+    ``on_tokens`` hears the tokens as the backend generates them (``Backend.complete``)."""
     if len(browsers) != len(questions) or len({id(browser) for browser in browsers}) != len(browsers):
         raise ValueError("one distinct browser per question")
     references = reference_answers or [()] * len(questions)
@@ -172,7 +175,7 @@ def run_episodes(
             samples[i].env_seconds += time.perf_counter() - started
             seed = derive_seed(settings.seed, samples[i].episode_index, step)
             requests.append(policy.command_request(browsers[i], settings, seed))
-        completions = _complete(policy.backend, requests, [samples[i] for i in running])
+        completions = _complete(policy.backend, requests, [samples[i] for i in running], on_tokens)
         for i, observation, completion in zip(running, observations, completions, strict=True):
             started = time.perf_counter()
             command = policy.command_from(completion)
@@ -191,40 +194,52 @@ def run_episodes(
             )
             samples[i].env_seconds += time.perf_counter() - started
         step += 1
-        running = [i for i in running if not browsers[i].done and step < settings.max_actions]
+        ended = [i for i in running if browsers[i].done or step >= settings.max_actions]
+        running = [i for i in running if i not in ended]
+        _end(policy, settings, [samples[i] for i in ended], [browsers[i] for i in ended], on_tokens)
         if on_round is not None and on_round(samples, len(running)):
             break
+    return samples
 
+
+def _end(
+    policy: Policy,
+    settings: SamplingSettings,
+    samples: Sequence[EpisodeSample],
+    browsers: Sequence[Browser],
+    on_tokens: TokenCounter | None,
+) -> None:
+    """Close the episodes that stopped browsing: their end reason and quotes, and the answers of those
+    with a quote that did not decline, in one batch (each from its own seed: the batch changes no text)."""
     answering = []
-    for i, (sample, browser) in enumerate(zip(samples, browsers, strict=True)):
-        if i in running:  # stopped while browsing: unfinished
-            continue
+    for sample, browser in zip(samples, browsers, strict=True):
         sample.end_reason = (browser.end_reason or EndReason.ACTION_LIMIT).value
         sample.quotes = browser.quotes
         if browser.quotes and browser.end_reason not in NO_ANSWER:
             sample.answer_prompt = browser.answer_prompt()
-            answering.append(i)
+            answering.append((sample, browser))
     requests = [
-        policy.answer_request(
-            browsers[i], settings, derive_seed(settings.seed, samples[i].episode_index, "answer")
-        )
-        for i in answering
+        policy.answer_request(browser, settings, derive_seed(settings.seed, sample.episode_index, "answer"))
+        for sample, browser in answering
     ]
-    answered = [samples[i] for i in answering]
-    for sample, completion in zip(answered, _complete(policy.backend, requests, answered), strict=True):
+    answered = [sample for sample, _ in answering]
+    for sample, completion in zip(
+        answered, _complete(policy.backend, requests, answered, on_tokens), strict=True
+    ):
         sample.answer = completion.text.strip()
-    if on_round is not None and answered:
-        on_round(samples, 0)
-    return samples
 
 
 def _complete(
-    backend: Backend, requests: list[CompletionRequest], samples: list[EpisodeSample]
+    backend: Backend,
+    requests: list[CompletionRequest],
+    samples: list[EpisodeSample],
+    on_tokens: TokenCounter | None = None,
 ) -> list[Completion]:
     if not requests:
         return []
     started = time.perf_counter()
-    completions = backend.complete(requests)
+    # Only a caller that follows the tokens asks for them: a backend of one's own may not take the argument.
+    completions = backend.complete(requests, on_tokens) if on_tokens else backend.complete(requests)
     elapsed = time.perf_counter() - started
     if len(completions) != len(requests):
         raise RuntimeError(

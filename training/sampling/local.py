@@ -28,7 +28,7 @@ from transformers import AutoModelForCausalLM, AutoTokenizer, DynamicCache
 from training.config import SMOLLM2
 from training.data import cut_middle
 from training.sampling.constraints import ConstraintProcessor, TokenTable
-from training.sampling.types import BackendError, Completion, CompletionRequest
+from training.sampling.types import BackendError, Completion, CompletionRequest, TokenCounter
 from training.store import default_store, resolve_base_model
 
 
@@ -85,19 +85,24 @@ class LocalBackend:
         ids = self.tokenizer(text, add_special_tokens=False)["input_ids"]
         return cut_middle(ids, max(1, self.max_positions - request.max_new_tokens))
 
-    def complete(self, requests: Sequence[CompletionRequest]) -> list[Completion]:
+    def complete(
+        self, requests: Sequence[CompletionRequest], on_tokens: TokenCounter | None = None
+    ) -> list[Completion]:
         if not requests:
             return []
         try:
             with torch.inference_mode():
-                return self._generate(list(requests))
+                return self._generate(list(requests), on_tokens)
         except torch.OutOfMemoryError as exc:
             raise BackendError(
                 f"the local model ran out of memory on a batch of {len(requests)}: {exc}"
             ) from exc
 
-    def _generate(self, requests: list[CompletionRequest]) -> list[Completion]:
-        """Prefill the prompts, then one token per unfinished row per step until every row is done.
+    def _generate(
+        self, requests: list[CompletionRequest], on_tokens: TokenCounter | None = None
+    ) -> list[Completion]:
+        """Prefill the prompts, then one token per unfinished row per step until every row is done
+        (``on_tokens`` hears each step's count).
         ``active``: the rows still decoding (indices into ``requests``); a finished row leaves the batch
         at once, so a short command does not pay for the longest one's remaining steps. ``ids`` (active,
         generated): their generated tokens; ``mask`` (active, longest prompt + generated): what each
@@ -123,6 +128,8 @@ class LocalBackend:
                 tokens.append(token)
                 generated[row].append(token)
                 results[row] = self._finished(requests[row], generated[row], len(prompts[row]))
+            if on_tokens is not None:
+                on_tokens(len(tokens))
             keep = [place for place, row in enumerate(active) if results[row] is None]
             if not keep:
                 break

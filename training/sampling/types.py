@@ -4,11 +4,14 @@ can send all episodes that are at the same step at once and the backend decides 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Literal, Protocol
 
 Role = Literal["system", "user", "assistant"]
+# Told how many tokens were just generated, while a batch is still being completed: a job's live figure
+# (one round of a CPU model can take half a minute; the tokens move every second meanwhile).
+TokenCounter = Callable[[int], None]
 
 
 @dataclass(frozen=True)
@@ -78,11 +81,15 @@ class Completion:
 
 class Backend(Protocol):
     """A model that completes text. ``complete`` returns one completion per request, in order; it raises
-    ``BackendError`` with a message a researcher can act on when the model cannot answer."""
+    ``BackendError`` with a message a researcher can act on when the model cannot answer. ``on_tokens``,
+    when given, hears the tokens generated as they come (in the calling thread), summing to the
+    completions' ``tokens``."""
 
     name: str
 
-    def complete(self, requests: Sequence[CompletionRequest]) -> list[Completion]: ...
+    def complete(
+        self, requests: Sequence[CompletionRequest], on_tokens: TokenCounter | None = None
+    ) -> list[Completion]: ...
 
 
 class BackendError(RuntimeError):
