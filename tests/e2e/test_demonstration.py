@@ -6,6 +6,7 @@ import pytest
 from playwright.sync_api import Page, expect
 
 from annotation.models import Episode, EpisodeStatus
+from tests.e2e.axe import describe, run_axe
 
 pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True)]
 
@@ -93,10 +94,12 @@ def test_a_demonstrator_browses_quotes_answers_and_everything_is_stored(demo_dat
     expect(find.locator("pre").first).not_to_be_visible()  # collapsed until opened
     find.locator("summary").click()
     expect(find.locator("pre").first).to_contain_text("♦Scrollbar: 20 - 39")
+    assert run_axe(page) == [], describe(run_axe(page))
     find.get_by_role("link", name="Page before").click()
     expect(page).to_have_url(re.compile(r"/page/\?digest=[0-9a-f]{64}&step=4#line-20$"))
     expect(page.locator("h1")).to_have_text("2022 AFL Grand Final (en.wikipedia.org)")
     expect(page.locator("#line-20")).to_be_in_viewport()
+    assert run_axe(page) == [], describe(run_axe(page))
     page.get_by_role("link", name="Back to the trajectory, step 4").click()
     expect(page.locator("h2#trajectory")).to_be_visible()
 
