@@ -5,15 +5,18 @@ page (its policy and run, every text escaped)."""
 
 from __future__ import annotations
 
+from datetime import timedelta
+
 import pytest
 from django.urls import reverse
+from django.utils import timezone
 from django.utils.html import escape
 
 from annotation.models import Episode, EpisodeKind, Question, Split
 from tests.tiny_models import tiny_reward_model
 from training.models import ModelCheckpoint, RunKind, RunStatus, Sample, SamplingRun
 from training.sampling_jobs import run_sampling_job
-from training.sampling_runs import DEFAULTS, QuestionSet, SamplingRequest, request_sampling
+from training.sampling_runs import DEFAULTS, PROMPTED_DEFAULT, QuestionSet, SamplingRequest, request_sampling
 from training.sampling_views import coverage_curve
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("model_store")]
@@ -158,20 +161,69 @@ def test_a_finished_run_shows_its_samples_scores_and_choices(
 
 
 def test_the_htmx_partial_polls_while_running_and_shows_the_progress(client_for, alice):
+    """Issue 24: the moving figure is the actions taken (of at most how many), with the episodes finished
+    beside it and the time left at the rate so far."""
     run = SamplingRun.objects.create(
         owner=alice,
         policy_name="tiny",
         n=2,
         status=RunStatus.RUNNING,
+        question_ids=[1, 2, 3, 4],
         episodes_done=3,
         episodes_total=8,
+        actions_done=12,
+        actions_limit=32,
         tokens_per_second=12.34,
+        estimated_end_at=timezone.now() + timedelta(minutes=3, seconds=30),
     )
     response = client_for(alice).get(reverse("training:sampling_run", args=[run.pk]), HTTP_HX_REQUEST="true")
     html = response.content.decode()
     assert response.status_code == 200 and "<html" not in html
-    assert 'hx-trigger="every 2s"' in html and 'value="37"' in html and "3 of 8 episodes" in html
-    assert "12.3" in html and "once the run has finished" in html
+    assert 'hx-trigger="every 2s"' in html and 'value="37"' in html
+    assert "12 actions taken of at most 32 · 3 of 8 episodes finished" in html and "about 4 min left" in html
+    assert "12.3" in html and "0 of 4 questions so far" in html
+
+
+def test_samples_show_while_the_run_works(client_for, alice, freshwiki, policy, reward_model, monkeypatch):
+    """Issue 24: samples showed only once the run had ended. While it works, the page shows the questions
+    stored last (each is stored as soon as its n episodes end), and says how many are stored."""
+    ask(2)
+    run = finished_run(alice, policy, reward_model)
+    SamplingRun.objects.filter(pk=run.pk).update(status=RunStatus.RUNNING, finished_at=None)
+    monkeypatch.setattr("training.sampling_views.LATEST_WHILE_RUNNING", 1)
+    url = reverse("training:sampling_run", args=[run.pk])
+    html = client_for(alice).get(url, HTTP_HX_REQUEST="true").content.decode()
+    last = Sample.objects.filter(run=run).order_by("-pk").first()
+    assert 'hx-trigger="every 2s"' in html and "2 of 2 questions so far, the latest 1 shown" in html
+    assert html.count('class="question-samples"') == 1 and f'id="question-{last.question_id}"' in html
+    assert all(f'id="sample-{s.pk}"' in html for s in Sample.objects.filter(question=last.question))
+
+
+def test_the_prompted_default_says_to_expect_nonsense_and_what_to_use_instead(client_for, alice, policy):
+    """Issue 24: SmolLM2-135M's answers are nonsense and nothing said to expect that."""
+    client = client_for(alice)
+    form = client.get(reverse("training:sampling_new")).content.decode()
+    assert "Expect nonsense answers from the prompted SmolLM2-135M default" in form
+    assert "a BC model trained on demonstrations, or an endpoint of SAMPLING_ENDPOINTS" in form
+    prompted = SamplingRun.objects.create(owner=alice, policy_name=PROMPTED_DEFAULT, n=1, episodes_total=1)
+    page = client.get(reverse("training:sampling_run", args=[prompted.pk])).content.decode()
+    assert "Expect nonsense answers" in page and f"{reverse('training:new')}?kind=bc" in page
+    assert "SAMPLING_ENDPOINTS" in page
+    bc = SamplingRun.objects.create(owner=alice, policy=policy, policy_name="tiny-bc", n=1, episodes_total=1)
+    assert (
+        "Expect nonsense" not in client.get(reverse("training:sampling_run", args=[bc.pk])).content.decode()
+    )
+
+
+def test_the_banner_after_a_request_stays_true_once_the_run_is_done(client_for, alice, policy):
+    """Issue 24: "Sampling run 2 queued..." stayed over the page after the polled status said Done."""
+    ask()
+    client = client_for(alice)
+    response = client.post(reverse("training:sampling_new"), form_data(policy=policy.pk), follow=True)
+    banners = [str(message) for message in response.context["messages"]]
+    run = SamplingRun.objects.get()
+    assert banners == [f"Sampling run {run.pk} requested: its status below follows it to the end."]
+    assert "waiting for a worker on the <code>sampling</code> queue" in response.content.decode()
 
 
 def test_cancel_a_queued_run(client_for, alice):

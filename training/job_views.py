@@ -24,3 +24,10 @@ def cancel_unless_finished(
     else:
         cancel(request.user, job)
         messages.info(request, f"{name} {job.pk}: cancel requested.")
+
+
+def announce_request(request: HttpRequest, job: JobRow, name: str) -> None:
+    """The banner over a job's page after it was asked for, in words that stay true: the page polls only
+    its status, so a banner saying "queued" stayed there beside "Done". Whether it waits for a worker,
+    runs or has ended is the status's to say."""
+    messages.success(request, f"{name} {job.pk} requested: its status below follows it to the end.")

@@ -54,7 +54,8 @@ class SamplingRunSerializer(serializers.ModelSerializer):
             "id", "policy", "policy_name", "reward_model", "reward_model_name", "backend", "search", "corpus",
             "n", "settings",
             "question_source", "question_count", "status", "cancel_requested", "episodes_done",
-            "episodes_total", "percent", "tokens_generated", "tokens_per_second", "metrics", "log", "error",
+            "episodes_total", "actions_done", "actions_limit", "percent", "estimated_end_at",
+            "tokens_generated", "tokens_per_second", "metrics", "log", "error",
             "created_at", "started_at", "finished_at",
         )  # fmt: skip
         read_only_fields = fields
@@ -207,8 +208,9 @@ def _by_field(exc: RunError) -> dict[str, Any]:
 
 
 class SamplingRunDetail(generics.RetrieveAPIView):
-    """One run: status, progress (episodes done of total, percent), tokens/s, metrics, settings, the
-    question set, log and error."""
+    """One run: status, progress (actions taken of at most how many, which the percent follows; episodes
+    finished of total; while it runs, the estimated end), tokens/s, metrics, settings, the question set,
+    log and error. Samples are listed as each question's n episodes end."""
 
     serializer_class = SamplingRunSerializer
 

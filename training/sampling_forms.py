@@ -33,6 +33,13 @@ SETTINGS = (
 )
 CONSTRAIN = {"": None, "on": True, "off": False}
 PROMPTED_LABEL = "SmolLM2-135M-Instruct, prompted (default)"
+# Said where the default is chosen: a newcomer's first run otherwise reads like a broken platform.
+POLICY_HELP = (
+    "A behaviour-cloned model from the registry, or the prompted instruct model. Expect nonsense answers "
+    "from the prompted SmolLM2-135M default: it shows the loop working on a CPU. For answers worth "
+    "comparing, choose a BC model trained on demonstrations, or an endpoint of SAMPLING_ENDPOINTS as the "
+    "backend."
+)
 
 
 def dataset_choices() -> list[tuple[str, str]]:
@@ -45,7 +52,7 @@ class SamplingForm(JobRequestForm):
         queryset=ModelCheckpoint.objects.none(),
         required=False,
         empty_label=PROMPTED_LABEL,
-        help_text="A behaviour-cloned model from the registry, or the prompted instruct model.",
+        help_text=POLICY_HELP,
     )
     reward_model = forms.ModelChoiceField(
         queryset=ModelCheckpoint.objects.none(),

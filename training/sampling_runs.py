@@ -172,6 +172,7 @@ def request_sampling(user: Any, request: SamplingRequest, *, queue: bool = True)
             question_source=request.questions.describe(),
             question_ids=ids,
             episodes_total=len(ids) * values["n"],
+            actions_limit=len(ids) * values["n"] * values["max_actions"],
         )
         log_action(user, "sampling.request", run, questions=len(ids), n=run.n, backend=run.backend)
         if queue:

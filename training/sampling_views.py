@@ -9,7 +9,6 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlencode
 
-from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.paginator import Paginator
 from django.http import HttpRequest, HttpResponse
@@ -19,11 +18,11 @@ from django.views.decorators.vary import vary_on_headers
 
 from annotation.demo import DEMO_BATCH_DATASET
 from annotation.models import Question
-from training.job_views import cancel_unless_finished
+from training.job_views import announce_request, cancel_unless_finished
 from training.models import ModelCheckpoint, RunKind, Sample, SamplingRun
 from training.plot import DOTTED, Series, line_chart
 from training.sampling_forms import SamplingForm
-from training.sampling_runs import cancel_sampling, request_sampling
+from training.sampling_runs import PROMPTED_DEFAULT, cancel_sampling, request_sampling
 from training.views import PAGE_SIZE, shown
 from webgpt_site.charts import UNIT
 from webgpt_site.permissions import AnyUser, Role, get_visible_or_404, role_required
@@ -40,6 +39,8 @@ SHOWN_SETTINGS = (
     "decline_threshold",
 )
 THRESHOLD_STEPS = 40  # points of the coverage curve
+# While a run works its page is fetched every 2 s: it shows the questions stored last, not every sample.
+LATEST_WHILE_RUNNING = 5
 
 
 # A first run that finishes within minutes on a 2-core CPU: best-of-2 on 4 questions, 10 actions each.
@@ -77,9 +78,7 @@ def sampling_new(request: HttpRequest) -> HttpResponse:
     if request.method == "POST" and form.is_valid():
         run = form.start(lambda: request_sampling(request.user, form.sampling_request()))
     if run is not None:
-        messages.success(
-            request, f"Sampling run {run.pk} queued: a worker on the sampling queue will start it."
-        )
+        announce_request(request, run, "Sampling run")
         return redirect("training:sampling_run", pk=run.pk)
     status = 400 if form.errors else 200
     return render(request, "training/sampling_new.html", {"form": form}, status=status)
@@ -107,13 +106,17 @@ def sampling_detail(request: HttpRequest, pk: int) -> HttpResponse:
         SamplingRun.objects.select_related("owner", "policy", "reward_model"), request.user, pk=pk
     )
     metrics = run.metrics or {}
+    stored = Sample.objects.filter(run=run).values("question").distinct().count()
     context = {
         "run": run,
         "metrics": metrics,
         "invalid_rate": shown(metrics.get("invalid_action_rate")),
         "chart": coverage_chart(run),
-        # Every sample is sent once the run has finished (the last poll stops polling), not every 2 s.
-        "groups": question_groups(run) if run.is_finished else [],
+        # Every sample once the run has finished (the last poll stops polling); while it works, the
+        # questions stored last, each as soon as its n episodes have ended.
+        "groups": question_groups(run, latest=None if run.is_finished else LATEST_WHILE_RUNNING),
+        "stored_questions": stored,
+        "prompted_default": run.policy_name == PROMPTED_DEFAULT,
     }
     if request.htmx:
         return render(request, "training/_sampling_status.html", context)
@@ -132,12 +135,14 @@ def setting_text(name: str, value: Any) -> str:
     return shown(value)
 
 
-def question_groups(run: SamplingRun) -> list[QuestionSamples]:
-    """The run's samples, grouped by question in the run's order; each episode with its answer and state
-    (its quotes), its actions counted on the Sample row."""
-    samples = (
-        Sample.objects.filter(run=run).select_related("question", "episode").order_by("question", "index")
-    )
+def question_groups(run: SamplingRun, latest: int | None = None) -> list[QuestionSamples]:
+    """The run's samples (of the ``latest`` questions stored, if given), grouped by question in the run's
+    order; each episode with its answer and state (its quotes), its actions counted on the Sample row."""
+    samples = Sample.objects.filter(run=run)
+    if latest is not None:
+        newest = samples.order_by("-pk").values_list("question_id", flat=True)[: latest * run.n]
+        samples = samples.filter(question_id__in=list(dict.fromkeys(newest))[:latest])
+    samples = samples.select_related("question", "episode").order_by("question", "index")
     groups: dict[int, QuestionSamples] = {}
     for sample in samples:
         groups.setdefault(sample.question_id, QuestionSamples(sample.question, [])).samples.append(sample)
