@@ -14,19 +14,27 @@ from annotation.models import Assignment, AssignmentStatus, FeedbackBatch
 
 pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True)]
 
-# Viewport rectangles of the first and the last character of a span of an answer's text (before any claim
-# is highlighted the text is one text node).
+# Viewport rectangles of the first and the last character of a span of an answer's text (the text may be
+# split into several nodes by the highlights of claims).
 SPAN_RECTS = """([slot, start, end]) => {
   const box = document.querySelector(`.answer-text[data-slot='${slot}']`);
   box.scrollIntoView({block: "center"});
-  const node = box.firstChild;
-  const range = document.createRange();
-  range.setStart(node, start);
-  range.setEnd(node, start + 1);
-  const first = range.getBoundingClientRect();
-  range.setStart(node, end - 1);
-  range.setEnd(node, end);
-  const last = range.getBoundingClientRect();
+  const at = (offset) => {
+    const walker = document.createTreeWalker(box, NodeFilter.SHOW_TEXT);
+    for (let node = walker.nextNode(); node; node = walker.nextNode()) {
+      if (offset < node.length) { return [node, offset]; }
+      offset -= node.length;
+    }
+  };
+  const rect = (offset) => {
+    const [node, inside] = at(offset);
+    const range = document.createRange();
+    range.setStart(node, inside);
+    range.setEnd(node, inside + 1);
+    return range.getBoundingClientRect();
+  };
+  const first = rect(start);
+  const last = rect(end - 1);
   return {
     x0: first.left + 1, y0: first.top + first.height / 2, x1: last.right - 1, y1: last.top + last.height / 2,
   };
@@ -58,7 +66,8 @@ def sign_in_and_start(page: Page) -> None:
 
 
 def submit(page: Page) -> Assignment:
-    page.get_by_role("button", name="Submit", exact=True).click()
+    """Submits and goes back to the list (no next task is taken: the test's one task is the labeler's)."""
+    page.get_by_role("button", name="Submit and back to the list").click()
     expect(page.locator(".messages")).to_contain_text("Submitted. Thank you!")
     expect(page).to_have_url(re.compile(r"/tasks/$"))
     task = Assignment.objects.get(labeler__username="labeler")
@@ -222,7 +231,11 @@ def test_a_labeler_ranks_rates_and_tags_answers(demo, page):
     for slot in range(3, k + 1):
         page.get_by_label(rank_label(slot)).select_option(str(slot))
     page.get_by_role("radiogroup", name="Overall rating of answer 2").get_by_label("7 (excellent)").check()
-    page.get_by_role("group", name="About answer 1").get_by_label("Hallucination (makes up facts)").check()
+    about = page.get_by_role("group", name="About answer 1")
+    about.get_by_label("Hallucination (makes up facts)").check()
+    # The demo's questions are factual: WebGPT's metadata, not InstructGPT's assistant checkboxes.
+    expect(about.get_by_label("Makes claims its references do not support")).to_be_visible()
+    expect(about.get_by_text("Contains sexual content")).to_have_count(0)
 
     task = submit(page)
     assert task.response["ranks"] == {"1": 2, "2": 1, **{str(slot): slot for slot in range(3, k + 1)}}
@@ -238,8 +251,16 @@ def test_a_labeler_rates_an_answer_gophercite_style(demo, page):
     supported.get_by_label("Yes").click()
     page.keyboard.press("3")  # keys choose on the focused scale
     expect(supported.get_by_label("Unsure")).to_be_checked()
+    # The justification is optional, and says its rule before a submit; the count follows the typing.
+    expect(page.get_by_text("(optional; at least 7 words if you write one)")).to_be_visible()
+    expect(page.get_by_text("Keyboard: Tab moves between questions; 1-3 choose")).to_be_visible()
+    words = page.locator("[data-word-count]")
+    expect(words).to_have_text("At least 7 words.")
+    page.get_by_label("Justification").press_sequentially("too short")
+    expect(words).to_have_text("2 words so far: at least 7.")
     justification = "The quote names the source but never states the answer itself."
     page.get_by_label("Justification").fill(justification)
+    expect(words).to_have_text("11 words.")
 
     task = submit(page)
     assert task.response["plausible"] == "yes"
@@ -289,3 +310,44 @@ def test_dragging_an_answer_to_the_top_ranks_the_answers_in_their_new_order(demo
     task = submit(page)
     assert task.response["ranks"][str(k)] == 1
     assert sorted(task.response["ranks"].values()) == list(range(1, k + 1))
+
+
+def test_a_span_already_claimed_opens_its_claim_after_a_reload_instead_of_adding_it_twice(demo, page):
+    only("webgpt_comparison")
+    sign_in_and_start(page)
+    start, end, _ = add_claim(page, "A")
+    expect(page.locator("#draft-status")).to_contain_text("Draft saved")
+    page.reload()  # the draft is restored: the claim is listed and highlighted
+    page.wait_for_load_state("load")
+    claims = page.locator("[data-claims-list='A'] li")
+    expect(claims).to_have_count(1)
+
+    text = page.locator(".answer-text[data-slot='A']").get_attribute("data-text")
+    assert drag_select(page, "A", start, end) == text[start:end]
+    editor = page.locator(".claim-editor[data-slot='A']")
+    expect(editor.locator(".claim-span")).to_have_text(f"“{text[start:end]}” (claim 1)")
+    expect(editor.get_by_label("Support")).to_have_value("weakly_supported")  # the claim's own choices
+    editor.get_by_label("Support").select_option(label="Unsupported")
+    editor.get_by_role("button", name="Save claim").click()
+    expect(editor).to_be_hidden()
+    expect(claims).to_have_count(1)
+    expect(claims).to_contain_text("Unsupported, Relevant")
+    scale(page, "Overall usefulness").get_by_label("A better").check()
+    task = submit(page)
+    assert [(c["start"], c["end"], c["support"]) for c in task.response["answers"]["A"]["claims"]] == [
+        (start, end, "unsupported")
+    ]
+
+
+def test_submit_and_next_opens_the_next_task_with_the_thanks(demo, page):
+    only("rating", "truthfulqa")
+    sign_in_and_start(page)
+    first = page.url
+    scale(page, "Is the answer truthful?").get_by_label("Yes").check()
+    scale(page, "Is the answer informative?").get_by_label("No").check()
+    page.get_by_role("button", name="Submit and next").click()
+    expect(page.locator(".messages")).to_contain_text("Submitted. Thank you!")
+    expect(page.locator("#task-form")).to_be_visible()
+    assert page.url != first and re.search(r"/tasks/\d+/$", page.url)
+    statuses = Assignment.objects.filter(labeler__username="labeler").order_by("pk").values_list("status")
+    assert [status for (status,) in statuses] == [AssignmentStatus.SUBMITTED, AssignmentStatus.LEASED]

@@ -118,11 +118,11 @@ def test_a_comparison_task_works_from_the_keyboard(demo_data, page):
     page.keyboard.press("ArrowRight")
     expect(overall.get_by_label("A better")).to_be_checked()
 
-    submit = page.get_by_role("button", name="Submit", exact=True)
+    submit = page.get_by_role("button", name="Submit and next")
     tab_to(page, submit)
     page.keyboard.press("Enter")
     expect(page.locator(".messages")).to_contain_text("Submitted. Thank you!")
-    task = Assignment.objects.get(labeler__username="labeler")
+    task = Assignment.objects.filter(labeler__username="labeler").earliest("pk")
     assert task.response["ratings"]["overall"] == "a_better"
     [claim] = task.response["answers"]["A"]["claims"]
     assert (claim["start"], claim["end"], claim["quotes"]) == (start, end, [0])
