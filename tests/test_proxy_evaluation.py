@@ -10,10 +10,12 @@ from __future__ import annotations
 import csv
 import io
 import math
+from datetime import timedelta
 from itertools import combinations
 
 import pytest
 from django.urls import reverse
+from django.utils import timezone
 
 from annotation.models import Episode, EpisodeKind, EpisodeStatus, Export, ExportStatus, Question, Split
 from browser.engine.observation import format_answer_prompt
@@ -21,6 +23,7 @@ from browser.engine.page import Quote
 from tests.test_api import api
 from tests.test_sampling_pages import finished_run
 from tests.tiny_models import tiny_reward_model
+from training import proxy_jobs
 from training.evaluation import sigmoid
 from training.inputs import RunError
 from training.models import (
@@ -378,6 +381,38 @@ def test_cancel_stops_a_queued_evaluation_at_once_and_a_running_one_keeping_its_
     assert "Cancelled: kept the scores of 1 of 2 samples; no curves computed" in stopped.log
     response = api(alice).post(f"/api/proxy-evaluations/{stopped.pk}/cancel")
     assert response.status_code == 202 and response.json()["status"] == "cancelled"
+
+
+@pytest.mark.django_db
+@pytest.mark.usefixtures("model_store")
+def test_a_running_evaluation_shows_the_time_left_at_its_rate(
+    alice, client_for, reward_model, validation_model, monkeypatch
+):
+    """Issue 24: every long job shows an estimate of its time left; an evaluation's comes from the rate at
+    which it scores (loading the model came before), written with its progress, gone once it ends."""
+    asked = questions(1)
+    run = crafted_run(alice, reward_model, asked, [[(text, 0.1) for text in ANSWERS[:3]]])
+    monkeypatch.setattr("training.proxy_jobs.SCORE_CHUNK", 1)
+    monkeypatch.setattr("training.proxy_jobs.SAVE_EVERY_S", 0.0)
+    monkeypatch.setattr("webgpt_site.progress.MIN_ELAPSED_S", 0.0)
+    seen = []
+    answer = proxy_jobs._answer
+
+    def read_by_a_page_then_answer(sample: Sample) -> object:  # the job reads each sample's answer here
+        row = ProxyEvaluation.objects.get()
+        seen.append((row.samples_done, row.estimated_end_at is not None))
+        return answer(sample)
+
+    monkeypatch.setattr(proxy_jobs, "_answer", read_by_a_page_then_answer)
+    evaluation = evaluate(alice, validation_model, [run])
+    assert evaluation.status == RunStatus.DONE, evaluation.error
+    assert seen == [(0, False), (1, True), (2, True)] and evaluation.estimated_end_at is None
+    ProxyEvaluation.objects.filter(pk=evaluation.pk).update(
+        status=RunStatus.RUNNING, estimated_end_at=timezone.now() + timedelta(seconds=30)
+    )
+    url = reverse("training:proxy_evaluation", args=[evaluation.pk])
+    partial = " ".join(client_for(alice).get(url, HTTP_HX_REQUEST="true").content.decode().split())
+    assert "3 of 3 samples scored · less than a minute left" in partial
 
 
 # The one check of a request --------------------------------------------------------------------------------

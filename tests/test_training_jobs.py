@@ -13,6 +13,7 @@ import pytest
 import torch
 from django.conf import settings as django_settings
 from django.core.management import CommandError, call_command
+from django.urls import reverse
 from django.utils import timezone
 
 from annotation.exports import service as exports
@@ -151,6 +152,33 @@ def test_cancel_stops_a_running_job_and_a_queued_one_at_once(alice, tiny_llama_d
     assert "Cancelled after step" in run.log and "discarded" in run.log  # says what it kept and what not
     assert not ModelCheckpoint.objects.exists()
     assert not (Path(django_settings.MODEL_STORE_DIR) / "runs" / f"run-{run.pk}").exists()
+
+
+@pytest.mark.django_db
+def test_a_running_run_shows_the_time_left_at_the_rate_since_its_first_step(
+    alice, tiny_bert_dir, client_for, monkeypatch
+):
+    """Issue 24: every long job shows an estimate of its time left; a training run's comes from the rate
+    of its steps (loading the model and the data came before the first), and is gone once it ends."""
+    monkeypatch.setattr("training.jobs.SAVE_EVERY_S", 0.0)
+    monkeypatch.setattr("webgpt_site.progress.MIN_ELAPSED_S", 0.0)  # a rate from the first two steps
+    settings_ = FAST | {"base_model": str(tiny_bert_dir), "max_steps": 4}
+    run = jobs.request_run(alice, RunKind.RM, rm_export(alice, 20), settings_, queue=False, local_paths=True)
+    estimates = []
+
+    def watch(step: int, total: int, logs: dict) -> None:
+        estimates.append(TrainingRun.objects.get(pk=run.pk).estimated_end_at)
+
+    run = jobs.run_training_job(run.pk, echo=watch)
+    assert run.status == Status.DONE, run.error
+    assert any(estimates) and run.estimated_end_at is None
+    TrainingRun.objects.filter(pk=run.pk).update(
+        status=Status.RUNNING, estimated_end_at=timezone.now() + timedelta(minutes=1, seconds=30)
+    )
+    page = (
+        client_for(alice).get(reverse("training:run", args=[run.pk]), HTTP_HX_REQUEST="true").content.decode()
+    )
+    assert "step 4 of 4" in page and "about 2 min left" in page
 
 
 @pytest.mark.django_db

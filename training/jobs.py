@@ -26,6 +26,7 @@ from training.models import ModelCheckpoint, RunKind, SamplingRun, TrainingRun
 from training.models import RunStatus as Status
 from webgpt_site.heartbeat import beating
 from webgpt_site.models import log_action
+from webgpt_site.progress import estimated_end
 from webgpt_site.sweeper import redelivered
 
 SAVE_EVERY_S = 1.0  # progress writes and cancel checks at most this often (a step can take 0.1 s)
@@ -96,20 +97,25 @@ def delete_checkpoint(user: Any, checkpoint: ModelCheckpoint) -> None:
 
 
 class _Progress:
-    """Hooks that write the run's row (throttled) and read its cancel flag."""
+    """Hooks that write the run's row (throttled) with an estimate of when it ends, and read its cancel
+    flag."""
 
     def __init__(self, run: TrainingRun, echo: Callable[[int, int, dict], None] | None) -> None:
         self.run, self.echo, self.timeline, self.saved_at, self.checked_at = run, echo, [], 0.0, 0.0
+        self.first: tuple[int, float] | None = None  # (step, time) of the first report
 
     def on_progress(self, step: int, total: int, logs: dict[str, float]) -> None:
         self.timeline.append(logs)
         if self.echo:
             self.echo(step, total, logs)
         now = time.monotonic()
+        # The rate counts from the first step reported: loading the model and data came before it.
+        self.first = self.first or (step, now)
         if now - self.saved_at >= SAVE_EVERY_S or any(k.startswith("eval_") for k in logs):
             self.saved_at = now
+            end = estimated_end(step - self.first[0], total - step, now - self.first[1])
             TrainingRun.objects.filter(pk=self.run.pk).update(
-                step=step, total_steps=total, timeline=self.timeline
+                step=step, total_steps=total, timeline=self.timeline, estimated_end_at=end
             )
 
     def should_stop(self) -> bool:

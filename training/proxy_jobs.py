@@ -26,11 +26,14 @@ from training.models import RunStatus as Status
 from training.proxy_eval import DEFAULT_RESAMPLES, ScoredSample, curve_rows, run_curve
 from webgpt_site.heartbeat import beating
 from webgpt_site.models import log_action
+from webgpt_site.progress import estimated_end
 from webgpt_site.sweeper import redelivered
 
 MAX_RUNS = 8  # curves on one chart that can still be told apart (the palette has eight colours)
 BOUNDS = {"seed": (0, 2**31 - 1), "resamples": (100, 10_000)}
-SCORE_CHUNK = 32  # samples scored between two progress writes and cancel checks
+# Samples scored between two progress writes and cancel checks: one batch of the scorer (32 could sit
+# still for half a minute on a CPU with a SmolLM2-sized reward model).
+SCORE_CHUNK = 16
 SAVE_EVERY_S = 1.0
 
 
@@ -182,10 +185,11 @@ def _execute(evaluation: ProxyEvaluation, scores: dict[str, float]) -> None:
     samples = [sample for run in runs for sample in by_run[run.pk]]
     ProxyEvaluation.objects.filter(pk=evaluation.pk).update(samples_total=len(samples), samples_done=0)
     set_threads(settings.TRAINING_THREADS)
-    scorer = RewardScorer(local_folder(model))  # downloaded once per worker, if need be
+    evaluation.append_log(f"Loading {model.name}")
+    scorer = RewardScorer(local_folder(model), batch_size=SCORE_CHUNK)  # downloaded once per worker
     loaded = f"{model.name} loaded; scoring {len(samples)} answered samples of {len(runs)} run(s)"
     evaluation.append_log(loaded)
-    saved_at = 0.0
+    started, saved_at = time.monotonic(), 0.0  # the time left counts from here, not from loading the model
     for start in range(0, len(samples), SCORE_CHUNK):
         chunk = samples[start : start + SCORE_CHUNK]
         rewards = scorer.score_samples([_answer(sample) for sample in chunk])
@@ -197,7 +201,10 @@ def _execute(evaluation: ProxyEvaluation, scores: dict[str, float]) -> None:
         # Only while samples are left: a cancel read after the last chunk would drop finished curves.
         if len(scores) < len(samples) and now - saved_at >= SAVE_EVERY_S:
             saved_at = now
-            ProxyEvaluation.objects.filter(pk=evaluation.pk).update(samples_done=len(scores))
+            end = estimated_end(len(scores), len(samples) - len(scores), now - started)
+            ProxyEvaluation.objects.filter(pk=evaluation.pk).update(
+                samples_done=len(scores), estimated_end_at=end
+            )
             if evaluation.cancel_was_requested():
                 evaluation.append_log(
                     f"Cancelled: kept the scores of {len(scores)} of {len(samples)} samples; "
