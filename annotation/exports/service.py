@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import os
 import tempfile
-from collections.abc import Callable, Iterator
+import time
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -28,7 +29,7 @@ from webgpt_site.storage import EXPORTS, get_storage
 from webgpt_site.storage_cache import file_sha256
 from webgpt_site.sweeper import redelivered
 
-PROGRESS_EVERY = 5000
+PROGRESS_EVERY_S = 1.0  # rows read are reported at most this often (the page polls every second)
 
 
 def export_dir() -> Path:
@@ -67,16 +68,26 @@ def write_rows(
     all reads happen in one repeatable-read snapshot. The job calls this; so may a benchmark."""
     check_file_type(export_format, file_type)
     with _snapshot():
-        rows = ROWS[export_format](filters)
+        rows = _reported(ROWS[export_format](filters), on_progress)
         if file_type == "parquet":
-            return write_parquet(rows, SCHEMAS[export_format], out, on_progress)
+            return write_parquet(rows, SCHEMAS[export_format], out)
         count = 0
         for row in rows:
             out.write(orjson.dumps(row, option=orjson.OPT_APPEND_NEWLINE))  # UTF-8, ~6x json.dumps
             count += 1
-            if count % PROGRESS_EVERY == 0:
-                on_progress(count)
     return count
+
+
+def _reported(rows: Iterable[dict[str, Any]], on_progress: Callable[[int], None]) -> Iterator[dict[str, Any]]:
+    """``rows``, telling ``on_progress`` how many were taken so far at most every PROGRESS_EVERY_S: by
+    time, not by a count of rows (every 5000 sat still for long stretches where rows are slow to make)."""
+    reported_at = time.monotonic()
+    for count, row in enumerate(rows, 1):
+        yield row
+        now = time.monotonic()
+        if now - reported_at >= PROGRESS_EVERY_S:
+            reported_at = now
+            on_progress(count)
 
 
 def _reads_in_own_snapshot() -> bool:
