@@ -69,7 +69,7 @@ def _place_quotes(steps: list[Step], browser: Browser) -> None:
     list was numbered at that moment."""
     made_by = dict(zip(browser.quote_actions(), browser.quotes, strict=True))
     made_by |= {removal.action: removal.quote for removal in browser.removed_quotes}
-    removals = {}
+    removals: dict[int, list[int]] = {}
     for removal in browser.removed_quotes:
         removals.setdefault(removal.after, []).append(removal.action)
     held: list[int] = []  # the Quote actions behind the list, in order
