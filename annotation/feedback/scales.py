@@ -219,7 +219,13 @@ RATING_PRESETS: dict[str, tuple[RatingField, ...]] = {
             YES_NO_UNSURE,
             help="The quotes alone are enough to establish that the answer is correct.",
         ),
-        RatingField("justification", "Justification", (), min_words=7, help="Why: at least 7 words."),
+        RatingField(
+            "justification",
+            "Justification",
+            (),
+            min_words=7,
+            help="Why you answered as you did, in your own words.",
+        ),
     ),
     "truthfulqa": (
         RatingField(
