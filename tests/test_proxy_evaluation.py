@@ -529,6 +529,9 @@ def test_a_validation_model_that_may_have_seen_the_questions_is_warned_about_not
             len(queued) == 1 and evaluation.settings["seed"] == 1 and evaluation.settings["resamples"] == 100
         )
         assert response.redirect_chain[-1][0] == reverse("training:proxy_evaluation", args=[evaluation.pk])
+        # Issue 24: the banner stays true once the polled status says Done (it said "queued").
+        requested = f"Proxy evaluation {evaluation.pk} requested: its status below follows it to the end."
+        assert next(str(message) for message in response.context["messages"]) == requested
         html = response.content.decode()
         assert len(evaluation.settings["warnings"]) == len(expected)
         for warning, start in zip(evaluation.settings["warnings"], expected, strict=True):

@@ -182,6 +182,21 @@ def test_a_running_run_shows_the_time_left_at_the_rate_since_its_first_step(
 
 
 @pytest.mark.django_db
+def test_the_banner_after_a_run_is_requested_stays_true_once_it_is_done(
+    alice, client_for, django_capture_on_commit_callbacks
+):
+    """Issue 24: "Run 2 queued: ..." stayed over the page after its polled status said Done; whether it
+    waits for a worker is the status's to say."""
+    data = {"kind": "rm", "export": rm_export(alice, 20).pk, "preset": "fast"}
+    with django_capture_on_commit_callbacks(execute=False):
+        response = client_for(alice).post(reverse("training:new"), data, follow=True)
+    run = TrainingRun.objects.get()
+    banners = [str(message) for message in response.context["messages"]]
+    assert banners == [f"Run {run.pk} requested: its status below follows it to the end."]
+    assert "waiting for a worker on the <code>training</code> queue" in response.content.decode()
+
+
+@pytest.mark.django_db
 def test_a_crash_leaves_the_run_failed_with_the_reason(alice, tiny_bert_dir):
     export = rm_export(alice, 4)
     run = jobs.request_run(
