@@ -66,7 +66,7 @@ class RetrainData:
 
     @property
     def label(self) -> str:
-        return f"{SCOPES[self.scope]} ({self.export_format})"
+        return f"{SCOPES[self.scope]}: {self.export_format}"
 
     @property
     def details(self) -> str:

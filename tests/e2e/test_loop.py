@@ -1,8 +1,9 @@
 """The loop, in the real browser, on real workers (sampling, exports, training queues) and tiny models: a
 researcher samples best-of-2 answers, makes a WebGPT-comparison batch of the run's answers against the human
 demonstrations from the run's page, starts a round with the run; a labeler judges the pairs; the researcher
-opens the results (preference with its interval, per dimension, the plot), exports the judgements from the
-round and retrains the reward model from it, the training form prefilled."""
+opens the results (preference with its interval, per dimension, the plot), exports the data collected up to
+the round (the default, counted and warned about on the round's page) and retrains the reward model on it,
+the training form prefilled."""
 
 from __future__ import annotations
 
@@ -19,6 +20,7 @@ from annotation.models import Assignment, AssignmentStatus, Export, FeedbackBatc
 from tests.conftest import database_url_for_tests, make_user, running_worker
 from tests.tiny_models import tiny_reward_model
 from training.models import ModelCheckpoint, Round, RunKind, RunStatus, SamplingRun, TrainingRun
+from training.rounds import create_round
 
 pytestmark = [pytest.mark.e2e, pytest.mark.worker, pytest.mark.django_db(transaction=True)]
 QUESTIONS = ("Who won the 2022 AFL Grand Final?", "What happened to the Crimean Bridge in October 2022?")
@@ -47,7 +49,7 @@ def judge(page: Page, overall: str) -> None:
     expect(page.locator("#task-form")).to_be_visible()
     page.wait_for_load_state("load")
     page.get_by_role("radiogroup", name="Overall usefulness").get_by_label(overall, exact=True).check()
-    page.get_by_role("button", name="Submit", exact=True).click()
+    page.get_by_role("button", name="Submit and back to the list").click()  # the next pair starts from there
     expect(page.locator(".messages")).to_contain_text("Submitted. Thank you!")
 
 
@@ -138,18 +140,23 @@ def test_sample_batch_judge_result_retrain(
         assert overall["judgements"] == items
         expect(page.locator("table td", has_text=f"{overall['value']:.3f}").first).to_be_visible()
 
-        # Export the judgements from the round, then retrain the reward model from the round.
+        # Retrain the reward model from the round: the data so far is the default, counted before it is
+        # exported (the eval question is left out), with a warning that so few pairs cannot be read.
         page.goto(round_url)
-        page.get_by_role("link", name="export the judgements").first.click()
-        expect(page.get_by_label("Format")).to_have_value("rm-pairs")
-        expect(page.get_by_label("Batch")).to_have_value(str(batch.pk))
-        expect(page.get_by_label("Leave out evaluation questions")).to_be_checked()  # training refuses them
-        page.get_by_role("button", name="Export").click()
-        expect(page.get_by_text("Done", exact=True).first).to_be_visible(timeout=60_000)
-        export = Export.objects.get(filters__batch=batch.pk)
-        assert export.row_count == batch.items.filter(question__split=Split.RM).count() >= 1
-        page.goto(round_url)
-        page.get_by_role("link", name=f"Retrain the reward model on export {export.pk}").click()
+        rows = batch.items.filter(question__split=Split.RM).count()
+        expect(
+            page.get_by_role("radio", name="Everything collected up to this round: rm-pairs")
+        ).to_be_checked()
+        expect(page.locator(".data-choice").first).to_contain_text(f"{rows} pair")
+        expect(page.locator(".data-choice .warning").first).to_contain_text("to train on")
+        page.get_by_role("button", name="Export this data").click()
+        expect(page.locator(".messages")).to_contain_text("queued on the exports worker")
+        export = Export.objects.get(filters__up_to_round=1)
+        retrain = page.get_by_role("link", name=f"Retrain the reward model on export {export.pk}")
+        expect(retrain).to_be_visible(timeout=60_000)  # the block polls until the export is written
+        export.refresh_from_db()
+        assert export.row_count == rows >= 1 and export.filters["exclude_eval"] is True
+        retrain.click()
         expect(page.get_by_label("Export")).to_have_value(str(export.pk))
         page.get_by_label("Max steps").fill("2")
         page.get_by_label("Eval every").fill("2")
@@ -163,4 +170,35 @@ def test_sample_batch_judge_result_retrain(
     assert retrained.base_checkpoint == reward_model
     page.goto(round_url)
     expect(page.get_by_role("link", name=f"{retrained.pk}", exact=True)).to_be_visible()
+    trained_on = page.get_by_role("row", name=f"{retrained.pk} Reward model").get_by_role("cell").nth(2)
+    expect(trained_on).to_contain_text("rm-pairs: everything collected up to round 1")
+    expect(trained_on).to_contain_text(f"{retrained.metrics['train_examples']} to train")
     assert Round.objects.get().sampling_runs.get() == run
+
+
+# Text past a list box's edge is cut: each option's text, measured in the box's own font, against its room.
+CUT_OPTIONS = """(box) => {
+  const style = getComputedStyle(box);
+  const pen = document.createElement("canvas").getContext("2d");
+  pen.font = `${style.fontWeight} ${style.fontSize} ${style.fontFamily}`;
+  const room = box.clientWidth - parseFloat(style.paddingLeft) - parseFloat(style.paddingRight) - 8;
+  return [...box.options].filter((option) => pen.measureText(option.text).width > room).map((o) => o.text);
+}"""
+
+
+def test_the_round_pages_show_each_sampling_run_whole(page: Page, django_user_model):
+    make_user(django_user_model, "rita", "researcher")
+    sampling = {"n": 16, "status": RunStatus.DONE, "reward_model_name": "rm-run-123"}
+    endpoint = SamplingRun.objects.create(policy_name="vllm:meta-llama/Llama-3.1-8B-Instruct", **sampling)
+    local = SamplingRun.objects.create(policy_name="smollm2-135m-instruct (prompted)", **sampling)
+    round_ = create_round(None, "Round 1", "", [local.pk])
+    sign_in(page, "rita")
+    page.goto("/console/training/rounds/")
+    assert page.get_by_label("Sampling runs").evaluate(CUT_OPTIONS) == []
+    page.goto(f"/console/training/rounds/{round_.pk}/")
+    expect(page.get_by_role("heading", level=1)).to_have_text("round 1")  # the name repeated the number
+    added = page.get_by_label("Add sampling runs")
+    assert added.locator("option").all_inner_texts() == [
+        f"run {endpoint.pk}: {endpoint.policy_name}, best-of-16 by rm-run-123, done"
+    ]  # the round's own run is not offered again
+    assert added.evaluate(CUT_OPTIONS) == []
