@@ -65,14 +65,17 @@ def test_a_researcher_samples_answers_and_reads_a_trajectory(
         page.get_by_label("Constrain commands").select_option("on")
         page.get_by_label("Seed").fill("1")
         page.get_by_role("button", name="Start sampling").click()
-        expect(page.get_by_text("queued: a worker on the sampling queue")).to_be_visible()
+        # The banner stays true once the run is done (issue 24: it said "queued" beside "Done").
+        expect(page.get_by_text("requested: its status below follows it to the end")).to_be_visible()
         expect(page.get_by_text("Done", exact=True).first).to_be_visible(timeout=180_000)
     run = SamplingRun.objects.get()
     assert run.status == RunStatus.DONE and run.episodes_done == 4, run.error
     assert run.policy == policy and run.reward_model.name == "tiny-rm" and run.n == 2
     assert run.settings["constrain_commands"] is True and run.settings["seed"] == 1
     expect(page.locator("progress")).to_have_attribute("value", "100")
-    expect(page.get_by_text("4 of 4 episodes")).to_be_visible()
+    expect(page.get_by_text("4 of 4 episodes finished")).to_be_visible()
+    actions = run.actions_done  # all taken: the most the run could still take is what it took
+    expect(page.get_by_text(f"{actions} actions taken of at most {actions}")).to_be_visible()
     samples = list(Sample.objects.filter(run=run).order_by("question", "index"))
     chosen = [sample for sample in samples if sample.chosen]
     assert chosen, [(s.score, s.episode.answer) for s in samples]
