@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import importlib
 import json
 import re
 
 import pytest
+from django.apps import apps as django_apps
 from django.urls import reverse
 
 from annotation.feedback import assignment as work
@@ -291,3 +293,15 @@ def test_every_comparison_page_shows_its_keys(client_for, bob, demo_batches):
         html = client.get(reverse("annotation:task", args=[task.pk])).content.decode()
         assert "Keyboard: Tab moves between scales; 1-5 choose on the focused one" in html
         work.skip(task.pk, bob, "next template")
+
+
+def test_ranking_batches_made_before_the_sets_keep_instructgpts_metadata():
+    """Migration 0017: the existing ranking batches showed InstructGPT's checkboxes and keep them, so no
+    batch mixes two sets; other batches are left as they are."""
+    migration = importlib.import_module("annotation.migrations.0017_ranking_presets")
+    old = FeedbackBatch.objects.create(name="old ranking", template="ranking")
+    rating = FeedbackBatch.objects.create(name="rating", template="rating", preset="gophercite")
+    comparison = FeedbackBatch.objects.create(name="comparison", template="minimal_comparison")
+    migration.keep_instructgpt_metadata(django_apps, None)
+    presets = dict(FeedbackBatch.objects.values_list("pk", "preset"))
+    assert presets == {old.pk: "instructgpt", rating.pk: "gophercite", comparison.pk: ""}
