@@ -16,6 +16,7 @@ from django.utils import timezone
 from django.utils.html import escape
 
 from annotation.exports.service import export_path, run_export_job
+from annotation.feedback.agreement import wilson_interval
 from annotation.models import (
     Answer,
     Assignment,
@@ -363,6 +364,9 @@ def test_the_retraining_block_polls_until_its_export_is_written(client_for, alic
 
 
 def test_a_run_on_too_few_rows_is_warned_about_with_the_interval_it_would_read():
+    # The validation threshold is where a typical accuracy's interval leaves chance (0.5) behind.
+    assert wilson_interval(0.65 * (MIN_VALIDATION - 1), MIN_VALIDATION - 1)[0] <= 0.5
+    assert wilson_interval(0.65 * MIN_VALIDATION, MIN_VALIDATION)[0] > 0.5
     assert too_few(MIN_TRAIN, MIN_VALIDATION) == []
     assert too_few(0, 0) == [
         "No pairs to train on yet: judge the round's batches first, or choose the data so far."

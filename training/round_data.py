@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
+from itertools import count
 
 from django.db import transaction
 
@@ -37,11 +38,11 @@ SCOPE_DETAILS = {
 NOUNS = {ExportFormat.RM_PAIRS: ("pair", "pairs"), ExportFormat.RM_GROUPS: ("ranked group", "ranked groups")}
 # Below these a run still starts (a warning, not a refusal). Training: fewer than 50 comparisons are a few
 # optimizer steps at the reward model's batch size of 8, too few to learn the labelers' preference from.
-# Validation: the accuracy's 95% Wilson interval over fewer than 30 comparisons is wider than +-0.16, and for
-# an accuracy of 0.65 (a typical reward model) it reaches below 0.5, so it cannot tell the model from chance.
+# Validation: the fewest comparisons whose 95% Wilson interval around a typical reward model's accuracy
+# (0.65) stays above 0.5, so that the figure can tell the model from chance: 43 (at 20 it reads 0.43 to 0.82).
 MIN_TRAIN = 50
-MIN_VALIDATION = 30
 TYPICAL_ACCURACY = 0.65
+MIN_VALIDATION = next(n for n in count(1) if wilson_interval(TYPICAL_ACCURACY * n, n)[0] > 0.5)
 
 
 class RetrainError(ValueError):
@@ -141,7 +142,7 @@ def too_few(train: int, validation: int, export_format: str = ExportFormat.RM_PA
         warnings.append(
             f"Only {counting(validation, export_format)} to validate on: an accuracy of "
             f"{TYPICAL_ACCURACY:.2f} would read {low:.2f} to {high:.2f} (95% interval), too wide to tell "
-            f"the model from chance; {MIN_VALIDATION} or more make it readable."
+            f"the model from chance (that takes {MIN_VALIDATION} or more)."
         )
     return warnings
 
