@@ -136,6 +136,7 @@ OBJECT_OF = {
     "api-proxy-evaluation-cancel": "proxy_evaluation",
     "training:round": "round",
     "training:round_add_runs": "round",
+    "training:round_retrain": "round",
     "api-round": "round",
     "api-answer": "answer",
     "api-episode": "episode",

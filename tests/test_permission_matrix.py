@@ -111,6 +111,7 @@ EXPECTED: dict[str, tuple] = {
     "training:rounds_csv": RESEARCHER,
     "training:round": RESEARCH_OBJECT,
     "training:round_add_runs": RESEARCH_OBJECT,
+    "training:round_retrain": RESEARCH_OBJECT,
     "api-schema": API_SIGNED_IN,
     "api-docs": SIGNED_IN,  # a page: anonymous callers are sent to sign in, like the schema's 401
     "api-questions": API_RESEARCHER,
@@ -156,7 +157,9 @@ EXPECTED: dict[str, tuple] = {
     "annotation:history": DEMONSTRATOR,
     "annotation:instructions": SIGNED_IN,
     "annotation:episode": EPISODE_PAGE,
+    "annotation:page_snapshot": EPISODE_PAGE,
     "annotation:act": DEMONSTRATOR,
+    "annotation:remove_quote": DEMONSTRATOR,
     "annotation:heartbeat": DEMONSTRATOR,
     "annotation:draft": DEMONSTRATOR,
     "annotation:answer": DEMONSTRATOR,

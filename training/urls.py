@@ -24,4 +24,5 @@ urlpatterns = [
     path("rounds/results.csv", round_views.rounds_csv, name="rounds_csv"),
     path("rounds/<int:pk>/", round_views.round_detail, name="round"),
     path("rounds/<int:pk>/runs/", round_views.round_add_runs, name="round_add_runs"),
+    path("rounds/<int:pk>/retrain/", round_views.round_retrain, name="round_retrain"),
 ]
