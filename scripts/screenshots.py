@@ -110,7 +110,7 @@ def loop(browser: Browser, base: str) -> None:
         labeler.get_by_role("radiogroup", name="Overall usefulness").get_by_label(choice, exact=True).check()
         if judged == 0:
             labeler.screenshot(path=OUT / "loop-task.png", full_page=True)
-        labeler.get_by_role("button", name="Submit", exact=True).click()
+        labeler.get_by_role("button", name="Submit and back to the list").click()
         labeler.wait_for_load_state("networkidle")
         judged += 1
     print(f"judging: {judged} pairs in {time.monotonic() - started:.0f} s")
@@ -279,7 +279,7 @@ def _flagged_comparison(page: Page) -> bool:
         choices[scale] = "Equally good"
     for scale, choice in choices.items():
         page.get_by_role("radiogroup", name=scale).get_by_label(choice, exact=True).check()
-    page.get_by_role("button", name="Submit").click()
+    page.get_by_role("button", name="Submit and back to the list").click()
     page.wait_for_load_state("networkidle")
     return "submitted" in page.content().lower()
 

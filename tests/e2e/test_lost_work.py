@@ -31,7 +31,7 @@ def test_a_reload_after_a_refused_submit_keeps_the_newer_draft(everything_requir
     task_url = page.url
 
     scale(page, "Overall usefulness").get_by_label("Equally good").check()
-    page.get_by_role("button", name="Submit", exact=True).click()
+    page.get_by_role("button", name="Submit and back to the list").click()
     expect(page.get_by_role("alert")).to_contain_text("Accuracy")  # refused: the other scales are required
     assert page.url == task_url  # the refusal is shown on the task page, not on the submit URL
 
