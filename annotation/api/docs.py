@@ -23,7 +23,8 @@ PAGE = """<!DOCTYPE html>
 <link rel="stylesheet" href="{{ swagger_ui_css }}">
 </head>
 <body>
-<p><a href="{% url 'home' %}">Back to the platform</a> · <a href="{% url 'account:token' %}">Your API token</a></p>
+<p><a href="{% url 'home' %}">Back to the platform</a> ·
+<a href="{% url 'account:token' %}">Your API token</a></p>
 <div id="swagger-ui"></div>
 <script src="{{ swagger_ui_bundle }}"></script>
 <script src="{{ swagger_ui_standalone }}"></script>
