@@ -294,7 +294,10 @@ def test_a_researcher_creates_a_batch_from_an_answers_file_all_or_nothing(alice,
     }  # the same check and message as the console form and the command (tests/test_feedback_batches.py)
     assert set(create(alice, good, source="bank").json()) == {"answers_file"}
     assert create(alice, good, template="ranking").json() == {
-        "non_field_errors": ["no items: there are no answers to judge in this form"]
+        "non_field_errors": [
+            "no items: the answers file give 3 answers on 1 question, and an item needs 4 answers to the "
+            "same question"
+        ]
     }  # the service's rules hold: three answers are too few to rank, and nothing was imported
     assert Answer.objects.count() == 3
     assert create(bob, good).status_code == 403 and create(charlie, good).status_code == 403

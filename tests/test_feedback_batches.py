@@ -13,6 +13,7 @@ from django.urls import reverse
 from annotation.feedback import assignment as work
 from annotation.feedback.answers_import import import_answers
 from annotation.feedback.batches import BatchError, BatchSettings, create_feedback_batch, group_answers
+from annotation.feedback.scales import ranking_tags
 from annotation.feedback.stats import batch_progress, labeler_stats
 from annotation.models import Answer, FeedbackBatch, FeedbackItem
 from annotation.questions.formats import QuestionFileError
@@ -278,7 +279,7 @@ BAD_REQUESTS = [
         {"template": "rating"},
         {"template": "rating"},
         ["--template", "rating"],
-        "Choose a preset for a rating batch (gophercite, truthfulqa, webglm), and only for one",
+        "Choose a preset for a rating batch (gophercite, truthfulqa, webglm)",
     ),
     (
         "a lease shorter than a minute",
@@ -347,3 +348,18 @@ def test_the_console_form_the_api_and_the_command_refuse_a_bad_batch_with_the_sa
         )
     assert message in str(refused.value) and "nothing was created" in str(refused.value)
     assert not FeedbackBatch.objects.exists() and not Answer.objects.exists()
+
+
+def test_a_ranking_batch_takes_a_metadata_set_and_gets_webgpts_by_default(client_for, alice, questions):
+    answers = import_answers(answers_file(*[{**SKY, "answer": f"answer {i}"} for i in range(4)]))
+    chosen = create_feedback_batch(alice, BatchSettings("plain", "ranking", "webgpt"), [answers])
+    assert chosen.preset == ""  # the default set, stored as no preset: one kind of task, chosen or not
+    assert ranking_tags(chosen.preset) == ranking_tags("webgpt")
+    form = {"name": "assistant", "template": "ranking", "preset": "instructgpt", "source": "bank"}
+    form |= {"overlap": 1, "required_probability": 0.1, "lease_minutes": 30, "revision_minutes": 60}
+    assert client_for(alice).post(reverse("console:feedback_create"), form).status_code == 302
+    assert FeedbackBatch.objects.get(name="assistant").preset == "instructgpt"
+    with pytest.raises(BatchError, match=r"There is no ranking preset 'gophercite' \(webgpt, instructgpt\)"):
+        create_feedback_batch(alice, BatchSettings("x", "ranking", "gophercite"), [answers])
+    with pytest.raises(BatchError, match="Only rating and ranking batches take a preset"):
+        create_feedback_batch(alice, BatchSettings("x", "webgpt_comparison", "webgpt"), [answers[:2]])

@@ -21,7 +21,7 @@ from django.utils.safestring import SafeString
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 from django.views.decorators.vary import vary_on_headers
 
-from training.job_views import cancel_unless_finished
+from training.job_views import announce_request, cancel_unless_finished
 from training.models import ProxyEvaluation, RunStatus, SamplingRun
 from training.plot import DOTTED, Series, interval_chart
 from training.proxy_forms import ProxyEvaluationForm
@@ -60,10 +60,7 @@ def proxy_list(request: HttpRequest) -> HttpResponse:
     if data is not None and form.is_valid():
         evaluation = form.start(lambda: request_proxy_evaluation(request.user, form.proxy_request()))
     if evaluation is not None:
-        messages.success(
-            request,
-            f"Proxy evaluation {evaluation.pk} queued: a worker on the training queue will start it.",
-        )
+        announce_request(request, evaluation, "Proxy evaluation")
         for warning in evaluation.settings.get("warnings", []):
             messages.warning(request, warning)
         return redirect("training:proxy_evaluation", pk=evaluation.pk)

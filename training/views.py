@@ -19,7 +19,7 @@ from django.views.decorators.vary import vary_on_headers
 from annotation.models import Export
 from training.forms import CompareForm, RunForm
 from training.inputs import FORMATS, RunError
-from training.job_views import cancel_unless_finished
+from training.job_views import announce_request, cancel_unless_finished
 from training.jobs import cancel_run, checkpoint_users, delete_checkpoint, request_run
 from training.models import ModelCheckpoint, RunKind, TrainingRun
 from training.plot import line_chart, timeline_series
@@ -119,7 +119,7 @@ def run_new(request: HttpRequest) -> HttpResponse:
             )
         )
         if run is not None:
-            messages.success(request, f"Run {run.pk} queued: a worker on the training queue will start it.")
+            announce_request(request, run, "Run")
             return redirect("training:run", pk=run.pk)
     status = 400 if form.errors else 200
     return render(request, "training/run_new.html", {"form": form}, status=status)

@@ -23,7 +23,7 @@ from annotation.exports.rules import SOURCES as EXPORT_SOURCES
 from annotation.feedback.batches import MAX_NAME as MAX_BATCH_NAME
 from annotation.feedback.batches import PAIRS_PER_QUESTION, BatchError, BatchSettings, check_batch_request
 from annotation.feedback.batches import SOURCES as BATCH_SOURCES
-from annotation.feedback.scales import RATING_PRESETS, TEMPLATES
+from annotation.feedback.scales import RANKING_TAG_SETS, RATING_PRESETS, TEMPLATES
 from annotation.models import (
     Answer,
     Episode,
@@ -188,11 +188,11 @@ class BatchCreateInput(StrictSerializer):
     name = serializers.CharField(help_text=f"At most {MAX_BATCH_NAME} characters")
     template = serializers.ChoiceField(choices=TEMPLATES)
     preset = serializers.ChoiceField(
-        choices=[*RATING_PRESETS],
+        choices=[*RATING_PRESETS, *RANKING_TAG_SETS],
         required=False,
         allow_blank=True,
         default="",
-        help_text="Rating batches only",
+        help_text="Ratings: the criteria (required); rankings: the metadata set (default webgpt)",
     )
     source = serializers.ChoiceField(choices=[code for code, _ in BATCH_SOURCES])
     answers_file = UploadField(

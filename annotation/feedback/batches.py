@@ -13,8 +13,10 @@ from django.db import transaction
 from annotation.feedback.answers_import import answer_from_episode
 from annotation.feedback.scales import (
     COMPARISON_TEMPLATES,
+    DEFAULT_RANKING_PRESET,
     RATING_PRESETS,
     default_always_required,
+    presets_for,
     requirable_fields,
 )
 from annotation.models import Answer, Episode, EpisodeStatus, FeedbackBatch, FeedbackItem, Template
@@ -120,11 +122,16 @@ def check_batch_settings(config: BatchSettings) -> None:
         raise BatchError(f"The name is at most {MAX_NAME} characters.", "name")
     if config.template not in GROUP_SIZES:
         raise BatchError(f"There is no template {config.template!r}.", "template")
-    if (config.template == Template.RATING) != bool(config.preset):
+    if config.template == Template.RATING and not config.preset:
         presets = ", ".join(RATING_PRESETS)
-        raise BatchError(f"Choose a preset for a rating batch ({presets}), and only for one.", "preset")
-    if config.preset and config.preset not in RATING_PRESETS:
-        raise BatchError(f"There is no rating preset {config.preset!r}.", "preset")
+        raise BatchError(f"Choose a preset for a rating batch ({presets}).", "preset")
+    allowed = [code for code, _ in presets_for(config.template)]
+    if config.preset and config.preset not in allowed:
+        if not allowed:
+            raise BatchError("Only rating and ranking batches take a preset.", "preset")
+        raise BatchError(
+            f"There is no {config.template} preset {config.preset!r} ({', '.join(allowed)}).", "preset"
+        )
     if len(config.instructions) > MAX_INSTRUCTIONS:
         raise BatchError(f"The instructions are at most {MAX_INSTRUCTIONS} characters.", "instructions")
     if not OVERLAP[0] <= config.overlap <= OVERLAP[1]:
@@ -284,7 +291,9 @@ def create_feedback_batch(
         batch = FeedbackBatch.objects.create(
             name=config.name,
             template=config.template,
-            preset=config.preset,
+            # The default metadata set of a ranking is stored as no preset, whether chosen or not, so the
+            # same-question rule (kinds of task are template + preset) sees one kind of task.
+            preset="" if config.preset == DEFAULT_RANKING_PRESET else config.preset,
             instructions=config.instructions,
             overlap=config.overlap,
             priority=config.priority,

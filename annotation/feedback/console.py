@@ -29,7 +29,7 @@ from annotation.feedback.bulk import ACTIONS, PRIORITY_HELP, BulkForm
 from annotation.feedback.bulk import apply as apply_bulk
 from annotation.feedback.flag_review import flag_counts
 from annotation.feedback.pairing import PAIRINGS, run_label
-from annotation.feedback.scales import RATING_PRESETS, TEMPLATES
+from annotation.feedback.scales import RANKING_PRESET_CHOICES, RATING_PRESET_CHOICES, TEMPLATES
 from annotation.feedback.stats import batch_progress, labeler_stats, late_submissions
 from annotation.models import FeedbackBatch
 from annotation.questions.formats import QuestionFileError
@@ -77,8 +77,9 @@ class FeedbackBatchForm(forms.Form):
     template = forms.ChoiceField(choices=TEMPLATES)
     preset = forms.ChoiceField(
         required=False,
-        choices=[("", "— (ratings only)"), *[(p, p) for p in RATING_PRESETS]],
-        label="Rating preset",
+        choices=[("", "—"), *RATING_PRESET_CHOICES, *RANKING_PRESET_CHOICES],
+        label="Preset",
+        help_text="Ratings: the criteria (required). Rankings: the metadata checkboxes (default WebGPT's).",
     )
     source = forms.ChoiceField(choices=SOURCES, label="Answers")
     answers_file = forms.FileField(

@@ -15,7 +15,7 @@ from annotation.feedback.batches import (
     check_batch_request,
     create_batch_from_source,
 )
-from annotation.feedback.scales import RATING_PRESETS, TEMPLATES
+from annotation.feedback.scales import RANKING_TAG_SETS, RATING_PRESETS, TEMPLATES
 from annotation.questions.formats import QuestionFileError
 
 # The check names BatchSettings' fields; how this command spells those that are not plain options.
@@ -38,7 +38,12 @@ class Command(BaseCommand):
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("name")
         parser.add_argument("--template", required=True, choices=[code for code, _ in TEMPLATES])
-        parser.add_argument("--preset", default="", choices=["", *RATING_PRESETS], help="for rating batches")
+        parser.add_argument(
+            "--preset",
+            default="",
+            choices=["", *RATING_PRESETS, *RANKING_TAG_SETS],
+            help="rating batches: the criteria; ranking batches: the metadata set (default webgpt)",
+        )
         parser.add_argument(
             "--source",
             choices=[code for code, _ in SOURCES],
