@@ -66,7 +66,7 @@ PRODUCTION = {"DEBUG": "0", "SECRET_KEY": GOOD_KEY, "ALLOWED_HOSTS": "feedback.e
         ({**PRODUCTION, "SECURE_HSTS_SECONDS": "a year"}, "SECURE_HSTS_SECONDS: expected an integer"),
         ({"DEBUG": "1", "LOG_LEVEL": "LOUD"}, "LOG_LEVEL: expected one of"),
         ({"DEBUG": "1", "API_THROTTLE_USER": "lots"}, "API_THROTTLE_USER: expected a rate like 120/minute"),
-        ({"DEBUG": "1", "API_THROTTLE_ANON": "0/minute"}, "API_THROTTLE_ANON: expected a rate"),
+        ({"DEBUG": "1", "API_THROTTLE_USER": "0/minute"}, "API_THROTTLE_USER: expected a rate"),
         ({"DEBUG": "1", "CACHE_URL": "memcached://cache:11211"}, "CACHE_URL: expected redis://"),
         ({"DEBUG": "1", "TRUSTED_PROXIES": "-1"}, "TRUSTED_PROXIES: must be at least 0"),
         ({"DEBUG": "1", "LOGIN_FAILURE_LIMIT": "0"}, "LOGIN_FAILURE_LIMIT: must be at least 1"),
