@@ -14,6 +14,7 @@ from annotation.demonstrations import service
 from annotation.demonstrations.training_data import bc_examples
 from annotation.models import Episode, Question
 from annotation.questions.service import import_questions
+from tests.test_exports import export_rows
 
 pytestmark = pytest.mark.django_db
 QUESTION = "Who won the 2022 AFL Grand Final, and by how much?"
@@ -96,6 +97,9 @@ def test_a_removed_quote_is_left_out_of_the_bc_examples_as_if_never_taken(freshw
     act("End: Answer")
     assert service.submit_answer(episode.pk, dana, "By 81 points [1].") == []
     examples = bc_examples(Episode.objects.get())
+    (row,) = export_rows("demonstrations")  # the export's trajectory is the one trained on
+    assert row["commands_merged"] == [example["completion"] for example in examples[:-1]]
+    assert [removal["quote"]["extract"] for removal in row["removed_quotes"]] == ["won by Geelong"]
     assert [example["completion"] for example in examples] == [
         "Search AFL Grand Final 2022",
         "Clicked on link 0",

@@ -29,7 +29,8 @@ from annotation.models import (
     ImportedComparison,
     Split,
 )
-from browser.engine.trajectory import merge_scrolls
+from browser.engine.browser import removed_quote_actions
+from browser.engine.trajectory import model_commands
 
 CHUNK = 2000
 
@@ -336,9 +337,14 @@ def _demonstration_rows(filters: dict[str, Any]) -> Iterator[dict[str, Any]]:
             **_origin(episode),
             "end_reason": episode.end_reason,
             "commands": [a["command"] for a in actions],
-            "commands_merged": merge_scrolls([a["command"] for a in actions if a["valid"]]),
+            # What a model learns from (as the BC examples): valid commands less the Quotes whose quotes the
+            # person removed, scrolls merged; the removals themselves are listed below.
+            "commands_merged": model_commands(
+                [(a["command"], a["valid"]) for a in actions], removed_quote_actions(episode.state)
+            ),
             "actions": actions,
             "quotes": episode.state["quotes"],
+            "removed_quotes": episode.state.get("removed_quotes", []),
             "answer": episode.answer,
             "note": episode.note,
             "active_seconds": round(episode.active_seconds, 1),
