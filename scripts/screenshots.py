@@ -83,13 +83,13 @@ def loop(browser: Browser, base: str) -> None:
     page.wait_for_load_state("networkidle")
     batch_path = page.url.removeprefix(base)
     page.screenshot(path=OUT / "loop-batch.png", full_page=True)
-    # Labelers get the oldest active batch first: pause the demo's, so this one is handed out.
+    # The new batch competes with the demo's for the labeler's next tasks: pause the others in one step.
     page.goto(f"{base}/console/feedback/")
-    for href in [link.get_attribute("href") for link in page.locator("tbody th a").all()]:
-        if href != batch_path:
-            page.goto(base + href)
-            if page.get_by_role("button", name="Pause batch").count():
-                page.get_by_role("button", name="Pause batch").click()
+    for row in page.locator("tbody tr").all():
+        if row.locator("th a").get_attribute("href") != batch_path:
+            row.get_by_role("checkbox").check()
+    page.get_by_role("button", name="Pause", exact=True).click()
+    page.wait_for_load_state("networkidle")
     page.goto(run_url)
     page.get_by_role("link", name="Start a round with this run").click()
     page.get_by_label("Name").fill("first round")
@@ -121,13 +121,12 @@ def loop(browser: Browser, base: str) -> None:
     page.screenshot(path=OUT / "loop-results.png", full_page=True)
     started = time.monotonic()
     page.goto(round_url)
-    page.get_by_role("link", name="export the judgements").first.click()
-    page.get_by_role("button", name="Export").click()
-    expect(page.get_by_text("Done", exact=True).first).to_be_visible(timeout=120_000)
+    page.get_by_role("button", name="Export this data").click()  # the default: everything up to the round
+    retrain = page.get_by_role("link", name=re.compile(r"^Retrain the reward model on export"))
+    expect(retrain.first).to_be_visible(timeout=120_000)
     print(f"export: {time.monotonic() - started:.0f} s")
     started = time.monotonic()
-    page.goto(round_url)
-    page.get_by_role("link", name="Retrain the reward model").first.click()
+    retrain.first.click()
     page.get_by_label("Max steps").fill("20")
     page.get_by_label("Eval every").fill("20")
     page.get_by_role("button", name="Start run").click()
