@@ -161,7 +161,7 @@ def test_sample_batch_judge_result_retrain(
         page.get_by_label("Max steps").fill("2")
         page.get_by_label("Eval every").fill("2")
         page.get_by_role("button", name="Start run").click()
-        expect(page.locator(".messages")).to_contain_text("queued")
+        expect(page.locator(".messages")).to_contain_text("requested: its status below follows it to the end")
         retrained = TrainingRun.objects.get(export=export)
         finished = page.get_by_text("Done", exact=True).or_(page.get_by_text("Failed", exact=True))
         expect(finished.first).to_be_visible(timeout=180_000)
