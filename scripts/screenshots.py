@@ -103,6 +103,8 @@ def loop(browser: Browser, base: str) -> None:
     started, judged = time.monotonic(), 0
     for choice in ("A better", "Equally good", "A much better", "B better", "A better", "A better"):
         labeler.goto(f"{base}/tasks/")
+        if not labeler.get_by_role("button", name="Start next task").count():
+            break  # nothing waits: the page offers no next task
         labeler.get_by_role("button", name="Start next task").click()
         if not labeler.locator("#task-form").count():
             break
