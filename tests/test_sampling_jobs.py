@@ -255,6 +255,16 @@ def test_a_cancel_after_a_chunks_last_round_keeps_the_whole_chunk(
     assert "The cancel came after the last question was sampled: every sample is kept." in run.log
 
 
+def seeded_request(seeded_llama_dir) -> SamplingRequest:
+    """One sample of each demo question by the seeded tiny model, seed 4 (three of four episodes end at
+    their first action, one browses on), at most 2 actions."""
+    policy = ModelCheckpoint.objects.create(
+        kind=RunKind.BC, name="seeded", base_model="random", path=str(seeded_llama_dir)
+    )
+    settings = TINY | {"n": 1, "seed": 4, "max_actions": 2}
+    return SamplingRequest(policy=policy, questions=QuestionSet(dataset="demo"), settings=settings)
+
+
 def test_a_cancel_mid_chunk_keeps_the_questions_whose_episodes_all_ended(
     alice, freshwiki, seeded_llama_dir, monkeypatch
 ):
@@ -262,14 +272,7 @@ def test_a_cancel_mid_chunk_keeps_the_questions_whose_episodes_all_ended(
     browses on: a cancel read after that round keeps those three questions and drops the fourth."""
     questions(4)
     monkeypatch.setattr("training.sampling_progress.SAVE_EVERY_S", 0.0)
-    policy = ModelCheckpoint.objects.create(
-        kind=RunKind.BC, name="seeded", base_model="random", path=str(seeded_llama_dir)
-    )
-    request = SamplingRequest(
-        policy=policy,
-        questions=QuestionSet(dataset="demo"),
-        settings=TINY | {"n": 1, "seed": 4, "max_actions": 2},
-    )
+    request = seeded_request(seeded_llama_dir)
     run = run_sampling_job(request_sampling(alice, request, queue=False).pk, echo=cancel_at(0))
     assert run.status == RunStatus.CANCELLED
     samples = list(Sample.objects.filter(run=run).select_related("episode"))
@@ -290,14 +293,7 @@ def test_the_run_moves_while_it_works_and_stores_each_question_as_its_episodes_e
     questions(4)
     monkeypatch.setattr("training.sampling_progress.SAVE_EVERY_S", 0.0)
     monkeypatch.setattr("training.sampling_progress.LOG_EVERY_S", 0.0)
-    policy = ModelCheckpoint.objects.create(
-        kind=RunKind.BC, name="seeded", base_model="random", path=str(seeded_llama_dir)
-    )
-    request = SamplingRequest(
-        policy=policy,
-        questions=QuestionSet(dataset="demo"),
-        settings=TINY | {"n": 1, "seed": 4, "max_actions": 2},
-    )
+    request = seeded_request(seeded_llama_dir)
     seen = []
 
     def watch(run: SamplingRun) -> None:
