@@ -46,9 +46,7 @@ SCHEMAS = {"webgpt-comparisons": WEBGPT_COMPARISONS, "rm-pairs": RM_PAIRS}
 ROW_GROUP = 5000
 
 
-def write_parquet(
-    rows: Iterable[dict[str, Any]], schema: pa.Schema, out: BinaryIO, on_rows: Any = None
-) -> int:
+def write_parquet(rows: Iterable[dict[str, Any]], schema: pa.Schema, out: BinaryIO) -> int:
     """Write ``rows`` (dicts with the schema's keys; missing ones become null) and return how many."""
     count = 0
     iterator: Iterator[dict[str, Any]] = iter(rows)
@@ -56,8 +54,6 @@ def write_parquet(
         while chunk := list(islice(iterator, ROW_GROUP)):
             writer.write_table(pa.Table.from_pylist(chunk, schema=schema))
             count += len(chunk)
-            if on_rows is not None:
-                on_rows(count)
         if count == 0:
             writer.write_table(schema.empty_table())
     return count
