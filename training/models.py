@@ -165,11 +165,7 @@ class ModelCheckpoint(models.Model):
     def store_path(self) -> str:
         """The folder as pages show it: relative to the model store (``MODEL_STORE_DIR``) when inside it,
         so that a machine's absolute paths stay off the screen; any other folder as it was given."""
-        folder = Path(self.path)
-        try:
-            return str(folder.relative_to(Path(settings.MODEL_STORE_DIR)))
-        except ValueError:
-            return self.path
+        return relative_to_store(self.path) or self.path
 
 
 class SamplingRun(JobRow):
@@ -295,3 +291,11 @@ class Round(models.Model):
 
     def __str__(self) -> str:
         return f"round {self.number}" + (f": {self.name}" if self.name else "")
+
+
+def relative_to_store(folder: str) -> str | None:
+    """``folder`` relative to the model store (``MODEL_STORE_DIR``); None when it lies outside."""
+    try:
+        return str(Path(folder).relative_to(Path(settings.MODEL_STORE_DIR)))
+    except ValueError:
+        return None

@@ -7,7 +7,6 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.paginator import Paginator
@@ -21,7 +20,7 @@ from training.forms import CompareForm, RunForm
 from training.inputs import FORMATS, RunError
 from training.job_views import announce_request, cancel_unless_finished
 from training.jobs import cancel_run, checkpoint_users, delete_checkpoint, request_run
-from training.models import ModelCheckpoint, RunKind, TrainingRun
+from training.models import ModelCheckpoint, RunKind, TrainingRun, relative_to_store
 from training.plot import line_chart, timeline_series
 from webgpt_site.inputs import parse_id
 from webgpt_site.permissions import Role, get_visible_or_404, role_required
@@ -79,17 +78,11 @@ def setting_shown(run: TrainingRun, name: str) -> str:
     if name == "base_model" and run.base_checkpoint is not None:
         return f"{run.base_checkpoint.name} (registered model)"
     if name == "base_model" and isinstance(value, str) and Path(value).is_absolute():
-        return _store_relative(value)
+        # A folder outside the store: its name, not the server's layout.
+        return relative_to_store(value) or Path(value).name
     if name == "max_steps" and isinstance(value, int) and value <= 0:
         return "no cap (the epochs decide)"
     return shown(value)
-
-
-def _store_relative(folder: str) -> str:
-    try:
-        return str(Path(folder).relative_to(Path(settings.MODEL_STORE_DIR)))
-    except ValueError:
-        return Path(folder).name  # a folder outside the store: its name, not the server's layout
 
 
 @require_GET

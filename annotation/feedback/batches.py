@@ -418,10 +418,11 @@ def _why_no_groups(answers: Sequence[Answer], template: str, source: str) -> str
     one item needs."""
     smallest = GROUP_SIZES[template][0]
     questions = len({answer.question_id for answer in answers})
-    have = f"{_count(len(answers), 'answer')} on {_count(questions, 'question')}"
+    have = f"{count_of(len(answers), 'answer')} on {count_of(questions, 'question')}"
     need = f"{smallest} answers to the same question" if smallest > 1 else "one answer"
     return f"no items: the {SOURCE_WORDS.get(source, source)} give {have}, and an item needs {need}"
 
 
-def _count(n: int, noun: str) -> str:
-    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
+def count_of(n: int, noun: str, plural: str = "") -> str:
+    """``n`` and the noun, singular for one ("1 answer", "2 answers", "2 batches" with ``plural``)."""
+    return f"{n} {noun}" if n == 1 else f"{n} {plural or noun + 's'}"

@@ -8,7 +8,7 @@ from __future__ import annotations
 from django import forms
 from django.db import transaction
 
-from annotation.feedback.batches import PRIORITY, set_active, set_priority
+from annotation.feedback.batches import PRIORITY, count_of, set_active, set_priority
 from annotation.models import FeedbackBatch
 from webgpt_site.params import ModelIdsField
 from webgpt_site.permissions import AnyUser
@@ -46,13 +46,9 @@ def apply(user: AnyUser, batches: list[FeedbackBatch], action: str, priority: in
         if action == "priority":
             for batch in batches:
                 set_priority(user, batch, priority)
-            return f"Priority set to {priority} for {_count(len(batches))}."
+            return f"Priority set to {priority} for {count_of(len(batches), 'batch', 'batches')}."
         changed = sum(set_active(user, batch, action == "start") for batch in batches)
     done = "started" if action == "start" else "paused"
     unchanged = len(batches) - changed
     note = f" ({unchanged} already {'active' if action == 'start' else 'paused'})" if unchanged else ""
-    return f"{_count(changed).capitalize()} {done}{note}."
-
-
-def _count(n: int) -> str:
-    return f"{n} batch" if n == 1 else f"{n} batches"
+    return f"{count_of(changed, 'batch', 'batches').capitalize()} {done}{note}."
