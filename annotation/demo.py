@@ -12,8 +12,8 @@ from django.db import transaction
 from annotation.exports.rules import clean_export_request
 from annotation.exports.service import export_now
 from annotation.models import ExportFormat, Split
-from training.jobs import request_run
 from training.models import RunKind, RunStatus, TrainingRun
+from training.runs.jobs import request_run
 
 DEMO_QUESTION_DIR = Path(settings.BASE_DIR) / "data" / "questions"
 DEMO_QUESTION_FILES = (

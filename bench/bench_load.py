@@ -197,8 +197,8 @@ class Jobs(threading.Thread):
         from annotation.exports.rules import clean_export_request
         from annotation.exports.service import export_now, request_export
         from annotation.models import ExportFormat, Split
-        from training.jobs import cancel_run, request_run
         from training.models import RunKind, RunStatus, TrainingRun
+        from training.runs.jobs import cancel_run, request_run
         from webgpt_site.storage import EXPORTS, get_storage
 
         try:

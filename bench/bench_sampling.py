@@ -203,8 +203,8 @@ def main() -> None:
 
     from browser.corpus.readers import read_corpus
     from browser.search.local import LocalIndex
-    from training.config import SMOLLM2
-    from training.store import resolve_base_model
+    from training.runs.config import SMOLLM2
+    from training.runs.store import resolve_base_model
 
     began = time.perf_counter()
     args.out.parent.mkdir(parents=True, exist_ok=True)

@@ -202,9 +202,9 @@ def main() -> None:
 
     from browser.corpus.readers import read_corpus
     from browser.search.local import LocalIndex
-    from training.config import SMOLLM2
+    from training.runs.config import SMOLLM2
+    from training.runs.store import resolve_base_model
     from training.sampling.episode import SamplingSettings
-    from training.store import resolve_base_model
 
     folder = args.out.parent / "sampling-gpu"
     folder.mkdir(parents=True, exist_ok=True)

@@ -1,7 +1,8 @@
 """Benchmark our training steps on the CPU against TRL's (SFTTrainer, RewardTrainer), in the same run.
 
-Our trainers (training/bc.py, training/reward.py) and TRL's on the same model, data and batch: behaviour
-cloning against ``trl.SFTTrainer`` (completion-only loss), the reward model against ``trl.RewardTrainer``.
+Our trainers (training/runs/bc.py, training/runs/reward.py) and TRL's on the same model, data and batch:
+behaviour cloning against ``trl.SFTTrainer`` (completion-only loss), the reward model
+against ``trl.RewardTrainer``.
 
     .venv/bin/python bench/bench_training.py --out var/bench/training.json
 
@@ -37,7 +38,7 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:  # run as a script from a checkout
     sys.path.insert(0, str(ROOT))
 
-from training.config import MINILM, SMOLLM2  # noqa: E402
+from training.runs.config import MINILM, SMOLLM2  # noqa: E402
 
 WORDS = ["river", "bridge", "castle", "winter", "harbour", "signal", "market", "garden", "tower", "orbit"]
 WORDS += ["history", "energy", "battery", "vaccine", "planet", "climate", "election", "theory", "report"]
@@ -137,12 +138,12 @@ def child(spec: dict[str, Any]) -> None:
     from transformers import AutoTokenizer, TrainerCallback
     from transformers.trainer_callback import PrinterCallback
 
-    from training.bc import encode_example, load_policy, train_bc
-    from training.config import BCConfig, RMConfig
-    from training.data import comparisons, read_rows
-    from training.hooks import Hooks
-    from training.reward import encode_answer, load_reward_model, train_reward_model
-    from training.store import resolve_base_model
+    from training.runs.bc import encode_example, load_policy, train_bc
+    from training.runs.config import BCConfig, RMConfig
+    from training.runs.data import comparisons, read_rows
+    from training.runs.hooks import Hooks
+    from training.runs.reward import encode_answer, load_reward_model, train_reward_model
+    from training.runs.store import resolve_base_model
 
     if spec["trainer"] == "trl":
         from datasets import Dataset
@@ -409,7 +410,7 @@ def main() -> None:
     began = time.perf_counter()
     from transformers import AutoTokenizer
 
-    from training.store import resolve_base_model
+    from training.runs.store import resolve_base_model
 
     folder = args.out.parent / "training"
     store = folder / "models"

@@ -24,7 +24,7 @@ if str(ROOT) not in sys.path:  # run as a script from a checkout
     sys.path.insert(0, str(ROOT))
 
 from bench.bench_training import bc_rows, rm_rows, run_all, write_jsonl  # noqa: E402
-from training.config import RM_PRESETS, SMOLLM2  # noqa: E402
+from training.runs.config import RM_PRESETS, SMOLLM2  # noqa: E402
 
 
 def main() -> None:
@@ -46,7 +46,7 @@ def main() -> None:
         return
     from transformers import AutoTokenizer
 
-    from training.store import resolve_base_model
+    from training.runs.store import resolve_base_model
 
     folder = args.out.parent / "training-gpu"
     store = folder / "models"

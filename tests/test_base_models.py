@@ -10,10 +10,10 @@ import pytest
 import torch
 
 from tests.test_training import bc_rows, citing_pairs
-from training.bc import load_policy, train_bc
-from training.config import MINILM, SMOLLM2, BCConfig, RMConfig
-from training.reward import load_reward_model, score, train_reward_model
-from training.store import resolve_base_model
+from training.runs.bc import load_policy, train_bc
+from training.runs.config import MINILM, SMOLLM2, BCConfig, RMConfig
+from training.runs.reward import load_reward_model, score, train_reward_model
+from training.runs.store import resolve_base_model
 
 
 @pytest.fixture

@@ -8,8 +8,8 @@ from django.test import RequestFactory
 
 from annotation.demo import DEMO_RM_LOG, DEMO_RM_PRESET, DEMO_RM_SETTINGS
 from annotation.models import Answer, Export, ExportFormat, FeedbackBatch, Question, QuestionImport
-from training.data import read_rows
 from training.models import RunKind, RunStatus, TrainingRun
+from training.runs.data import read_rows
 from webgpt_site.permissions import Role, user_roles
 
 pytestmark = pytest.mark.django_db

@@ -28,8 +28,8 @@ from annotation.questions.service import import_questions
 from browser.engine.render import render_document
 from browser.services import backend_for, browser_settings
 from tests.conftest import FRESHWIKI
-from training.sampling_runs import QuestionSet, SamplingRequest, check_sampling
-from training.sampling_views import QUICK_START
+from training.sampling.runs import QuestionSet, SamplingRequest, check_sampling
+from training.sampling.views import QUICK_START
 
 pytestmark = pytest.mark.django_db
 

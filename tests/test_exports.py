@@ -575,7 +575,7 @@ def test_eval_questions_are_left_out_when_asked_and_training_then_accepts_the_ex
     django_user_model, client_for, alice
 ):
     from annotation.models import Question, Split
-    from training.jobs import check_splits
+    from training.runs.jobs import check_splits
 
     import_questions(
         b'{"question": "Why is the sky blue?"}\n{"question": "Why is grass green?"}', filename="q.jsonl"

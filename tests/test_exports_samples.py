@@ -20,8 +20,8 @@ from annotation.models import Episode, EpisodeKind, Export, ExportFormat, Questi
 from tests.test_export_jobs import finished_demonstration
 from tests.tiny_models import tiny_reward_model
 from training.models import ModelCheckpoint, RunKind, RunStatus, Sample, SamplingRun
-from training.sampling_jobs import run_sampling_job
-from training.sampling_runs import QuestionSet, SamplingRequest, request_sampling
+from training.sampling.jobs import run_sampling_job
+from training.sampling.runs import QuestionSet, SamplingRequest, request_sampling
 
 pytestmark = pytest.mark.django_db
 # Where an episode came from, in a demonstrations row.

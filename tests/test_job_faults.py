@@ -22,9 +22,9 @@ from tests.conftest import ROOT, database_url_for_tests, running_worker
 from tests.test_exports import judged_pair
 from tests.test_sampling_jobs import TINY, questions, sampling_worker_env
 from tests.test_training_jobs import worker_env
-from training import jobs
 from training.models import ModelCheckpoint, RunKind, RunStatus, Sample, TrainingRun
-from training.sampling_runs import QuestionSet, SamplingRequest, request_sampling
+from training.runs import jobs
+from training.sampling.runs import QuestionSet, SamplingRequest, request_sampling
 from webgpt_site.heartbeat import WORKER_STOPPED
 
 pytestmark = [pytest.mark.worker, pytest.mark.django_db(transaction=True)]

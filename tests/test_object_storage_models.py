@@ -25,10 +25,10 @@ from tests.test_training import bc_rows
 from tests.test_training_jobs import questions as bc_questions
 from tests.test_training_jobs import wait_until_finished, worker_env
 from tests.tiny_models import tiny_reward_model
-from training.jobs import delete_checkpoint, request_run
 from training.models import ModelCheckpoint, RunKind, Sample
 from training.models import RunStatus as Status
-from training.sampling_runs import QuestionSet, SamplingRequest, request_sampling
+from training.runs.jobs import delete_checkpoint, request_run
+from training.sampling.runs import QuestionSet, SamplingRequest, request_sampling
 from webgpt_site.heartbeat import WORKER_STOPPED
 from webgpt_site.storage import EXPORTS, MODELS, get_storage
 from webgpt_site.storage_cache import MANIFEST

@@ -23,9 +23,10 @@ from browser.engine.page import Quote
 from tests.test_api import api
 from tests.test_sampling_pages import finished_run
 from tests.tiny_models import tiny_reward_model
-from training import proxy_jobs
-from training.evaluation import sigmoid
-from training.inputs import RunError
+from training.errors import RunError
+from training.evaluation import proxy_jobs
+from training.evaluation.proxy import ScoredSample, best_of_k, bootstrap_means, ladder, run_curve
+from training.evaluation.proxy_jobs import ProxyRequest, request_proxy_evaluation, run_proxy_evaluation_job
 from training.models import (
     ModelCheckpoint,
     ProxyEvaluation,
@@ -35,8 +36,7 @@ from training.models import (
     SamplingRun,
     TrainingRun,
 )
-from training.proxy_eval import ScoredSample, best_of_k, bootstrap_means, ladder, run_curve
-from training.proxy_jobs import ProxyRequest, request_proxy_evaluation, run_proxy_evaluation_job
+from training.runs.metrics import sigmoid
 
 NASTY = '<script>alert("x")</script>'
 QUOTE = {
@@ -371,8 +371,10 @@ def test_cancel_stops_a_queued_evaluation_at_once_and_a_running_one_keeping_its_
     late = run_proxy_evaluation_job(late.pk)
     assert late.status == RunStatus.DONE and len(late.scores) == 2 and late.results["runs"]
 
-    monkeypatch.setattr("training.proxy_jobs.SCORE_CHUNK", 1)  # the flag is read after the first sample
-    monkeypatch.setattr("training.proxy_jobs.SAVE_EVERY_S", 0.0)
+    monkeypatch.setattr(
+        "training.evaluation.proxy_jobs.SCORE_CHUNK", 1
+    )  # the flag is read after the first sample
+    monkeypatch.setattr("training.evaluation.proxy_jobs.SAVE_EVERY_S", 0.0)
     running = request_proxy_evaluation(alice, ProxyRequest(validation_model, [run]), queue=False)
     ProxyEvaluation.objects.filter(pk=running.pk).update(cancel_requested=True)
     stopped = run_proxy_evaluation_job(running.pk)
@@ -392,8 +394,8 @@ def test_a_running_evaluation_shows_the_time_left_at_its_rate(
     which it scores (loading the model came before), written with its progress, gone once it ends."""
     asked = questions(1)
     run = crafted_run(alice, reward_model, asked, [[(text, 0.1) for text in ANSWERS[:3]]])
-    monkeypatch.setattr("training.proxy_jobs.SCORE_CHUNK", 1)
-    monkeypatch.setattr("training.proxy_jobs.SAVE_EVERY_S", 0.0)
+    monkeypatch.setattr("training.evaluation.proxy_jobs.SCORE_CHUNK", 1)
+    monkeypatch.setattr("training.evaluation.proxy_jobs.SAVE_EVERY_S", 0.0)
     monkeypatch.setattr("webgpt_site.progress.MIN_ELAPSED_S", 0.0)
     seen = []
     answer = proxy_jobs._answer

@@ -29,11 +29,11 @@ from annotation.models import (
     SourceKind,
     Split,
 )
-from training.data import comparisons, held_out_split, read_rows
+from training.evaluation.round_data import MIN_TRAIN, MIN_VALIDATION, too_few
+from training.evaluation.round_views import compare_with_previous
+from training.evaluation.rounds import RoundError, create_round, round_contents
 from training.models import ModelCheckpoint, Round, RunKind, RunStatus, SamplingRun, TrainingRun
-from training.round_data import MIN_TRAIN, MIN_VALIDATION, too_few
-from training.round_views import compare_with_previous
-from training.rounds import RoundError, create_round, round_contents
+from training.runs.data import comparisons, held_out_split, read_rows
 
 pytestmark = pytest.mark.django_db
 

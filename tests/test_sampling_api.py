@@ -16,7 +16,7 @@ from tests.test_sampling_jobs import TINY, questions
 from tests.tiny_models import tiny_reward_model
 from training.models import ModelCheckpoint, RunKind, RunStatus, SamplingRun
 from training.sampling.endpoints import EndpointConfig
-from training.sampling_jobs import run_sampling_job
+from training.sampling.jobs import run_sampling_job
 
 pytestmark = pytest.mark.django_db
 

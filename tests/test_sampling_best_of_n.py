@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from annotation.exports.formats import rm_pair
 from browser.engine.page import Quote
 from tests.tiny_models import tiny_reward_model
-from training.reward import load_reward_model, score
+from training.runs.reward import load_reward_model, score
 from training.sampling.best_of_n import RewardScorer, choose, coverage_curve
 from training.sampling.episode import EpisodeSample
 

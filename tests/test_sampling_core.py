@@ -463,8 +463,8 @@ def test_token_table_grammar_basics(table):
 def test_real_smollm2_prompted_runs_a_short_episode(tmp_path, index):
     """The default model (SmolLM2-135M-Instruct, converted from its wheel into a fresh store) browses two
     constrained steps and, if it quoted, answers."""
-    from training.config import SMOLLM2
-    from training.store import resolve_base_model
+    from training.runs.config import SMOLLM2
+    from training.runs.store import resolve_base_model
 
     real = LocalBackend(resolve_base_model(SMOLLM2, tmp_path / "store"), device="cpu")
     run = SamplingSettings(max_actions=2, max_command_tokens=16, max_answer_tokens=24, seed=1)

@@ -15,9 +15,9 @@ from django.utils.html import escape
 from annotation.models import Episode, EpisodeKind, Question, Split
 from tests.tiny_models import tiny_reward_model
 from training.models import ModelCheckpoint, RunKind, RunStatus, Sample, SamplingRun
-from training.sampling_jobs import run_sampling_job
-from training.sampling_runs import DEFAULTS, PROMPTED_DEFAULT, QuestionSet, SamplingRequest, request_sampling
-from training.sampling_views import coverage_curve
+from training.sampling.jobs import run_sampling_job
+from training.sampling.runs import DEFAULTS, PROMPTED_DEFAULT, QuestionSet, SamplingRequest, request_sampling
+from training.sampling.views import coverage_curve
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("model_store")]
 TINY = {"n": 2, "max_actions": 3, "max_answer_tokens": 16, "examples": 0}
@@ -190,7 +190,7 @@ def test_samples_show_while_the_run_works(client_for, alice, freshwiki, policy, 
     ask(2)
     run = finished_run(alice, policy, reward_model)
     SamplingRun.objects.filter(pk=run.pk).update(status=RunStatus.RUNNING, finished_at=None)
-    monkeypatch.setattr("training.sampling_views.LATEST_WHILE_RUNNING", 1)
+    monkeypatch.setattr("training.sampling.views.LATEST_WHILE_RUNNING", 1)
     url = reverse("training:sampling_run", args=[run.pk])
     html = client_for(alice).get(url, HTTP_HX_REQUEST="true").content.decode()
     last = Sample.objects.filter(run=run).order_by("-pk").first()

@@ -14,12 +14,12 @@ import torch
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
 from annotation.feedback.agreement import wilson_interval
-from training.bc import IGNORE, encode_example, train_bc
-from training.config import BCConfig, RMConfig
-from training.data import comparisons, cut_middle, held_out_split, ranked_pairs
-from training.evaluation import preference_metrics
-from training.hooks import Hooks
-from training.reward import (
+from training.runs.bc import IGNORE, encode_example, train_bc
+from training.runs.config import BCConfig, RMConfig
+from training.runs.data import comparisons, cut_middle, held_out_split, ranked_pairs
+from training.runs.hooks import Hooks
+from training.runs.metrics import preference_metrics
+from training.runs.reward import (
     ComparisonCollator,
     load_reward_model,
     preference_loss,

@@ -15,9 +15,9 @@ from hypothesis import strategies as st
 from annotation.models import Export
 from tests.test_api import api
 from tests.test_training_jobs import rm_export
-from training import jobs
 from training.models import ModelCheckpoint, RunKind, TrainingRun
 from training.models import RunStatus as Status
+from training.runs import jobs
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("media", "model_store")]
 
@@ -184,8 +184,8 @@ def test_the_web_process_does_not_load_the_ml_stack():
     """Pages and API import training's Django side only; torch and transformers load in workers."""
     code = (
         "import django, sys; django.setup(); from django.urls import resolve; resolve('/api/models'); "
-        "import training.views, training.forms, training.api; "
-        "from training.config import default_rm_preset; default_rm_preset(); "
+        "import training.runs.views, training.runs.forms, training.runs.api; "
+        "from training.runs.config import default_rm_preset; default_rm_preset(); "
         "print(sorted(m for m in ('torch', 'transformers') if m in sys.modules))"
     )
     env = {"DEBUG": "1", "PATH": "/usr/bin:/bin", "DJANGO_SETTINGS_MODULE": "webgpt_site.settings"}

@@ -1,4 +1,4 @@
-"""What a training run may be asked for (training.inputs): every number within its range, no path from a
+"""What a training run may be asked for (training.runs.inputs): every number within its range, no path from a
 page or a request, the registered model that fits the kind of run; and the same refusal, in the same
 words, whether the run is asked for on the page, over the API or with a command, with nothing queued."""
 
@@ -13,10 +13,11 @@ from django.urls import reverse
 from annotation.models import ExportFormat
 from tests.test_api import api
 from tests.test_training_jobs import finished_export, rm_export
-from training import jobs
-from training.config import BOUNDS, RMConfig
-from training.inputs import JOB_SETTINGS, SETTABLE, RunError
+from training.errors import RunError
 from training.models import ModelCheckpoint, RunKind, TrainingRun
+from training.runs import jobs
+from training.runs.config import BOUNDS, RMConfig
+from training.runs.inputs import JOB_SETTINGS, SETTABLE
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("media", "model_store")]
 

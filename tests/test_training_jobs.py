@@ -22,9 +22,9 @@ from tests.conftest import database_url_for_tests, running_worker
 from tests.test_api import api
 from tests.test_exports import judged_pair
 from tests.test_training import bc_rows, citing_pairs
-from training import jobs
 from training.models import ModelCheckpoint, RunKind, TrainingRun
 from training.models import RunStatus as Status
+from training.runs import jobs
 
 FAST = {"max_steps": 12, "batch_size": 8, "learning_rate": 2e-3, "eval_every": 6, "max_length": 64}
 
@@ -160,7 +160,7 @@ def test_a_running_run_shows_the_time_left_at_the_rate_since_its_first_step(
 ):
     """Issue 24: every long job shows an estimate of its time left; a training run's comes from the rate
     of its steps (loading the model and the data came before the first), and is gone once it ends."""
-    monkeypatch.setattr("training.jobs.SAVE_EVERY_S", 0.0)
+    monkeypatch.setattr("training.runs.jobs.SAVE_EVERY_S", 0.0)
     monkeypatch.setattr("webgpt_site.progress.MIN_ELAPSED_S", 0.0)  # a rate from the first two steps
     settings_ = FAST | {"base_model": str(tiny_bert_dir), "max_steps": 4}
     run = jobs.request_run(alice, RunKind.RM, rm_export(alice, 20), settings_, queue=False, local_paths=True)
@@ -314,7 +314,7 @@ def test_a_bc_run_asked_for_over_the_api_reaches_done_on_a_real_worker(
     assert trained.metrics["eval_loss"] == run.metrics["eval_loss"]
     assert Path(trained.path).is_relative_to(settings.MODEL_STORE_DIR)
 
-    from training.bc import load_policy
+    from training.runs.bc import load_policy
 
     model, tokenizer = load_policy(Path(trained.path))
     before, _ = load_policy(tiny_llama_dir)

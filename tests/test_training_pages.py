@@ -11,7 +11,7 @@ from django.urls import reverse
 from annotation.models import ExportFormat
 from tests.test_training_jobs import finished_export
 from training.models import ModelCheckpoint, RunKind, RunStatus, TrainingRun
-from training.plot import Series, line_chart, timeline_series
+from webgpt_site.plot import Series, line_chart, timeline_series
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("media", "model_store")]
 

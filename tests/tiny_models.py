@@ -9,7 +9,7 @@ from pathlib import Path
 import torch
 from transformers import AutoTokenizer, BertConfig, BertModel, LlamaConfig, LlamaForCausalLM
 
-from training.store import SMOLLM2_GGUF, package_folder
+from training.runs.store import SMOLLM2_GGUF, package_folder
 
 
 def tiny_llama(folder: Path) -> Path:
@@ -55,9 +55,9 @@ def tiny_reward_model(folder: Path, tiny_bert_dir: Path, offset: float, max_leng
     with its config, ``reward.json`` with the demonstrations' offset). Its weights are random, seeded,
     and wider than BERT's init (std 0.3, not 0.02): at the init every input scores alike to 1e-6, which
     would let a format mismatch pass unnoticed."""
-    from training.config import RMConfig
-    from training.reward import OFFSET_FILE, load_reward_model
-    from training.runtime import save_model
+    from training.runs.config import RMConfig
+    from training.runs.reward import OFFSET_FILE, load_reward_model
+    from training.runs.runtime import save_model
 
     torch.manual_seed(0)
     model, tokenizer = load_reward_model(tiny_bert_dir)

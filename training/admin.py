@@ -1,4 +1,5 @@
-"""Runs and models are read in the admin; they change only through their jobs and pages (training.jobs)."""
+"""Runs and models are read in the admin; they change only through their jobs and pages
+(training.runs.jobs)."""
 
 from django.contrib import admin
 from django.db.models import Model

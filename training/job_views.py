@@ -8,9 +8,10 @@ from typing import Any, TypeVar
 from django.contrib import messages
 from django.http import HttpRequest
 
-from training.models import JobRow
+from training.models import JobRow, RunKind, TrainingRun
 
 Job = TypeVar("Job", bound=JobRow)
+PAGE_SIZE = 50  # rows of a job list page
 
 
 def cancel_unless_finished(
@@ -31,3 +32,32 @@ def announce_request(request: HttpRequest, job: JobRow, name: str) -> None:
     its status, so a banner saying "queued" stayed there beside "Done". Whether it waits for a worker,
     runs or has ended is the status's to say."""
     messages.success(request, f"{name} {job.pk} requested: its status below follows it to the end.")
+
+
+def shown(value: Any) -> str:
+    if value is None or value == "":
+        return "—"
+    if isinstance(value, float):
+        return f"{value:.4g}"
+    return str(value)
+
+
+def key_metrics(run: TrainingRun) -> dict[str, Any]:
+    """The numbers runs are compared by, named alike for training runs and evaluations."""
+    found = run.metrics or {}
+    if run.kind == RunKind.RM_EVAL:
+        low, high = found.get("accuracy_ci95") or (None, None)
+        return {
+            "train_loss": None,
+            "eval_loss": found.get("log_loss"),
+            "accuracy": found.get("accuracy"),
+            "low": low,
+            "high": high,
+        }
+    return {
+        "train_loss": found.get("train_loss"),
+        "eval_loss": found.get("eval_loss"),
+        "accuracy": found.get("eval_accuracy"),
+        "low": found.get("eval_accuracy_low"),
+        "high": found.get("eval_accuracy_high"),
+    }

@@ -121,7 +121,7 @@ class TrainingRun(JobRow):
         help_text="Registered model to start from (or to evaluate)",
     )
     preset = models.CharField(max_length=20, blank=True)
-    config = models.JSONField(default=dict, help_text="The trainer's settings (training.config)")
+    config = models.JSONField(default=dict, help_text="The trainer's settings (training.runs.config)")
     step = models.PositiveIntegerField(default=0)
     total_steps = models.PositiveIntegerField(default=0)
     timeline = models.JSONField(default=list, blank=True, help_text="Logged metrics by step")

@@ -3,9 +3,9 @@ uses every core it is given)."""
 
 from celery import shared_task
 
-from training.jobs import run_training_job
-from training.proxy_jobs import run_proxy_evaluation_job
-from training.sampling_jobs import run_sampling_job
+from training.evaluation.proxy_jobs import run_proxy_evaluation_job
+from training.runs.jobs import run_training_job
+from training.sampling.jobs import run_sampling_job
 
 
 @shared_task(name="training.run_training", ignore_result=True, acks_late=True)

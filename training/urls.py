@@ -1,6 +1,8 @@
 from django.urls import path
 
-from training import proxy_views, round_views, sampling_views, views
+from training.evaluation import proxy_views, round_views
+from training.runs import views
+from training.sampling import views as sampling_views
 
 app_name = "training"
 urlpatterns = [

@@ -378,7 +378,7 @@ MODEL_STORE_DIR = Path(env_str("MODEL_STORE_DIR") or VAR_DIR / "models")
 # concurrency 1; on a shared machine fewer threads avoid contention.
 TRAINING_THREADS = env_int("TRAINING_THREADS", 0, minimum=0)
 
-# --- Sampling (training/sampling_runs.py, training/sampling_jobs.py) --------------------------------------
+# --- Sampling (training/sampling/runs.py, training/sampling/jobs.py) --------------------------------------
 # Episodes the local backend steps together (one batch per round); more use more memory, not more cores.
 SAMPLING_BATCH = env_int("SAMPLING_BATCH", 8, minimum=1)
 # CPU threads per sampling job (0 = torch's default). Run the `sampling` queue with concurrency 1.

@@ -44,7 +44,7 @@ def _discard_training_output(pk: int) -> None:
     published (objects in the bucket, and a file's unfinished upload: a model is registered only once all
     of it is there)."""
     from training.checkpoints import storage_name
-    from training.jobs import output_dir
+    from training.runs.jobs import output_dir
     from webgpt_site.storage import MODELS, get_storage
 
     shutil.rmtree(output_dir(pk), ignore_errors=True)

@@ -5,10 +5,10 @@ from __future__ import annotations
 from django.urls import path
 
 from annotation.api import corpora, exports, flags, results, tasks, views
-from training import api as training
-from training import proxy_api as proxy
-from training import rounds_api as rounds
-from training import sampling_api as sampling
+from training.evaluation import proxy_api as proxy
+from training.evaluation import rounds_api as rounds
+from training.runs import api as training
+from training.sampling import api as sampling
 
 urlpatterns = [
     path("questions", views.QuestionList.as_view(), name="api-questions"),

@@ -89,7 +89,7 @@ def preference_rate(results: Sequence[float]) -> tuple[float, float, float]:
     return (wins / n, *wilson_interval(wins, n))
 
 
-# The one Wilson interval of the project, used here and by training.evaluation (reward-model accuracy).
+# The one Wilson interval of the project, used here and by training.runs.metrics (reward-model accuracy).
 # It lives in annotation.feedback because that package is plain Python (no Django, no torch) and training
 # already sits above annotation (it trains on annotation's exports), so training importing it points
 # down the dependency arrows; browser/engine, the other shared floor, is the browsing environment.

@@ -56,7 +56,7 @@ def _neighbour_pairs(answers: list[Answer]) -> list[list[Answer]]:
 
 
 # The first FreshWiki demo questions (by id) stay out of the demo's feedback batches: the sampling
-# quick-start samples them (training.sampling_views.QUICK_START), so the one demo labeler meets them first
+# quick-start samples them (training.sampling.views.QUICK_START), so the one demo labeler meets them first
 # in the batch made from those samples. Had the labeler judged them in a demo batch under another
 # template, FEEDBACK_SAME_QUESTION_HOURS would hold them back for a day, and the loop journey could not be
 # finished with the demo accounts.

@@ -19,10 +19,10 @@ from tests.e2e.test_feedback import only
 from tests.test_training_jobs import finished_export
 from tests.test_training_pages import checkpoint_of, finished_rm_run
 from tests.tiny_models import tiny_reward_model
+from training.evaluation.rounds import create_round
 from training.models import ModelCheckpoint, RunKind, RunStatus
-from training.rounds import create_round
-from training.sampling_jobs import run_sampling_job
-from training.sampling_runs import QuestionSet, SamplingRequest, request_sampling
+from training.sampling.jobs import run_sampling_job
+from training.sampling.runs import QuestionSet, SamplingRequest, request_sampling
 
 pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True)]
 TEMPLATES = [

@@ -19,8 +19,8 @@ from annotation.feedback.results import batch_results
 from annotation.models import Assignment, AssignmentStatus, Export, FeedbackBatch, Question, Split
 from tests.conftest import database_url_for_tests, make_user, running_worker
 from tests.tiny_models import tiny_reward_model
+from training.evaluation.rounds import create_round
 from training.models import ModelCheckpoint, Round, RunKind, RunStatus, SamplingRun, TrainingRun
-from training.rounds import create_round
 
 pytestmark = [pytest.mark.e2e, pytest.mark.worker, pytest.mark.django_db(transaction=True)]
 QUESTIONS = ("Who won the 2022 AFL Grand Final?", "What happened to the Crimean Bridge in October 2022?")

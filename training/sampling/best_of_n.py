@@ -2,8 +2,8 @@
 
 n complete episodes of one question are each scored by a registered reward model on exactly the input it
 was trained on from ``rm-pairs`` exports: the answer prompt ``format_answer_prompt(question, quotes)``
-(an export's ``prompt_chosen``) and the answer text (its ``chosen``), encoded by ``training.reward``'s own
-``score``, so the two formats cannot drift. The demonstrations' mean reward (the model's offset) is
+(an export's ``prompt_chosen``) and the answer text (its ``chosen``), encoded by ``training.runs.reward``'s
+own ``score``, so the two formats cannot drift. The demonstrations' mean reward (the model's offset) is
 subtracted, so 0 means "as good as the average human demonstration". Every sample keeps its score; the
 best answered sample is the run's answer, unless its score is below a threshold: then the run declines.
 Django-free.
@@ -21,8 +21,8 @@ import torch
 
 from browser.engine.observation import format_answer_prompt
 from browser.engine.page import Quote
-from training.config import RMConfig
-from training.reward import load_reward_model, reward_offset, score
+from training.runs.config import RMConfig
+from training.runs.reward import load_reward_model, reward_offset, score
 
 
 class Answerable(Protocol):

@@ -25,16 +25,16 @@ import numpy as np
 import torch
 from transformers import AutoModelForCausalLM, AutoTokenizer, DynamicCache
 
-from training.config import SMOLLM2
-from training.data import cut_middle
+from training.runs.config import SMOLLM2
+from training.runs.data import cut_middle
+from training.runs.store import default_store, resolve_base_model
 from training.sampling.constraints import ConstraintProcessor, TokenTable
 from training.sampling.types import BackendError, Completion, CompletionRequest, TokenCounter
-from training.store import default_store, resolve_base_model
 
 
 class LocalBackend:
     """``model_dir``: a Hugging Face model folder (a registered checkpoint); None: the SmolLM2 default
-    converted into the model store (``training/store.py``). ``threads`` > 0 sets torch's CPU threads.
+    converted into the model store (``training/runs/store.py``). ``threads`` > 0 sets torch's CPU threads.
     ``prompt_cache``: how many recent prompts keep their keys and values (at least the last batch's; 0:
     none), so that the next observation of an episode (the same question, quotes and past actions at its
     head) only computes what changed."""

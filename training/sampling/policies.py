@@ -1,6 +1,6 @@
 """Policies: what a model is asked at each step of an episode, and how its text becomes a command.
 
-- ``BCPolicy``: a behaviour-cloned checkpoint sees exactly what it was trained on (``training/bc.py``):
+- ``BCPolicy``: a behaviour-cloned checkpoint sees exactly what it was trained on (``training/runs/bc.py``):
   the bare observation as a raw prompt, the command as the completion, ended by the end-of-sequence token;
   then the bare answer prompt and the answer.
 - ``PromptedPolicy``: an instruct model (SmolLM2-135M-Instruct by default) gets chat messages: short

@@ -15,11 +15,12 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from annotation.models import Export
-from training.hooks import Hooks
-from training.inputs import RunError, check_run
-from training.jobs import request_run, run_training_job, store_dir
+from training.errors import RunError
 from training.models import ModelCheckpoint
 from training.models import RunStatus as Status
+from training.runs.hooks import Hooks
+from training.runs.inputs import check_run
+from training.runs.jobs import request_run, run_training_job, store_dir
 
 # option name -> (type, help); None means "the trainer's default"
 SETTINGS: dict[str, tuple[type, str]] = {
@@ -81,7 +82,7 @@ class TrainCommand(BaseCommand):
             if export is None:
                 raise CommandError(f"export {options['export']} does not exist")
             # The operator at the command line may name a model folder as --base-model; pages and the
-            # API may not (training.inputs).
+            # API may not (training.runs.inputs).
             run = request_run(None, self.kind, export, settings_, preset, base, queue=False, local_paths=True)
         except RunError as exc:
             raise CommandError(str(exc)) from None
@@ -96,8 +97,8 @@ class TrainCommand(BaseCommand):
     def train_file(
         self, options: dict[str, Any], preset: str, settings_: dict[str, Any], base: ModelCheckpoint | None
     ) -> None:
-        from training.bc import train_bc
-        from training.reward import train_reward_model
+        from training.runs.bc import train_bc
+        from training.runs.reward import train_reward_model
 
         if not options["output"]:
             raise CommandError("--output is required with --data")

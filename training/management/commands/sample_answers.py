@@ -11,11 +11,11 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.urls import reverse
 
 from annotation.models import DemonstrationBatch
-from training.inputs import RunError
+from training.errors import RunError
 from training.management.commands._train import progress_bar
 from training.models import ModelCheckpoint, RunStatus, SamplingRun
-from training.sampling_jobs import run_sampling_job
-from training.sampling_runs import QuestionSet, SamplingRequest, request_sampling
+from training.sampling.jobs import run_sampling_job
+from training.sampling.runs import QuestionSet, SamplingRequest, request_sampling
 
 # setting -> (type, help); an option left out takes the default of sampling_runs.DEFAULTS
 SETTINGS: dict[str, tuple[type, str]] = {

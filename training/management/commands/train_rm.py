@@ -2,8 +2,8 @@
 
 from django.core.management.base import CommandParser
 
-from training.config import RM_PRESETS
 from training.management.commands._train import TrainCommand
+from training.runs.config import RM_PRESETS
 
 
 class Command(TrainCommand):

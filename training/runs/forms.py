@@ -3,21 +3,21 @@ selection of runs to compare."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any, TypeVar
 
 from django import forms
 
 from annotation.models import Export, ExportStatus
-from training.config import BOUNDS, RM_PRESETS, BCConfig, RMConfig, default_rm_preset
-from training.inputs import FORMATS, RunError
+from training.job_forms import JobRequestForm, checkpoint_label
 from training.models import ModelCheckpoint, RunKind, TrainingRun
+from training.runs.config import BOUNDS, RM_PRESETS, BCConfig, RMConfig, default_rm_preset
+from training.runs.inputs import FORMATS
 from webgpt_site.params import ModelIdsField
 from webgpt_site.permissions import AnyUser
 
 Job = TypeVar("Job")
 
-# The settings offered on the form; the rest keep the defaults of training.config.
+# The settings offered on the form; the rest keep the defaults of training.runs.config.
 SETTINGS = (
     "max_steps",
     "epochs",
@@ -49,32 +49,6 @@ def _default_shown(name: str, value: Any) -> str:
 
 def export_label(export: Export) -> str:
     return f"#{export.pk} {export.export_format}, {export.row_count} rows, {export.created_at:%Y-%m-%d %H:%M}"
-
-
-def checkpoint_label(checkpoint: ModelCheckpoint) -> str:
-    return f"{checkpoint.name} ({checkpoint.kind}, from {checkpoint.base_model})"
-
-
-class JobRequestForm(forms.Form):
-    """A form that asks a service for a job (a training run, a sampling run, a proxy evaluation). The
-    service makes the one check of every input, for the pages and the API alike; its refusal lands here
-    on the field it names."""
-
-    def add_run_error(self, exc: RunError) -> None:
-        """The service's refusal on the field it names, or on the whole form."""
-        if exc.field in self.fields:
-            self.add_error(exc.field, exc.reason[0].upper() + exc.reason[1:] + ".")
-        else:
-            message = str(exc)
-            self.add_error(None, message[0].upper() + message[1:] + ". Nothing was started.")
-
-    def start(self, request_job: Callable[[], Job]) -> Job | None:
-        """The job ``request_job`` created, or None with its refusal on the form."""
-        try:
-            return request_job()
-        except RunError as exc:
-            self.add_run_error(exc)
-            return None
 
 
 class RunForm(JobRequestForm):

@@ -1,4 +1,4 @@
-"""What a sampling run's row shows while it works (``training.sampling_jobs`` reports to it): actions
+"""What a sampling run's row shows while it works (``training.sampling.jobs`` reports to it): actions
 taken of at most how many, episodes finished, tokens as they are generated, the time left; a log line per
 round; the cancel flag, read with each write."""
 

@@ -10,8 +10,17 @@ from dataclasses import fields, replace
 from typing import Any
 
 from annotation.models import Export, ExportFormat, ExportStatus
-from training.config import MINILM, RM_PRESETS, SMOLLM2, BCConfig, CommonConfig, RMConfig, default_rm_preset
+from training.errors import RunError
 from training.models import ModelCheckpoint, RunKind
+from training.runs.config import (
+    MINILM,
+    RM_PRESETS,
+    SMOLLM2,
+    BCConfig,
+    CommonConfig,
+    RMConfig,
+    default_rm_preset,
+)
 
 FORMATS = {
     RunKind.BC: (ExportFormat.BC_PAIRS,),
@@ -22,15 +31,6 @@ PRESET_MODELS = (SMOLLM2, MINILM)
 # Filled in by the job from the export and the model store, never by whoever asks for the run.
 JOB_SETTINGS = frozenset({"data", "output_dir", "demonstration_answer_ids"})
 SETTABLE = tuple(f.name for f in fields(RMConfig) if f.name not in JOB_SETTINGS)  # RMConfig has them all
-
-
-class RunError(ValueError):
-    """A run that cannot start. ``field`` names the input the reason is about: ``export``, ``preset``,
-    ``base_checkpoint``, ``settings``, one setting (``max_length``) or "" for the run as a whole."""
-
-    def __init__(self, reason: str, field: str = "") -> None:
-        super().__init__(f"{field}: {reason}" if field else reason)
-        self.reason, self.field = reason, field
 
 
 def check_run(
@@ -85,7 +85,7 @@ def check_base(kind: str, preset: str, base: ModelCheckpoint | None) -> None:
 def check_settings(
     kind: str, preset: str, settings: dict[str, Any], base: ModelCheckpoint | None, *, local_paths: bool
 ) -> CommonConfig:
-    """Known names, the right types, every number in its range (training.config.BOUNDS), and a base
+    """Known names, the right types, every number in its range (training.runs.config.BOUNDS), and a base
     model that is a preset (or, for an operator, a local folder)."""
     if not isinstance(settings, dict):
         raise RunError("expected an object of setting names and values", "settings")
@@ -128,6 +128,6 @@ def config_for(kind: str, preset: str, overrides: dict[str, Any]) -> CommonConfi
 
 
 def _named(exc: ValueError) -> RunError:
-    """training.config says "name: reason"; keep the name as the field when it is a setting."""
+    """training.runs.config says "name: reason"; keep the name as the field when it is a setting."""
     name, _, reason = str(exc).partition(": ")
     return RunError(reason, name) if reason and name in SETTABLE else RunError(str(exc), "settings")

@@ -14,7 +14,7 @@ from training.sampling.best_of_n import RewardScorer
 from training.sampling.endpoints import backend_from
 from training.sampling.episode import Policy
 from training.sampling.policies import BCPolicy, PromptedPolicy
-from training.sampling_runs import PROMPTED_DEFAULT
+from training.sampling.runs import PROMPTED_DEFAULT
 
 # One of each kind of command, in the order a demonstration goes: the prompted model's worked examples.
 EXAMPLE_KINDS = ("Search ", "Clicked on link", "Quote:", "End: Answer")

@@ -1,6 +1,6 @@
 """Training runs and the model registry over the API (researchers): start a run from an export, watch
 it, cancel it; list, read and delete registered models. A run request goes through the same checks as the
-new-run page and the commands (training.inputs, via jobs.request_run); refusals come back by field."""
+new-run page and the commands (training.runs.inputs, via jobs.request_run); refusals come back by field."""
 
 from __future__ import annotations
 
@@ -16,10 +16,11 @@ from rest_framework.views import APIView
 from annotation.api.permissions import IsResearcher
 from annotation.api.strict import StrictSerializer
 from annotation.models import Export
-from training import jobs
-from training.config import RM_PRESETS
-from training.inputs import PRESET_MODELS, SETTABLE, RunError
+from training.errors import RunError
 from training.models import ModelCheckpoint, RunKind, TrainingRun
+from training.runs import jobs
+from training.runs.config import RM_PRESETS
+from training.runs.inputs import PRESET_MODELS, SETTABLE
 from webgpt_site.inputs import MAX_ID
 from webgpt_site.permissions import get_visible_or_404
 

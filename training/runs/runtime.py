@@ -15,8 +15,8 @@ import torch
 from transformers import EarlyStoppingCallback, Trainer, TrainerCallback, TrainingArguments
 from transformers.trainer_callback import PrinterCallback
 
-from training.config import CommonConfig
-from training.hooks import Hooks, RunResult
+from training.runs.config import CommonConfig
+from training.runs.hooks import Hooks, RunResult
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 

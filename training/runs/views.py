@@ -1,6 +1,6 @@
 """Researcher pages for training: the runs (compared side by side), a new run, a run's live progress and
 results, and the model registry. Runs are jobs on the ``training`` queue; these pages only read their rows
-and ask training.jobs to start, cancel or delete."""
+and ask training.runs.jobs to start, cancel or delete."""
 
 from __future__ import annotations
 
@@ -16,16 +16,16 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from django.views.decorators.vary import vary_on_headers
 
 from annotation.models import Export
-from training.forms import CompareForm, RunForm
-from training.inputs import FORMATS, RunError
-from training.job_views import announce_request, cancel_unless_finished
-from training.jobs import cancel_run, checkpoint_users, delete_checkpoint, request_run
+from training.errors import RunError
+from training.job_views import PAGE_SIZE, announce_request, cancel_unless_finished, key_metrics, shown
 from training.models import ModelCheckpoint, RunKind, TrainingRun, relative_to_store
-from training.plot import line_chart, timeline_series
+from training.runs.forms import CompareForm, RunForm
+from training.runs.inputs import FORMATS
+from training.runs.jobs import cancel_run, checkpoint_users, delete_checkpoint, request_run
 from webgpt_site.inputs import parse_id
 from webgpt_site.permissions import Role, get_visible_or_404, role_required
+from webgpt_site.plot import line_chart, timeline_series
 
-PAGE_SIZE = 50
 # Settings shown with a run and compared between runs (the rest rarely change).
 SHOWN_SETTINGS = (
     "base_model",
@@ -40,35 +40,6 @@ SHOWN_SETTINGS = (
     "eval_every",
     "seed",
 )
-
-
-def key_metrics(run: TrainingRun) -> dict[str, Any]:
-    """The numbers runs are compared by, named alike for training runs and evaluations."""
-    found = run.metrics or {}
-    if run.kind == RunKind.RM_EVAL:
-        low, high = found.get("accuracy_ci95") or (None, None)
-        return {
-            "train_loss": None,
-            "eval_loss": found.get("log_loss"),
-            "accuracy": found.get("accuracy"),
-            "low": low,
-            "high": high,
-        }
-    return {
-        "train_loss": found.get("train_loss"),
-        "eval_loss": found.get("eval_loss"),
-        "accuracy": found.get("eval_accuracy"),
-        "low": found.get("eval_accuracy_low"),
-        "high": found.get("eval_accuracy_high"),
-    }
-
-
-def shown(value: Any) -> str:
-    if value is None or value == "":
-        return "—"
-    if isinstance(value, float):
-        return f"{value:.4g}"
-    return str(value)
 
 
 def setting_shown(run: TrainingRun, name: str) -> str:

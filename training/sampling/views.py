@@ -1,6 +1,6 @@
 """Researcher pages for sampling runs: the runs, "Sample answers" (a new run), and a run's live progress,
 results and samples, each sample's trajectory one click away (the episode page). Runs are jobs on the
-``sampling`` queue; these pages only read their rows and ask training.sampling_runs to start or cancel."""
+``sampling`` queue; these pages only read their rows and ask training.sampling.runs to start or cancel."""
 
 from __future__ import annotations
 
@@ -18,14 +18,13 @@ from django.views.decorators.vary import vary_on_headers
 
 from annotation.demo import DEMO_BATCH_DATASET
 from annotation.models import Question
-from training.job_views import announce_request, cancel_unless_finished
+from training.job_views import PAGE_SIZE, announce_request, cancel_unless_finished, shown
 from training.models import ModelCheckpoint, RunKind, Sample, SamplingRun
-from training.plot import DOTTED, Series, line_chart
-from training.sampling_forms import SamplingForm
-from training.sampling_runs import PROMPTED_DEFAULT, cancel_sampling, request_sampling
-from training.views import PAGE_SIZE, shown
+from training.sampling.forms import SamplingForm
+from training.sampling.runs import PROMPTED_DEFAULT, cancel_sampling, request_sampling
 from webgpt_site.charts import UNIT
 from webgpt_site.permissions import AnyUser, Role, get_visible_or_404, role_required
+from webgpt_site.plot import DOTTED, Series, line_chart
 
 # Settings shown with a run, in this order.
 SHOWN_SETTINGS = (

@@ -17,11 +17,9 @@ from django.views.decorators.vary import vary_on_headers
 
 from annotation.feedback.results import headline
 from annotation.feedback.results_views import FIGURE, Column, Table, write_csv
-from training.config import RMConfig
-from training.models import Round
-from training.round_data import request_retrain_export, retrain_data, retrain_options
-from training.round_forms import AddRunsForm, RetrainForm, RoundForm
-from training.rounds import (
+from training.evaluation.round_data import request_retrain_export, retrain_data, retrain_options
+from training.evaluation.round_forms import AddRunsForm, RetrainForm, RoundForm
+from training.evaluation.rounds import (
     RoundContents,
     RoundError,
     add_runs,
@@ -32,7 +30,9 @@ from training.rounds import (
     rm_accuracy,
     round_contents,
 )
-from training.views import key_metrics
+from training.job_views import key_metrics
+from training.models import Round
+from training.runs.config import RMConfig
 from webgpt_site.inputs import parse_id
 from webgpt_site.permissions import Role, get_visible_or_404, role_required
 

@@ -19,12 +19,12 @@ import torch
 import torch.nn.functional as F
 from transformers import AutoModelForSequenceClassification, AutoTokenizer, Trainer
 
-from training.config import RMConfig
-from training.data import Comparison, comparisons, cut_middle, held_out_split, read_rows
-from training.evaluation import preference_metrics
-from training.hooks import Hooks, RunResult
-from training.runtime import fit, run_result, save_model, start, with_lora
-from training.store import default_store, resolve_base_model
+from training.runs.config import RMConfig
+from training.runs.data import Comparison, comparisons, cut_middle, held_out_split, read_rows
+from training.runs.hooks import Hooks, RunResult
+from training.runs.metrics import preference_metrics
+from training.runs.runtime import fit, run_result, save_model, start, with_lora
+from training.runs.store import default_store, resolve_base_model
 
 OFFSET_FILE = "reward.json"
 

@@ -2,7 +2,7 @@
 ``check_proxy_request``, for both), run by a worker on the ``training`` queue. The job scores every
 answered sample of the runs with the validation reward model, on exactly the text the run's own reward
 model saw (the answer prompt of the question and the sample's quotes, then its answer:
-``RewardScorer.score_samples``), then computes the curves (``training.proxy_eval``). Progress and the
+``RewardScorer.score_samples``), then computes the curves (``training.evaluation.proxy``). Progress and the
 cancel flag go through the row; whatever happens it ends done, cancelled or failed with the reason."""
 
 from __future__ import annotations
@@ -20,10 +20,10 @@ from django.db.models import QuerySet
 from annotation.models import Question
 from browser.engine.page import Quote
 from training.checkpoints import local_folder
-from training.inputs import RunError
+from training.errors import RunError
+from training.evaluation.proxy import DEFAULT_RESAMPLES, ScoredSample, curve_rows, run_curve
 from training.models import ModelCheckpoint, ProxyEvaluation, RunKind, Sample, SamplingRun
 from training.models import RunStatus as Status
-from training.proxy_eval import DEFAULT_RESAMPLES, ScoredSample, curve_rows, run_curve
 from webgpt_site.heartbeat import beating
 from webgpt_site.models import log_action
 from webgpt_site.progress import estimated_end
@@ -174,7 +174,7 @@ def run_proxy_evaluation_job(evaluation_id: int) -> ProxyEvaluation:
 
 
 def _execute(evaluation: ProxyEvaluation, scores: dict[str, float]) -> None:
-    from training.runtime import set_threads
+    from training.runs.runtime import set_threads
     from training.sampling.best_of_n import RewardScorer
 
     model = evaluation.reward_model

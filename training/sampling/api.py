@@ -19,10 +19,10 @@ from rest_framework.views import APIView
 from annotation.api.permissions import IsResearcher
 from annotation.api.strict import StrictSerializer
 from annotation.models import DemonstrationBatch
-from training.inputs import RunError
+from training.errors import RunError
 from training.job_api import cancel_job, visible_checkpoint
 from training.models import RunStatus, Sample, SamplingRun
-from training.sampling_runs import (
+from training.sampling.runs import (
     BOUNDS,
     PROMPTED_DEFAULT,
     SETTABLE,

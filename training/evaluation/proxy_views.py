@@ -2,7 +2,7 @@
 evaluations with the form that asks for one, an evaluation's live progress and, once done, its curves
 (validation score and implied preference over best-of-1 against k, with their 95% intervals) beside
 their numbers, and the CSV of those numbers. Evaluations are jobs on the ``training`` queue; these
-pages only read their rows and ask training.proxy_jobs to start or cancel one."""
+pages only read their rows and ask training.evaluation.proxy_jobs to start or cancel one."""
 
 from __future__ import annotations
 
@@ -21,14 +21,13 @@ from django.utils.safestring import SafeString
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 from django.views.decorators.vary import vary_on_headers
 
-from training.job_views import announce_request, cancel_unless_finished
+from training.evaluation.proxy_forms import ProxyEvaluationForm
+from training.evaluation.proxy_jobs import cancel_proxy_evaluation, request_proxy_evaluation
+from training.job_views import PAGE_SIZE, announce_request, cancel_unless_finished
 from training.models import ProxyEvaluation, RunStatus, SamplingRun
-from training.plot import DOTTED, Series, interval_chart
-from training.proxy_forms import ProxyEvaluationForm
-from training.proxy_jobs import cancel_proxy_evaluation, request_proxy_evaluation
-from training.views import PAGE_SIZE
 from webgpt_site.charts import UNIT
 from webgpt_site.permissions import Role, get_visible_or_404, role_required
+from webgpt_site.plot import DOTTED, Series, interval_chart
 
 CSV_COLUMNS = (
     "evaluation",

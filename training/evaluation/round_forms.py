@@ -7,8 +7,8 @@ from typing import Any
 
 from django import forms
 
+from training.evaluation.rounds import MAX_NAME, MAX_NOTES
 from training.models import Round, SamplingRun
-from training.rounds import MAX_NAME, MAX_NOTES
 from webgpt_site.params import ModelIdsField
 
 

@@ -18,12 +18,13 @@ from django.db.models import Q, QuerySet
 from annotation.exports.service import export_path
 from annotation.models import Answer, Export, Question
 from training import checkpoints
-from training.config import RMConfig
-from training.data import question_ids, read_rows
-from training.hooks import Hooks
-from training.inputs import RunError, check_run, config_for
+from training.errors import RunError
 from training.models import ModelCheckpoint, RunKind, SamplingRun, TrainingRun
 from training.models import RunStatus as Status
+from training.runs.config import RMConfig
+from training.runs.data import question_ids, read_rows
+from training.runs.hooks import Hooks
+from training.runs.inputs import check_run, config_for
 from webgpt_site.heartbeat import beating
 from webgpt_site.models import log_action
 from webgpt_site.progress import estimated_end
@@ -46,7 +47,7 @@ def request_run(
     queue: bool = True,
     local_paths: bool = False,
 ) -> TrainingRun:
-    """Check everything that can be checked before a worker spends time on it (training.inputs: the same
+    """Check everything that can be checked before a worker spends time on it (training.runs.inputs: the same
     checks for the page, the API and the commands), then create the row (and queue it once committed).
     Raises RunError with the reason. ``local_paths``: an operator's command may name a model folder."""
     preset, config = check_run(
@@ -166,8 +167,8 @@ def run_training_job(run_id: int, echo: Callable[[int, int, dict], None] | None 
 
 
 def _execute(run: TrainingRun, output: Path, progress: _Progress) -> TrainingRun:
-    from training.bc import train_bc
-    from training.reward import train_reward_model
+    from training.runs.bc import train_bc
+    from training.runs.reward import train_reward_model
 
     data = export_path(run.export)  # with object storage, a checked copy in this worker's cache
     rows = read_rows(data)
@@ -216,8 +217,8 @@ def _execute(run: TrainingRun, output: Path, progress: _Progress) -> TrainingRun
 
 
 def _evaluate(run: TrainingRun, rows: list[dict[str, Any]]) -> TrainingRun:
-    from training.data import comparisons
-    from training.reward import comparison_metrics, load_reward_model
+    from training.runs.data import comparisons
+    from training.runs.reward import comparison_metrics, load_reward_model
 
     folder = checkpoints.local_folder(run.base_checkpoint)
     model, tokenizer = load_reward_model(folder)

@@ -18,6 +18,7 @@ from django.db.models import Max, Q
 
 from annotation.exports.rules import describe_filters
 from annotation.models import Export, ExportFormat, FeedbackBatch
+from training.evaluation.round_data import too_few
 from training.models import (
     ModelCheckpoint,
     ProxyEvaluation,
@@ -27,7 +28,6 @@ from training.models import (
     SamplingRun,
     TrainingRun,
 )
-from training.round_data import too_few
 from webgpt_site.models import log_action
 from webgpt_site.permissions import AnyUser
 

@@ -15,8 +15,7 @@ from rest_framework.response import Response
 from annotation.api.permissions import IsResearcher
 from annotation.api.strict import StrictSerializer
 from annotation.feedback.results import headline
-from training.models import Round
-from training.rounds import (
+from training.evaluation.rounds import (
     MAX_NAME,
     MAX_NOTES,
     MAX_RUNS,
@@ -25,6 +24,7 @@ from training.rounds import (
     rm_accuracy,
     round_contents,
 )
+from training.models import Round
 from webgpt_site.inputs import MAX_ID
 
 

@@ -26,8 +26,8 @@ from browser.sources import LOCAL, open_source
 from training.models import RunStatus as Status
 from training.models import Sample, SamplingRun
 from training.sampling.episode import EpisodeSample, SamplingSettings, run_episodes
+from training.sampling.progress import SamplingProgress
 from training.sampling.types import BackendError
-from training.sampling_progress import SamplingProgress
 from webgpt_site.heartbeat import beating
 from webgpt_site.sweeper import redelivered
 
@@ -62,7 +62,7 @@ def run_sampling_job(run_id: int, echo: Callable[[SamplingRun], None] | None = N
 def _execute(run: SamplingRun, progress: SamplingProgress) -> str:
     """Sample chunk by chunk, storing each question as its episodes end; the status the run ends with
     (done, or cancelled when a cancel left questions unsampled)."""
-    from training.sampling_models import load_policy, load_scorer
+    from training.sampling.loading import load_policy, load_scorer
 
     sampling = SamplingSettings(
         **{name: run.settings[name] for name in SETTINGS_FIELDS if name in run.settings}

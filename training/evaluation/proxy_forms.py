@@ -1,7 +1,7 @@
 """The "Evaluate with a validation reward model" form: the validation reward model, the sampling runs and
 the bootstrap's seed and resamples. Nothing is checked here beyond the types: the one check of every
-input (``training.proxy_jobs.check_proxy_request``) serves the page and the API alike, and its refusal
-lands on the field it names (``add_run_error``)."""
+input (``training.evaluation.proxy_jobs.check_proxy_request``) serves the page and the API alike, and its
+refusal lands on the field it names (``add_run_error``)."""
 
 from __future__ import annotations
 
@@ -10,10 +10,10 @@ from typing import Any
 from django import forms
 from django.http import QueryDict
 
-from training.forms import JobRequestForm, checkpoint_label
+from training.evaluation.proxy import DEFAULT_RESAMPLES
+from training.evaluation.proxy_jobs import BOUNDS, MAX_RUNS, ProxyRequest
+from training.job_forms import JobRequestForm, checkpoint_label
 from training.models import ModelCheckpoint, RunKind, SamplingRun
-from training.proxy_eval import DEFAULT_RESAMPLES
-from training.proxy_jobs import BOUNDS, MAX_RUNS, ProxyRequest
 from webgpt_site.inputs import parse_id
 from webgpt_site.params import ModelIdsField
 from webgpt_site.permissions import AnyUser

@@ -37,7 +37,7 @@ from typing import Any
 import numpy as np
 
 from annotation.feedback.result_stats import resampled_rows
-from training.evaluation import sigmoid
+from training.runs.metrics import sigmoid
 
 DEFAULT_RESAMPLES = 1000
 RESAMPLE_CHUNK = 200  # resamples drawn at a time: 200 x 10,000 questions of indices stays under 20 MB

@@ -16,11 +16,11 @@ import torch
 import torch.nn.functional as F
 from transformers import AutoModelForCausalLM, AutoTokenizer, Trainer
 
-from training.config import BCConfig
-from training.data import bc_examples, cut_middle, held_out_split, question_key, read_rows
-from training.hooks import Hooks, RunResult
-from training.runtime import fit, run_result, save_model, start, with_lora
-from training.store import default_store, resolve_base_model
+from training.runs.config import BCConfig
+from training.runs.data import bc_examples, cut_middle, held_out_split, question_key, read_rows
+from training.runs.hooks import Hooks, RunResult
+from training.runs.runtime import fit, run_result, save_model, start, with_lora
+from training.runs.store import default_store, resolve_base_model
 
 IGNORE = -100  # label of tokens that carry no loss
 

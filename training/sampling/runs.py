@@ -15,9 +15,9 @@ from django.db import transaction
 
 from annotation.models import DemonstrationBatch, Question, Split
 from browser.sources import LOCAL, check_source
-from training.config import SMOLLM2
-from training.inputs import RunError
+from training.errors import RunError
 from training.models import ModelCheckpoint, RunKind, SamplingRun
+from training.runs.config import SMOLLM2
 from webgpt_site.models import log_action
 
 # Each number's range: (low, high). The paper's best-of-n goes to 64; 100 actions is its action limit.

@@ -1,0 +1,265 @@
+"""The house's import rules, checked on every import of the project's modules (also those inside functions;
+not those under ``if TYPE_CHECKING:``, which never run):
+
+- no import cycle between modules (a lazy import that only dodges a cycle is still a cycle);
+- imports run down the floors: the shared modules of ``webgpt_site`` (jobs, permissions, storage, charts...)
+  < ``browser`` < ``annotation`` < ``training`` < the meeting points on the top floor (URL confs, the API's
+  route table, the console, settings, the Celery app, ops, admin, commands of ``webgpt_site``); at most
+  MAX_UPWARD imports may run up a floor, each marked on its line (or the line above) with ``# layer: why``;
+- the Django-free engines (``browser/engine``, the sampling engine) import nothing of Django or of the
+  project's Django side.
+
+``python scripts/check_imports.py`` prints what breaks a rule and exits 1, or prints a summary; ``make test``
+runs it. ``--graph`` prints every edge (for a drawing).
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+PACKAGES = ("webgpt_site", "browser", "annotation", "training")
+FLOORS = {"webgpt_site": 0, "browser": 1, "annotation": 2, "training": 3}
+TOP = 4
+# webgpt_site's meeting points: they may import every app (the rest of webgpt_site is the bottom floor).
+TOP_FLOOR = (
+    "webgpt_site",  # the package: it starts the Celery app (Celery's documented Django layout)
+    "webgpt_site.urls",
+    "webgpt_site.api_urls",
+    "webgpt_site.console",
+    "webgpt_site.celery",
+    "webgpt_site.settings",
+    "webgpt_site.admin",
+    "webgpt_site.views",
+    "webgpt_site.wsgi",
+    "webgpt_site.asgi",
+    "webgpt_site.ops.metrics",
+    "webgpt_site.ops.health",
+    "webgpt_site.management",
+)
+MAX_UPWARD = 3
+MARK = "# layer:"
+# Plain Python engines: no Django, nothing of the project's Django side.
+DJANGO_FREE = ("browser.engine",)
+DJANGO_FREE_MODULES = (
+    "training.errors",
+    "training.evaluation.proxy",
+    "training.runs.bc",
+    "training.runs.config",
+    "training.runs.data",
+    "training.runs.hooks",
+    "training.runs.metrics",
+    "training.runs.reward",
+    "training.runs.runtime",
+    "training.runs.store",
+    "training.sampling.backend",
+    "training.sampling.best_of_n",
+    "training.sampling.constraints",
+    "training.sampling.endpoint",
+    "training.sampling.endpoints",
+    "training.sampling.episode",
+    "training.sampling.local",
+    "training.sampling.policy",
+    "training.sampling.prompts",
+    "training.sampling.types",
+)
+
+
+@dataclass(frozen=True)
+class Edge:
+    source: str
+    target: str
+    path: Path
+    line: int
+    marked: bool
+
+
+def module_name(path: Path) -> str:
+    parts = list(path.relative_to(ROOT).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def project_modules() -> dict[str, Path]:
+    found = {}
+    for package in PACKAGES:
+        for path in sorted((ROOT / package).rglob("*.py")):
+            found[module_name(path)] = path
+    return found
+
+
+def _type_checking_lines(tree: ast.AST) -> set[int]:
+    """Lines inside ``if TYPE_CHECKING:`` blocks."""
+    lines: set[int] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.If):
+            test = node.test
+            name = test.id if isinstance(test, ast.Name) else getattr(test, "attr", None)
+            if name == "TYPE_CHECKING":
+                for child in node.body:
+                    lines.update(range(child.lineno, (child.end_lineno or child.lineno) + 1))
+    return lines
+
+
+def _resolve(source: str, is_package: bool, node: ast.ImportFrom) -> str:
+    if not node.level:
+        return node.module or ""
+    base = source.split(".") if is_package else source.split(".")[:-1]
+    base = base[: len(base) - (node.level - 1)]
+    return ".".join([*base, node.module] if node.module else base)
+
+
+def imports_of(name: str, path: Path, modules: dict[str, Path]) -> Iterator[Edge]:
+    text = path.read_text()
+    lines = text.splitlines()
+    tree = ast.parse(text, str(path))
+    skipped = _type_checking_lines(tree)
+
+    def marked(line: int) -> bool:
+        return MARK in lines[line - 1] or (line > 1 and lines[line - 2].strip().startswith(MARK))
+
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Import | ast.ImportFrom) or node.lineno in skipped:
+            continue
+        if isinstance(node, ast.Import):
+            targets = [alias.name for alias in node.names]
+        else:
+            base = _resolve(name, path.name == "__init__.py", node)
+            # ``from pkg import sub`` imports the module pkg.sub; ``from mod import name`` the module mod.
+            targets = [f"{base}.{a.name}" if f"{base}.{a.name}" in modules else base for a in node.names]
+        for target in dict.fromkeys(targets):
+            if target.split(".")[0] in PACKAGES or target.split(".")[0] == "django":
+                yield Edge(name, target, path, node.lineno, marked(node.lineno))
+
+
+def floor(module: str) -> int:
+    if any(module == top or module.startswith(top + ".") for top in TOP_FLOOR[1:]) or module == TOP_FLOOR[0]:
+        return TOP
+    return FLOORS[module.split(".")[0]]
+
+
+def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Strongly connected components of more than one module (Tarjan, iterative)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+    counter = 0
+    for root in sorted(graph):
+        if root in index:
+            continue
+        work = [(root, iter(sorted(graph[root])))]
+        index[root] = low[root] = counter
+        counter += 1
+        stack.append(root)
+        on_stack.add(root)
+        while work:
+            node, children = work[-1]
+            child = next(children, None)
+            if child is not None:
+                if child not in index:
+                    index[child] = low[child] = counter
+                    counter += 1
+                    stack.append(child)
+                    on_stack.add(child)
+                    work.append((child, iter(sorted(graph.get(child, ())))))
+                elif child in on_stack:
+                    low[node] = min(low[node], index[child])
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[node])
+            if low[node] == index[node]:
+                component = []
+                while True:
+                    member = stack.pop()
+                    on_stack.discard(member)
+                    component.append(member)
+                    if member == node:
+                        break
+                if len(component) > 1:
+                    found.append(sorted(component))
+    return found
+
+
+def _django_free(module: str) -> bool:
+    return module in DJANGO_FREE_MODULES or any(
+        module.startswith(p + ".") or module == p for p in DJANGO_FREE
+    )
+
+
+def _path_to(start: str, goals: set[str], graph: dict[str, set[str]]) -> list[str]:
+    """The modules from ``start`` to one of ``goals`` along imports (breadth first), or [] if none."""
+    came_from: dict[str, str | None] = {start: None}
+    frontier = [start]
+    while frontier:
+        following = []
+        for module in frontier:
+            if module in goals:
+                path = [module]
+                while (before := came_from[path[-1]]) is not None:
+                    path.append(before)
+                return path[::-1]
+            for target in sorted(graph.get(module, ())):
+                if target not in came_from:
+                    came_from[target] = module
+                    following.append(target)
+        frontier = following
+    return []
+
+
+def check(show_graph: bool = False) -> int:
+    modules = project_modules()
+    edges = [edge for name, path in modules.items() for edge in imports_of(name, path, modules)]
+    graph: dict[str, set[str]] = {name: set() for name in modules}
+    problems: list[str] = []
+    upward: list[Edge] = []
+    uses_django: set[str] = set()
+    for edge in edges:
+        where = f"{edge.path.relative_to(ROOT)}:{edge.line}"
+        if edge.target.split(".")[0] == "django":
+            uses_django.add(edge.source)
+            continue
+        if edge.target not in modules or edge.target == edge.source:
+            continue
+        graph[edge.source].add(edge.target)
+        if show_graph:
+            print(f"{edge.source} -> {edge.target}")
+        if floor(edge.target) > floor(edge.source):
+            upward.append(edge)
+            if not edge.marked:
+                problems.append(
+                    f"{where}: {edge.source} imports {edge.target}, a floor up (mark it `{MARK} why` "
+                    "if it must)"
+                )
+    for module in filter(_django_free, modules):
+        if path := _path_to(module, uses_django, graph):
+            problems.append(f"{module} must not use Django, but imports it: {' -> '.join(path)} -> django")
+    for component in cycles(graph):
+        problems.append("import cycle: " + " <-> ".join(component))
+    if len(upward) > MAX_UPWARD:
+        problems.append(f"{len(upward)} imports run up a floor (at most {MAX_UPWARD})")
+    for problem in problems:
+        print(problem)
+    if problems:
+        return 1
+    print(
+        f"imports: {len(modules)} modules, {sum(map(len, graph.values()))} imports between them, no cycle, "
+        f"{len(upward)} marked import(s) up a floor (at most {MAX_UPWARD})"
+    )
+    for edge in upward:
+        print(f"  {edge.path.relative_to(ROOT)}:{edge.line}: {edge.source} -> {edge.target}")
+    return 0
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--graph", action="store_true", help="print every import between modules")
+    sys.exit(check(parser.parse_args().graph))
