@@ -11,7 +11,7 @@ class CorpusAdmin(admin.ModelAdmin):
 
 @admin.register(CorpusImport)
 class CorpusImportAdmin(admin.ModelAdmin):
-    list_display = ("corpus", "source", "source_format", "record_count", "created_by", "created_at")
+    list_display = ("corpus", "source", "source_format", "record_count", "owner", "created_at")
     readonly_fields = [field.name for field in CorpusImport._meta.fields]
 
 

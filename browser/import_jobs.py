@@ -24,7 +24,6 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from django.db import transaction
-from django.utils import timezone
 
 from browser.corpus.records import CorpusFileError
 from browser.import_requests import (
@@ -37,12 +36,13 @@ from browser.import_requests import (
     unpacks,
     zip_folder,
 )
-from browser.models import Corpus, CorpusImport, ImportStatus
+from browser.models import Corpus, CorpusImport
 from browser.services import import_corpus
-from webgpt_site.heartbeat import beating
+from webgpt_site.jobs.models import JobError
+from webgpt_site.jobs.queueing import enqueue
+from webgpt_site.jobs.runner import run_job
 from webgpt_site.models import log_action
 from webgpt_site.storage import IMPORTS, get_storage
-from webgpt_site.sweeper import redelivered
 
 SAVE_EVERY_S = 1.0  # progress writes at most this often (pages poll every second)
 UNPACK_CHUNK = 1024 * 1024  # bytes unpacked between two checks of the limits
@@ -57,8 +57,6 @@ def staging_dir() -> Path:
 def request_corpus_import(user: Any, request: ImportRequest) -> CorpusImport:
     """Create the job row (and the corpus, if new), keep the upload where the worker finds it, and queue
     the job on the ``exports`` queue once committed. ``request`` comes from check_import_request."""
-    from browser.tasks import run_corpus_import
-
     with transaction.atomic():
         corpus, _ = Corpus.objects.get_or_create(name=request.corpus)
         job = CorpusImport.objects.create(
@@ -66,16 +64,14 @@ def request_corpus_import(user: Any, request: ImportRequest) -> CorpusImport:
             source=request.source,
             source_format=request.source_format,
             base_url=request.base_url,
-            created_by=user if getattr(user, "is_authenticated", False) else None,
+            owner=user if getattr(user, "is_authenticated", False) else None,
         )
         if request.upload is not None:
             job.upload = f"import-{job.pk}{PurePosixPath(request.source).suffix.lower()}"
             _store(request.upload, job.upload)
             job.save(update_fields=["upload"])
         log_action(user, "corpus.import_request", job, corpus=corpus.name, source=job.source)
-        transaction.on_commit(
-            lambda: run_corpus_import.apply_async(kwargs={"import_id": job.pk}, queue="exports")
-        )
+        enqueue(job)
     return job
 
 
@@ -109,33 +105,29 @@ class _Recorder:
 
 
 def run_corpus_import_job(import_id: int) -> CorpusImport:
-    """The worker's job. Whatever happens, the row ends done or failed with the reason; the corpus's index
-    is changed only by a complete import."""
-    queued = CorpusImport.objects.filter(pk=import_id, status=ImportStatus.QUEUED)
-    now = timezone.now()
-    claimed = queued.update(status=ImportStatus.RUNNING, started_at=now, heartbeat_at=now)
-    job = CorpusImport.objects.select_related("corpus", "created_by").get(pk=import_id)
-    if not claimed:
-        return redelivered(job)
+    """The worker's job (webgpt_site.jobs.runner: whatever happens, the row ends done or failed with the
+    reason, bad data named by file and line); the corpus's index is changed only by a complete import, and
+    the upload is removed when the job ends."""
+    return run_job(CorpusImport, import_id, _execute, related=("corpus", "owner"))
+
+
+def _execute(job: CorpusImport) -> CorpusImport:
     source: tuple[Path, str] | None = None
     try:
-        with beating(CorpusImport, job.pk), _source(job) as source:
+        with _source(job) as source:
             return import_corpus(
                 job.corpus.name,
                 source[0],
                 source_format=job.source_format,
                 base_url=job.base_url or None,
-                user=job.created_by,
+                user=job.owner,
                 job=job,
                 on_progress=_Recorder(job.pk),
             )
     except (CorpusFileError, ImportRequestError) as exc:  # bad data: the reason is on the row
-        return _fail(job, _describe(exc, source))
-    except Exception as exc:  # the row must say why; the worker log has the traceback
-        _fail(job, f"{type(exc).__name__}: {exc}")
-        raise
+        raise JobError(_describe(exc, source)) from exc
     finally:
-        _discard_upload(job)
+        CorpusImport.discard_partial(job.pk)
 
 
 @contextmanager
@@ -219,23 +211,3 @@ def _describe(exc: CorpusFileError | ImportRequestError, source: tuple[Path, str
             where = shown if inside == Path(".") else f"{shown}: {inside.as_posix()}"
     where = f"{where}: line {exc.line}" if exc.line else where
     return f"{where}: {exc.reason}. The corpus is unchanged."
-
-
-def _fail(job: CorpusImport, error: str) -> CorpusImport:
-    CorpusImport.objects.filter(pk=job.pk).update(
-        status=ImportStatus.FAILED, error=error[:4000], finished_at=timezone.now()
-    )
-    job.refresh_from_db()
-    return job
-
-
-def _discard_upload(job: CorpusImport) -> None:
-    if job.upload:
-        get_storage(IMPORTS).delete(job.upload)  # a name already gone is no error
-
-
-def discard_upload(import_id: int) -> None:
-    """Remove import ``import_id``'s uploaded copy (its worker died: no job will read it)."""
-    job = CorpusImport.objects.filter(pk=import_id).only("upload").first()
-    if job is not None:
-        _discard_upload(job)

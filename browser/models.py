@@ -7,7 +7,9 @@ from pathlib import Path
 from django.conf import settings
 from django.db import models
 
+from webgpt_site.jobs.models import JobRow, JobStatus
 from webgpt_site.permissions import ResearchTeamQuerySet
+from webgpt_site.storage import IMPORTS, get_storage
 
 
 class Corpus(models.Model):
@@ -33,14 +35,10 @@ class Corpus(models.Model):
         return Path(settings.CORPUS_INDEX_DIR) / self.name
 
 
-class ImportStatus(models.TextChoices):
-    QUEUED = "queued", "Queued"
-    RUNNING = "running", "Running"
-    DONE = "done", "Done"
-    FAILED = "failed", "Failed"
+ImportStatus = JobStatus  # corpus imports cannot be cancelled: they end done or failed
 
 
-class CorpusImport(models.Model):
+class CorpusImport(JobRow):
     """One import into a corpus: a job row when queued from the console (status, progress, error), a
     finished row when the command ran it. ``progress`` counts records read while ``total`` is unknown,
     then records indexed out of ``total``."""
@@ -54,32 +52,27 @@ class CorpusImport(models.Model):
         blank=True,
         help_text="The uploaded copy under MEDIA_ROOT/corpus-imports/ until the job ends",
     )
-    status = models.CharField(max_length=10, choices=ImportStatus.choices, default=ImportStatus.QUEUED)
     progress = models.PositiveIntegerField(default=0)
     total = models.PositiveIntegerField(
         null=True, blank=True, help_text="Records to index, once all are read"
     )
     record_count = models.PositiveIntegerField(null=True, blank=True)
-    error = models.TextField(blank=True)
-    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
-    created_at = models.DateTimeField(auto_now_add=True)
-    started_at = models.DateTimeField(null=True, blank=True)
-    finished_at = models.DateTimeField(null=True, blank=True)
-    heartbeat_at = models.DateTimeField(
-        null=True, blank=True, help_text="Stamped by the running worker (webgpt_site.heartbeat)"
-    )
 
-    objects = ResearchTeamQuerySet.as_manager()
+    job_name, task_name = "corpus import", "browser.run_corpus_import"
+    queue, task_key = "exports", "import_id"  # the queue of long file jobs
 
-    class Meta:
-        ordering = ("-created_at", "-id")
+    class Meta(JobRow.Meta):
+        pass
 
     def __str__(self) -> str:
         return f"{self.corpus}: {self.source} ({self.status})"
 
-    @property
-    def is_finished(self) -> bool:
-        return self.status in (ImportStatus.DONE, ImportStatus.FAILED)
+    @classmethod
+    def discard_partial(cls, pk: int) -> None:
+        """Its uploaded copy: no job will read it again (a new import is a new upload)."""
+        upload = cls.objects.filter(pk=pk).values_list("upload", flat=True).first()
+        if upload:
+            get_storage(IMPORTS).delete(upload)  # a name already gone is no error
 
 
 class PageSnapshot(models.Model):

@@ -116,7 +116,7 @@ def import_corpus(
                     corpus=corpus,
                     source=str(path)[:500],
                     base_url=(base_url or "")[:500],
-                    created_by=user if getattr(user, "is_authenticated", False) else None,
+                    owner=user if getattr(user, "is_authenticated", False) else None,
                     started_at=now,
                     **done,
                 )

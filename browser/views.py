@@ -70,7 +70,7 @@ def corpus_list(request: HttpRequest) -> HttpResponse:
     corpora = list(Corpus.objects.visible_to(request.user).annotate(last_import_id=Subquery(latest[:1])))
     last = CorpusImport.objects.in_bulk([c.last_import_id for c in corpora if c.last_import_id])
     rows = [(corpus, last.get(corpus.last_import_id)) for corpus in corpora]
-    imports = CorpusImport.objects.visible_to(request.user).select_related("corpus", "created_by")[:20]
+    imports = CorpusImport.objects.visible_to(request.user).select_related("corpus", "owner")[:20]
     context = {"form": form, "rows": rows, "imports": imports, "default_corpus": settings.DEFAULT_CORPUS}
     return render(request, "console/corpora.html", context, status=400 if form.errors else 200)
 
@@ -79,6 +79,6 @@ def corpus_list(request: HttpRequest) -> HttpResponse:
 @login_required  # visibility decides: for anyone but researchers an import does not exist (404)
 @vary_on_headers("HX-Request")
 def corpus_import_detail(request: HttpRequest, pk: int) -> HttpResponse:
-    job = get_visible_or_404(CorpusImport.objects.select_related("corpus", "created_by"), request.user, pk=pk)
+    job = get_visible_or_404(CorpusImport.objects.select_related("corpus", "owner"), request.user, pk=pk)
     template = "console/corpora_import_status.html" if request.htmx else "console/corpora_import.html"
     return render(request, template, {"job": job})

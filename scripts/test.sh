@@ -11,4 +11,5 @@ export DATABASE_URL="${TEST_DATABASE_URL:-postgres://postgres@127.0.0.1:5432/web
 export CELERY_BROKER_URL="${TEST_CELERY_BROKER_URL:-redis://127.0.0.1:6379/15}"
 
 .venv/bin/ruff check .
+.venv/bin/python scripts/check_imports.py  # no import cycle, none up a floor (docs/architecture.md)
 .venv/bin/python -m pytest "$@"

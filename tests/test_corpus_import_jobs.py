@@ -25,7 +25,7 @@ from browser.import_jobs import run_corpus_import_job, staging_dir
 from browser.models import Corpus, CorpusImport, ImportStatus
 from browser.services import backend_for, import_corpus
 from tests.conftest import ROOT, database_url_for_tests, running_worker
-from webgpt_site.heartbeat import WORKER_STOPPED
+from webgpt_site.jobs.heartbeat import WORKER_STOPPED
 from webgpt_site.models import AuditEntry
 
 pytestmark = pytest.mark.django_db
@@ -78,7 +78,7 @@ def test_an_upload_from_the_console_is_queued_then_run_by_the_commands_importer(
     response = post_form(client_for(alice), corpus="mine", file=upload("pages.jsonl", PAGES))
     job = CorpusImport.objects.get()
     assert response.status_code == 302 and response.url == reverse("console:corpus_import", args=[job.pk])
-    assert (job.status, job.source, job.source_format, job.created_by) == (
+    assert (job.status, job.source, job.source_format, job.owner) == (
         "queued",
         "pages.jsonl",
         "jsonl",

@@ -170,7 +170,11 @@ def test_a_failed_job_leaves_a_failed_row_and_no_file(settings, tmp_path, monkey
     with pytest.raises(RuntimeError):
         exports.run_export_job(export.pk)
     export.refresh_from_db()
-    assert (export.status, export.error, export.file_name) == (ExportStatus.FAILED, "disk full", "")
+    assert (export.status, export.error, export.file_name) == (
+        ExportStatus.FAILED,
+        "RuntimeError: disk full",
+        "",
+    )
     assert list((tmp_path / "exports").iterdir()) == []
 
 

@@ -1,4 +1,4 @@
-"""Feedback batches from sampling runs (annotation.feedback.pairing): every pairing (two samples of a run,
+"""Feedback batches from sampling runs (training.evaluation.pairing): every pairing (two samples of a run,
 two runs' chosen answers, a run against the demonstrations, a ranking group, ratings), the sides each item
 records, the questions skipped and why, declined answers left out unless asked for, the refusals of the
 console form, the API and the command (the field named, nothing created), the batch's page and API view,

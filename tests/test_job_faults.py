@@ -25,7 +25,7 @@ from tests.test_training_jobs import worker_env
 from training.models import ModelCheckpoint, RunKind, RunStatus, Sample, TrainingRun
 from training.runs import jobs
 from training.sampling.runs import QuestionSet, SamplingRequest, request_sampling
-from webgpt_site.heartbeat import WORKER_STOPPED
+from webgpt_site.jobs.heartbeat import WORKER_STOPPED
 
 pytestmark = [pytest.mark.worker, pytest.mark.django_db(transaction=True)]
 

@@ -17,8 +17,8 @@ from annotation.exports import service as exports
 from annotation.models import Export, ExportFormat, ExportStatus
 from browser.models import Corpus, CorpusImport, ImportStatus
 from training.models import RunStatus, TrainingRun
-from webgpt_site import sweeper
-from webgpt_site.heartbeat import WORKER_STOPPED, beating
+from webgpt_site.jobs import sweeper
+from webgpt_site.jobs.heartbeat import WORKER_STOPPED, beating
 
 pytestmark = pytest.mark.django_db
 

@@ -32,10 +32,10 @@ from browser.models import CorpusImport
 from tests.conftest import database_url_for_tests, running_worker
 from tests.test_corpus_import_jobs import PAGES, a_zip, upload
 from tests.test_exports import judged_pair
+from webgpt_site.jobs.sweeper import sweep
 from webgpt_site.storage import EXPORTS, MODELS, check_reachable, get_storage
 from webgpt_site.storage_cache import MANIFEST
 from webgpt_site.storage_config import produced_file_storages
-from webgpt_site.sweeper import sweep
 
 MB = 1024 * 1024
 

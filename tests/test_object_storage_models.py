@@ -29,7 +29,7 @@ from training.models import ModelCheckpoint, RunKind, Sample
 from training.models import RunStatus as Status
 from training.runs.jobs import delete_checkpoint, request_run
 from training.sampling.runs import QuestionSet, SamplingRequest, request_sampling
-from webgpt_site.heartbeat import WORKER_STOPPED
+from webgpt_site.jobs.heartbeat import WORKER_STOPPED
 from webgpt_site.storage import EXPORTS, MODELS, get_storage
 from webgpt_site.storage_cache import MANIFEST
 

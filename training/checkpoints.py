@@ -8,11 +8,31 @@ from __future__ import annotations
 
 import shutil
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from django.conf import settings
 
-from training.models import ModelCheckpoint
 from webgpt_site.storage import MODELS, get_storage
+
+if TYPE_CHECKING:
+    from training.models import ModelCheckpoint
+
+
+def store_dir() -> Path:
+    return Path(settings.MODEL_STORE_DIR)
+
+
+def output_dir(run_id: int) -> Path:
+    """Where run ``run_id`` writes its model; removed whole unless the run ends done."""
+    return store_dir() / "runs" / f"run-{run_id}"
+
+
+def discard_output(run_id: int) -> None:
+    """The model folder run ``run_id`` was writing (when this machine ran it) and whatever of it was being
+    published (objects in the bucket, and a file's unfinished upload: a model is registered only once all
+    of it is there)."""
+    shutil.rmtree(output_dir(run_id), ignore_errors=True)
+    get_storage(MODELS).delete_folder(storage_name(run_id))  # unfinished uploads to it included
 
 
 def storage_name(run_id: int) -> str:

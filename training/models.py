@@ -4,12 +4,12 @@ registry (a row per trained model folder in the model store)."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Self
 
 from django.conf import settings
 from django.db import models
-from django.utils import timezone
 
+from training.checkpoints import discard_output
+from webgpt_site.jobs.models import JobRow, JobStatus
 from webgpt_site.permissions import ResearchTeamQuerySet
 
 
@@ -19,92 +19,9 @@ class RunKind(models.TextChoices):
     RM_EVAL = "rm_eval", "Reward-model evaluation"
 
 
-class RunStatus(models.TextChoices):
-    QUEUED = "queued", "Queued"
-    RUNNING = "running", "Running"
-    DONE = "done", "Done"
-    FAILED = "failed", "Failed"
-    CANCELLED = "cancelled", "Cancelled"
-
+RunStatus = JobStatus  # the statuses of every job row, by the name training's code has always used
 
 CHECKPOINT_KINDS = RunKind.choices[:2]  # evaluations produce no model
-FINISHED = (RunStatus.DONE, RunStatus.FAILED, RunStatus.CANCELLED)
-
-
-class JobRow(models.Model):
-    """What every job's row has (a training run, a sampling run, a proxy evaluation): who asked, the
-    status a worker moves it through, the cancel flag it reads, its log, the error it failed with, when
-    it was asked for, started and ended. ``progress_fields`` names the row's (done, total) counters."""
-
-    owner = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
-    status = models.CharField(max_length=10, choices=RunStatus.choices, default=RunStatus.QUEUED)
-    cancel_requested = models.BooleanField(default=False)
-    log = models.TextField(blank=True)
-    error = models.TextField(blank=True)
-    created_at = models.DateTimeField(auto_now_add=True)
-    started_at = models.DateTimeField(null=True, blank=True)
-    finished_at = models.DateTimeField(null=True, blank=True)
-    heartbeat_at = models.DateTimeField(
-        null=True, blank=True, help_text="Stamped by the running worker (webgpt_site.heartbeat)"
-    )
-    estimated_end_at = models.DateTimeField(
-        null=True,
-        blank=True,
-        help_text="While it runs: when its worker expects it to end (webgpt_site.progress)",
-    )
-
-    objects = ResearchTeamQuerySet.as_manager()
-
-    progress_fields: tuple[str, str]
-
-    class Meta:
-        abstract = True
-        ordering = ("-created_at", "-id")
-
-    @property
-    def percent(self) -> int:
-        if self.status == RunStatus.DONE:
-            return 100
-        done, total = (getattr(self, name) for name in self.progress_fields)
-        return int(100 * done / total) if total else 0
-
-    @property
-    def is_finished(self) -> bool:
-        return self.status in FINISHED
-
-    # The bookkeeping every job does on its row: by ``update`` on the row's pk, never ``save``, so that a
-    # worker's write does not undo the cancel flag a page set meanwhile (or the other way round).
-
-    @classmethod
-    def claim(cls, pk: int) -> bool:
-        """Queued to running, for one worker only: a redelivered job finds its row no longer queued."""
-        queued = cls.objects.filter(pk=pk, status=RunStatus.QUEUED)
-        now = timezone.now()
-        return bool(queued.update(status=RunStatus.RUNNING, started_at=now, heartbeat_at=now))
-
-    def request_cancel(self) -> None:
-        """A queued job is cancelled at once; a running one when its worker next reads the flag."""
-        rows = type(self).objects.filter(pk=self.pk)
-        rows.filter(status__in=(RunStatus.QUEUED, RunStatus.RUNNING)).update(cancel_requested=True)
-        rows.filter(status=RunStatus.QUEUED).update(status=RunStatus.CANCELLED, finished_at=timezone.now())
-
-    def cancel_was_requested(self) -> bool:
-        return type(self).objects.filter(pk=self.pk, cancel_requested=True).exists()
-
-    def append_log(self, line: str) -> None:
-        self.log += f"{timezone.now():%H:%M:%S} {line}\n"
-        type(self).objects.filter(pk=self.pk).update(log=self.log)
-
-    def finish(self, status: str, **fields: Any) -> Self:
-        """Ended (done, cancelled or failed) with ``fields`` written alongside; the row as now stored."""
-        ended = {"status": status, "finished_at": timezone.now(), "estimated_end_at": None}
-        type(self).objects.filter(pk=self.pk).update(**(fields | ended))
-        self.refresh_from_db()
-        return self
-
-    def fail(self, exc: BaseException, **fields: Any) -> Self:
-        """Failed with the exception as its reason (the worker's log has the traceback)."""
-        return self.finish(RunStatus.FAILED, error=f"{type(exc).__name__}: {exc}"[:4000], **fields)
 
 
 class TrainingRun(JobRow):
@@ -127,10 +44,18 @@ class TrainingRun(JobRow):
     timeline = models.JSONField(default=list, blank=True, help_text="Logged metrics by step")
     metrics = models.JSONField(default=dict, blank=True, help_text="Final metrics")
 
+    job_name, task_name, queue, task_key = "training run", "training.run_training", "training", "run_id"
     progress_fields = ("step", "total_steps")
 
     def __str__(self) -> str:
         return f"{self.get_kind_display()} run {self.pk} ({self.status})"
+
+    @classmethod
+    def discard_partial(cls, pk: int) -> None:
+        """The model folder it was writing, unless its model was registered (then the files are the
+        model's: a failure after that point must not take them)."""
+        if not ModelCheckpoint.objects.filter(run_id=pk).exists():
+            discard_output(pk)
 
 
 class ModelCheckpoint(models.Model):
@@ -212,6 +137,7 @@ class SamplingRun(JobRow):
     tokens_per_second = models.FloatField(default=0.0)
     metrics = models.JSONField(default=dict, blank=True)
 
+    job_name, task_name, queue, task_key = "sampling run", "training.run_sampling", "sampling", "run_id"
     progress_fields = ("actions_done", "actions_limit")
 
     def __str__(self) -> str:
@@ -266,6 +192,8 @@ class ProxyEvaluation(JobRow):
     scores = models.JSONField(default=dict, blank=True, help_text="Sample id -> validation reward")
     results = models.JSONField(default=dict, blank=True, help_text="The curve per run, with intervals")
 
+    job_name, task_name = "proxy evaluation", "training.run_proxy_evaluation"
+    queue, task_key = "training", "evaluation_id"
     progress_fields = ("samples_done", "samples_total")
 
     def __str__(self) -> str:

@@ -1,7 +1,7 @@
 """The queues page (``/console/queues/``, staff only: the people with the admin login): what Flower
 would show an operator of this platform, read from our own rows and the broker, with no extra process to
 run. Per queue: messages waiting on the broker, the last worker ping, jobs running and queued; every running
-job with the age of its heartbeat (a silent one is failed by the next sweep: webgpt_site/sweeper.py); the
+job with the age of its heartbeat (a silent one is failed by the next sweep: webgpt_site/jobs/sweeper.py); the
 latest jobs failed because their worker stopped. Refreshes itself every 5 seconds."""
 
 from __future__ import annotations
@@ -20,9 +20,9 @@ from django.utils import timezone
 from django.views.decorators.http import require_GET
 from django.views.decorators.vary import vary_on_headers
 
-from webgpt_site.heartbeat import WORKER_STOPPED, stale_before
+from webgpt_site.jobs.heartbeat import WORKER_STOPPED, stale_before
+from webgpt_site.jobs.sweeper import job_models
 from webgpt_site.ops import broker
-from webgpt_site.sweeper import JOB_KINDS
 from webgpt_site.workers import latest_pings
 
 RECENT_FAILURES = 10
@@ -59,13 +59,13 @@ def snapshot(now: datetime | None = None) -> dict[str, Any]:
         name: {"name": name, "waiting": None, "running": 0, "queued": 0} for name in settings.CELERY_QUEUES
     }
     running, queued, failed = [], [], []
-    for kind in JOB_KINDS:
-        rows = kind.model().objects
+    for kind in job_models():
+        rows = kind.objects
         for row in rows.filter(status="running").order_by("started_at"):
             beat = row.heartbeat_at or row.started_at
             running.append(
                 {
-                    "kind": kind.name,
+                    "kind": kind.job_name,
                     "id": row.pk,
                     "queue": kind.queue,
                     "started": row.started_at,
@@ -78,10 +78,10 @@ def snapshot(now: datetime | None = None) -> dict[str, Any]:
         queues[kind.queue]["queued"] += waiting_rows.count()
         for row in waiting_rows.order_by("created_at")[:LISTED]:  # the oldest: a queue that does not move
             queued.append(
-                {"kind": kind.name, "id": row.pk, "queue": kind.queue, "age": _age(row.created_at, now)}
+                {"kind": kind.job_name, "id": row.pk, "queue": kind.queue, "age": _age(row.created_at, now)}
             )
         stopped = rows.filter(status="failed", error__startswith=WORKER_STOPPED).order_by("-finished_at")
-        failed += [{"kind": kind.name, "id": row.pk, "finished": row.finished_at, "error": row.error}
+        failed += [{"kind": kind.job_name, "id": row.pk, "finished": row.finished_at, "error": row.error}
                    for row in stopped[:RECENT_FAILURES]]  # fmt: skip
     pings = {ping.queue: ping for ping in latest_pings()}
     for name, queue in queues.items():

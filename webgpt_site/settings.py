@@ -295,9 +295,10 @@ CELERY_TASK_DEFAULT_QUEUE = "default"
 CELERY_TASK_IGNORE_RESULT = True  # jobs report through database rows, never through task results
 CELERY_TASK_ACKS_LATE = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
-# Job liveness (webgpt_site/heartbeat.py, webgpt_site/sweeper.py): a running job's worker stamps its row
-# every JOB_HEARTBEAT_SECONDS; a row silent for JOB_HEARTBEAT_TIMEOUT is failed by the sweep each worker runs
-# every JOB_SWEEP_SECONDS, which also sends again a job queued for JOB_REQUEUE_AFTER whose queue lost it.
+# Job liveness (webgpt_site/jobs/heartbeat.py, webgpt_site/jobs/sweeper.py): a running job's worker stamps
+# its row every JOB_HEARTBEAT_SECONDS; a row silent for JOB_HEARTBEAT_TIMEOUT is failed by the sweep each
+# worker runs every JOB_SWEEP_SECONDS, which also sends again a job queued for JOB_REQUEUE_AFTER whose queue
+# lost it.
 JOB_HEARTBEAT_SECONDS = env_int("JOB_HEARTBEAT_SECONDS", 10, minimum=1)
 JOB_HEARTBEAT_TIMEOUT = env_int("JOB_HEARTBEAT_TIMEOUT", 60, minimum=2)
 if JOB_HEARTBEAT_TIMEOUT < 2 * JOB_HEARTBEAT_SECONDS:

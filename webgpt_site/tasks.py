@@ -2,9 +2,9 @@
 
 from celery import shared_task
 
-from webgpt_site.workers import answer_ping
+from webgpt_site.workers import PING_TASK, answer_ping
 
 
-@shared_task(bind=True, name="webgpt_site.ping", ignore_result=True)
+@shared_task(bind=True, name=PING_TASK, ignore_result=True)
 def ping(self, *, ping_id: int) -> None:
     answer_ping(ping_id, hostname=self.request.hostname or "")

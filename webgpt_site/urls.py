@@ -69,7 +69,7 @@ urlpatterns = [
     path("console/training/", include("training.urls")),
     path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),
     path("api/docs/", ApiDocs.as_view(), name="api-docs"),
-    path("api/", include("annotation.api.urls")),
+    path("api/", include("webgpt_site.api_urls")),
     path("", include("annotation.urls")),
     path("admin/", admin.site.urls),
 ]

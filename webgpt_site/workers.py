@@ -4,18 +4,21 @@ from __future__ import annotations
 
 from datetime import datetime
 
+from celery import current_app
 from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
+from webgpt_site.jobs.heartbeat import stale_before
+from webgpt_site.jobs.sweeper import job_models
 from webgpt_site.models import WorkerPing
 from webgpt_site.permissions import AnyUser
+
+PING_TASK = "webgpt_site.ping"  # sent by name: webgpt_site.tasks answers it with ``answer_ping``
 
 
 def request_pings(user: AnyUser) -> list[WorkerPing]:
     """One ping per queue, each sent to its queue once the rows are committed."""
-    from webgpt_site.tasks import ping
-
     with transaction.atomic():
         requester = user if user.is_authenticated else None
         pings = [
@@ -23,7 +26,7 @@ def request_pings(user: AnyUser) -> list[WorkerPing]:
         ]
         for row in pings:
             transaction.on_commit(
-                lambda row=row: ping.apply_async(kwargs={"ping_id": row.pk}, queue=row.queue)
+                lambda row=row: current_app.send_task(PING_TASK, kwargs={"ping_id": row.pk}, queue=row.queue)
             )
     return pings
 
@@ -50,12 +53,9 @@ def latest_pings() -> list[WorkerPing]:
 def busy_queues(now: datetime | None = None) -> set[str]:
     """The queues with a job running whose heartbeat is live: a worker is there, busy with it, and a ping
     waits behind it, so its silence does not mean that the queue has no worker."""
-    from webgpt_site.heartbeat import stale_before
-    from webgpt_site.sweeper import JOB_KINDS
-
     live = stale_before(now)
     return {
-        kind.queue
-        for kind in JOB_KINDS
-        if kind.model().objects.filter(status="running", heartbeat_at__gte=live).exists()
+        model.queue
+        for model in job_models()
+        if model.objects.filter(status="running", heartbeat_at__gte=live).exists()
     }

@@ -9,8 +9,8 @@ from datetime import date
 from typing import Any
 
 from annotation.exports.parquet import SCHEMAS
+from annotation.feedback.run_source import rounds, sampling_runs
 from annotation.models import ExportFormat, FeedbackBatch, Split, Template
-from training.models import Round, SamplingRun
 
 FILE_TYPES = (("jsonl", "JSONL"), ("parquet", "Parquet"))
 PARQUET_FORMATS = tuple(SCHEMAS)
@@ -59,7 +59,7 @@ def check_batch(batch: int | None) -> None:
 
 
 def check_sampling_run(sampling_run: int | None) -> None:
-    if sampling_run is not None and not SamplingRun.objects.filter(pk=sampling_run).exists():
+    if sampling_run is not None and not sampling_runs().objects.filter(pk=sampling_run).exists():
         raise ExportRequestError("sampling_run", f"There is no sampling run {sampling_run}.")
 
 
@@ -70,7 +70,7 @@ def check_rounds(round_only: int | None, up_to_round: int | None) -> dict[str, i
         raise ExportRequestError("round_only", "Choose one round filter: a round's own or up to a round.")
     named = {"round_only": round_only, "up_to_round": up_to_round}
     for name, number in named.items():
-        if number is not None and not Round.objects.filter(number=number).exists():
+        if number is not None and not rounds().objects.filter(number=number).exists():
             raise ExportRequestError(name, f"There is no round {number}.")
     return {name: number for name, number in named.items() if number is not None}
 

@@ -16,26 +16,20 @@ from typing import Any
 import orjson
 from django.db import connection, connections, transaction
 from django.http import Http404, HttpResponse
-from django.utils import timezone
 
+from annotation.exports.files import export_dir, part_prefix, published_name
 from annotation.exports.parquet import SCHEMAS, write_parquet
 from annotation.exports.rows import ROWS
 from annotation.exports.rules import check_file_type
 from annotation.models import Export
 from annotation.models import ExportStatus as Status
-from webgpt_site.heartbeat import beating
+from webgpt_site.jobs.queueing import enqueue
+from webgpt_site.jobs.runner import run_job
 from webgpt_site.models import log_action
 from webgpt_site.storage import EXPORTS, get_storage
 from webgpt_site.storage_cache import file_sha256
-from webgpt_site.sweeper import redelivered
 
 PROGRESS_EVERY_S = 1.0  # rows read are reported at most this often (the page polls every second)
-
-
-def export_dir() -> Path:
-    """Where this machine writes exports before publishing them (the exports folder itself with local
-    storage)."""
-    return get_storage(EXPORTS).scratch_dir()
 
 
 def export_path(export: Export) -> Path:
@@ -161,32 +155,10 @@ def request_export(
     user: Any, export_format: str, filters: dict[str, Any], file_type: str = "jsonl"
 ) -> Export:
     """Create the job row and queue it on the ``exports`` queue once committed (the page and the API)."""
-    from annotation.tasks import run_export
-
     with transaction.atomic():
         export = _create_export(user, export_format, filters, file_type)
-        transaction.on_commit(
-            lambda: run_export.apply_async(kwargs={"export_id": export.pk}, queue="exports")
-        )
+        enqueue(export)
     return export
-
-
-def _part_prefix(export_id: int) -> str:
-    return f".export-{export_id}-"
-
-
-def _published_name(export_id: int, suffix: str) -> str:
-    """``export-<id>-<format>.<type>``; with suffix "" the prefix of every name export ``export_id`` can
-    have (``export-1-`` is not a prefix of ``export-12-...``)."""
-    return f"export-{export_id}-{suffix}"
-
-
-def discard_partial_files(export_id: int) -> None:
-    """Remove the temporary files export ``export_id`` was writing and abort its unfinished upload (its
-    worker died before publishing)."""
-    for part in export_dir().glob(f"{_part_prefix(export_id)}*.part"):
-        part.unlink(missing_ok=True)
-    get_storage(EXPORTS).abort_uploads(_published_name(export_id, ""))
 
 
 def export_now(user: Any, export_format: str, filters: dict[str, Any], file_type: str = "jsonl") -> Export:
@@ -196,35 +168,17 @@ def export_now(user: Any, export_format: str, filters: dict[str, Any], file_type
 
 
 def run_export_job(export_id: int) -> Export:
-    """The worker's job: write a temporary file, then publish it with its hash, or record the failure."""
-    now = timezone.now()
-    queued = Export.objects.filter(pk=export_id, status=Status.QUEUED)
-    claimed = queued.update(status=Status.RUNNING, started_at=now, heartbeat_at=now)
-    export = Export.objects.get(pk=export_id)
-    if not claimed:
-        return redelivered(export)  # already run, running elsewhere, or its worker died
-    handle, temp_name = tempfile.mkstemp(dir=export_dir(), prefix=_part_prefix(export.pk), suffix=".part")
-    try:
-        with beating(Export, export.pk):
-            # A real file: the Parquet writer needs the whole file API (tell, flush, closed), not a wrapper.
-            with os.fdopen(handle, "wb") as out, _progress_recorder(export.pk) as on_progress:
-                count = write_rows(export.export_format, export.filters, out, on_progress, export.file_type)
-            digest = file_sha256(Path(temp_name))  # of the very bytes the download will serve
-            file_name = _published_name(export.pk, f"{export.export_format}.{export.file_type}")
-            get_storage(EXPORTS).publish_file(file_name, Path(temp_name))  # whole, or not at all
-    except Exception as exc:  # the job row must say why; the worker log has the traceback
-        Path(temp_name).unlink(missing_ok=True)
-        Export.objects.filter(pk=export.pk).update(
-            status=Status.FAILED, error=str(exc)[:2000], finished_at=timezone.now()
-        )
-        raise
-    Export.objects.filter(pk=export.pk).update(
-        status=Status.DONE,
-        progress=count,
-        row_count=count,
-        file_name=file_name,
-        sha256=digest,
-        finished_at=timezone.now(),
-    )
-    export.refresh_from_db()
-    return export
+    """The worker's job: write a temporary file, then publish it with its hash (webgpt_site.jobs.runner:
+    a failure is on the row and the temporary file is discarded)."""
+    return run_job(Export, export_id, _execute)
+
+
+def _execute(export: Export) -> Export:
+    handle, temp_name = tempfile.mkstemp(dir=export_dir(), prefix=part_prefix(export.pk), suffix=".part")
+    # A real file: the Parquet writer needs the whole file API (tell, flush, closed), not a wrapper.
+    with os.fdopen(handle, "wb") as out, _progress_recorder(export.pk) as on_progress:
+        count = write_rows(export.export_format, export.filters, out, on_progress, export.file_type)
+    digest = file_sha256(Path(temp_name))  # of the very bytes the download will serve
+    file_name = published_name(export.pk, f"{export.export_format}.{export.file_type}")
+    get_storage(EXPORTS).publish_file(file_name, Path(temp_name))  # whole, or not at all
+    return export.finish(Status.DONE, progress=count, row_count=count, file_name=file_name, sha256=digest)

@@ -22,9 +22,9 @@ from annotation.exports.rules import (
     filter_arguments,
 )
 from annotation.exports.service import download_response, request_export
+from annotation.feedback.run_source import sampling_runs
 from annotation.feedback.scales import TEMPLATES
 from annotation.models import Export, ExportFormat, FeedbackBatch, Split
-from training.models import SamplingRun
 from webgpt_site.inputs import parse_id
 from webgpt_site.permissions import Role, get_visible_or_404, role_required
 
@@ -70,7 +70,7 @@ class ExportForm(forms.Form):
         help_text="Demonstrations and bc-pairs only: human demonstrations, model samples or both",
     )
     sampling_run = forms.ModelChoiceField(
-        queryset=SamplingRun.objects.order_by("-id"),
+        queryset=sampling_runs().objects.order_by("-id"),
         required=False,
         help_text="Demonstrations and bc-pairs only: this sampling run's samples (implies model samples)",
         error_messages={"invalid_choice": "There is no sampling run %(value)s."},

@@ -10,6 +10,7 @@ from typing import Any, BinaryIO
 
 from django.db import transaction
 
+from annotation.feedback import run_source
 from annotation.feedback.answers_import import answer_from_episode
 from annotation.feedback.scales import (
     COMPARISON_TEMPLATES,
@@ -20,7 +21,6 @@ from annotation.feedback.scales import (
     requirable_fields,
 )
 from annotation.models import Answer, Episode, EpisodeStatus, FeedbackBatch, FeedbackItem, Template
-from training.models import SamplingRun
 from webgpt_site.inputs import parse_id
 from webgpt_site.models import log_action
 from webgpt_site.permissions import AnyUser
@@ -81,7 +81,7 @@ class BatchSettings:
     lease_seconds: int = 1800
     revision_seconds: int = 3600
     gold: dict[int, dict] = field(default_factory=dict)  # group index -> expected response fields
-    # The runs source (annotation.feedback.pairing): which runs, against what, how many pairs.
+    # The runs source (training.evaluation.pairing): which runs, against what, how many pairs.
     runs: list[int] = field(default_factory=list)
     vs_demonstrations: bool = False
     pairs_per_question: int = 1
@@ -203,7 +203,7 @@ def check_batch_request(config: BatchSettings, source: str, has_answers_file: bo
 
 
 def check_run_inputs(config: BatchSettings, source: str) -> None:
-    """The runs source's inputs (the pairing rules are in ``annotation.feedback.pairing``): BatchError naming
+    """The runs source's inputs (the pairing rules are in ``training.evaluation.pairing``): BatchError naming
     the field at fault."""
     if source != "runs":
         given = {
@@ -226,7 +226,7 @@ def check_run_inputs(config: BatchSettings, source: str) -> None:
         raise BatchError("A sampling run is named by its id, a whole number.", "runs")
     if len(set(config.runs)) != len(config.runs):
         raise BatchError("Choose two different sampling runs (or one).", "runs")
-    found = SamplingRun.objects.only("pk", "status").in_bulk(config.runs)
+    found = run_source.sampling_runs().objects.only("pk", "status").in_bulk(config.runs)
     for pk in config.runs:
         if pk not in found:
             raise BatchError(f"There is no sampling run {pk}.", "runs")
@@ -380,12 +380,11 @@ def create_batch_from_source(
     """Import (if a file), group (or pair the runs' answers) and create, all in one transaction: a failure
     leaves nothing behind."""
     from annotation.feedback.answers_import import import_answers
-    from annotation.feedback.pairing import pair_runs  # it builds on this module's settings and errors
 
     check_batch_request(config, source, answers_file is not None, gold_pairs)
     with transaction.atomic():
         if source == "runs":
-            pairing = pair_runs(config)
+            pairing = run_source.pair_runs(config)
             if gold_pairs.strip():
                 config.gold = gold_for_groups(pairing.groups, parse_gold_pairs(gold_pairs))
             return create_feedback_batch(

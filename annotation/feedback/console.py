@@ -28,13 +28,13 @@ from annotation.feedback.batches import (
 from annotation.feedback.bulk import ACTIONS, PRIORITY_HELP, BulkForm
 from annotation.feedback.bulk import apply as apply_bulk
 from annotation.feedback.flag_review import flag_counts
-from annotation.feedback.pairing import PAIRINGS, run_label
+from annotation.feedback.run_source import PAIRINGS, run_label, sampling_runs
 from annotation.feedback.scales import RANKING_PRESET_CHOICES, RATING_PRESET_CHOICES, TEMPLATES
 from annotation.feedback.stats import batch_progress, labeler_stats, late_submissions
 from annotation.models import FeedbackBatch
 from annotation.questions.formats import QuestionFileError
-from training.models import FINISHED, SamplingRun
 from webgpt_site.inputs import parse_id
+from webgpt_site.jobs.models import FINISHED
 from webgpt_site.permissions import Role, get_visible_or_404, role_required
 
 RUNS_OFFERED = 100  # the newest finished runs in the select (and any the link names)
@@ -60,7 +60,7 @@ class RunIdsField(forms.TypedMultipleChoiceField):
 
 def run_choices(named: list[int]) -> list[tuple[int, str]]:
     """The newest finished runs, and the finished ones ``named`` (a link's prefill) if older."""
-    finished = SamplingRun.objects.filter(status__in=FINISHED).defer("log", "metrics", "settings")
+    finished = sampling_runs().objects.filter(status__in=FINISHED).defer("log", "metrics", "settings")
     runs = list(finished[:RUNS_OFFERED])
     runs += [run for run in finished.filter(pk__in=named) if run not in runs]
     return [

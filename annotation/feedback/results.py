@@ -29,6 +29,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from annotation.feedback import run_source
 from annotation.feedback.agreement import preference_agreement, ranking_pair_agreement
 from annotation.feedback.result_stats import (
     CONFIDENCE,
@@ -175,8 +176,6 @@ def rate_figures(
 def sample_scores(answer_ids: Iterable[int]) -> dict[int, tuple[int, float | None, bool]]:
     """(run, score, declined) of each answer that is a sample of a sampling run, found from its source
     (``sampling_run``, ``sample_index``) and its question."""
-    from training.models import Sample
-
     keys: dict[tuple[int, int, int], int] = {}
     for pk, question, source in Answer.objects.filter(pk__in=set(answer_ids)).values_list(
         "pk", "question_id", "source"
@@ -187,12 +186,16 @@ def sample_scores(answer_ids: Iterable[int]) -> dict[int, tuple[int, float | Non
             keys[(run, question, index)] = pk
     if not keys:
         return {}
-    samples = Sample.objects.filter(
-        run_id__in={run for run, _, _ in keys}, question_id__in={question for _, question, _ in keys}
-    ).values_list("run_id", "question_id", "index", "score", "declined")
+    found = (
+        run_source.samples()
+        .objects.filter(
+            run_id__in={run for run, _, _ in keys}, question_id__in={question for _, question, _ in keys}
+        )
+        .values_list("run_id", "question_id", "index", "score", "declined")
+    )
     return {
         keys[(run, question, index)]: (run, score, declined)
-        for run, question, index, score, declined in samples
+        for run, question, index, score, declined in found
         if (run, question, index) in keys
     }
 

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from django.conf import settings
 from django.db import models
 
-from webgpt_site.permissions import ResearchTeamQuerySet
+from annotation.exports.files import discard_partial_files
+from webgpt_site.jobs.models import JobRow, JobStatus
 
 
 class ExportFormat(models.TextChoices):
@@ -18,40 +18,33 @@ class ExportFormat(models.TextChoices):
     RM_GROUPS = "rm-groups", "Reward-model K-way groups from rankings"
 
 
-class ExportStatus(models.TextChoices):
-    QUEUED = "queued", "Queued"
-    RUNNING = "running", "Running"
-    DONE = "done", "Done"
-    FAILED = "failed", "Failed"
+ExportStatus = JobStatus  # exports cannot be cancelled: they end done or failed
 
 
-class Export(models.Model):
-    owner = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
+class Export(JobRow):
+    """A dataset file written by a job on the ``exports`` queue."""
+
     export_format = models.CharField(max_length=30, choices=ExportFormat.choices)
     file_type = models.CharField(
         max_length=10, choices=[("jsonl", "JSONL"), ("parquet", "Parquet")], default="jsonl"
     )
     filters = models.JSONField(default=dict, blank=True)
-    status = models.CharField(max_length=10, choices=ExportStatus.choices, default=ExportStatus.QUEUED)
     progress = models.PositiveIntegerField(default=0, help_text="Rows written so far")
     row_count = models.PositiveIntegerField(null=True, blank=True)
     file_name = models.CharField(max_length=255, blank=True, help_text="Under MEDIA_ROOT/exports/")
     sha256 = models.CharField(max_length=64, blank=True)
-    error = models.TextField(blank=True)
-    created_at = models.DateTimeField(auto_now_add=True)
-    started_at = models.DateTimeField(null=True, blank=True)
-    finished_at = models.DateTimeField(null=True, blank=True)
-    heartbeat_at = models.DateTimeField(
-        null=True, blank=True, help_text="Stamped by the running worker (webgpt_site.heartbeat)"
-    )
 
-    objects = ResearchTeamQuerySet.as_manager()
+    job_name, task_name, queue, task_key = "export", "annotation.run_export", "exports", "export_id"
 
-    class Meta:
-        ordering = ("-created_at", "-id")
+    class Meta(JobRow.Meta):
+        pass
 
     def __str__(self) -> str:
         return f"export {self.pk} ({self.export_format}, {self.status})"
+
+    @classmethod
+    def discard_partial(cls, pk: int) -> None:
+        discard_partial_files(pk)
 
 
 class ImportedComparison(models.Model):

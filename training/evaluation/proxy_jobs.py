@@ -24,10 +24,11 @@ from training.errors import RunError
 from training.evaluation.proxy import DEFAULT_RESAMPLES, ScoredSample, curve_rows, run_curve
 from training.models import ModelCheckpoint, ProxyEvaluation, RunKind, Sample, SamplingRun
 from training.models import RunStatus as Status
-from webgpt_site.heartbeat import beating
+from webgpt_site.jobs.models import Cancelled
+from webgpt_site.jobs.queueing import enqueue
+from webgpt_site.jobs.runner import run_job
 from webgpt_site.models import log_action
 from webgpt_site.progress import estimated_end
-from webgpt_site.sweeper import redelivered
 
 MAX_RUNS = 8  # curves on one chart that can still be told apart (the palette has eight colours)
 BOUNDS = {"seed": (0, 2**31 - 1), "resamples": (100, 10_000)}
@@ -124,13 +125,7 @@ def request_proxy_evaluation(user: Any, request: ProxyRequest, *, queue: bool = 
         evaluation.sampling_runs.set(runs)
         log_action(user, "proxy_evaluation.request", evaluation, runs=[run.pk for run in runs])
         if queue:
-            from training.tasks import run_proxy_evaluation
-
-            transaction.on_commit(
-                lambda: run_proxy_evaluation.apply_async(
-                    kwargs={"evaluation_id": evaluation.pk}, queue="training"
-                )
-            )
+            enqueue(evaluation)
     return evaluation
 
 
@@ -138,10 +133,6 @@ def cancel_proxy_evaluation(user: Any, evaluation: ProxyEvaluation) -> None:
     """A queued evaluation is cancelled at once; a running one after the samples it is scoring."""
     evaluation.request_cancel()
     log_action(user, "proxy_evaluation.cancel", evaluation)
-
-
-class Cancelled(Exception):
-    """The evaluation's cancel flag was set."""
 
 
 @dataclass(frozen=True)
@@ -154,23 +145,18 @@ class StoredAnswer:
 
 
 def run_proxy_evaluation_job(evaluation_id: int) -> ProxyEvaluation:
-    """The worker's job. Whatever happens, the row ends done, cancelled or failed with the reason."""
-    claimed = ProxyEvaluation.claim(evaluation_id)
-    evaluation = ProxyEvaluation.objects.select_related("reward_model").get(pk=evaluation_id)
-    if not claimed:
-        return redelivered(evaluation)
-    scores: dict[str, float] = {}
-    try:
-        with beating(ProxyEvaluation, evaluation.pk):
-            _execute(evaluation, scores)
-    except Cancelled:
-        return evaluation.finish(Status.CANCELLED, scores=scores)
-    except Exception as exc:  # the row must say why; the worker log has the traceback
-        evaluation.fail(exc, scores=scores)
-        if isinstance(exc, ValueError | OSError):
-            return evaluation  # a deleted model or folder: the reason is on the row
-        raise
-    return evaluation.finish(Status.DONE)
+    """The worker's job (webgpt_site.jobs.runner: whatever happens, the row ends done, cancelled or failed
+    with the reason; a deleted model or folder fails it without a traceback in the log)."""
+
+    def execute(evaluation: ProxyEvaluation) -> ProxyEvaluation:
+        scores: dict[str, float] = {}
+        evaluation.keep_on_failure(lambda: {"scores": scores})
+        _execute(evaluation, scores)
+        return evaluation.finish(Status.DONE)
+
+    return run_job(
+        ProxyEvaluation, evaluation_id, execute, related=("reward_model",), expected=(ValueError, OSError)
+    )
 
 
 def _execute(evaluation: ProxyEvaluation, scores: dict[str, float]) -> None:
@@ -210,7 +196,7 @@ def _execute(evaluation: ProxyEvaluation, scores: dict[str, float]) -> None:
                     f"Cancelled: kept the scores of {len(scores)} of {len(samples)} samples; "
                     "no curves computed (they need every sample)"
                 )
-                raise Cancelled
+                raise Cancelled(scores=scores)
     results = {"runs": [_run_results(evaluation, run, by_run[run.pk], scores) for run in runs]}
     ProxyEvaluation.objects.filter(pk=evaluation.pk).update(
         scores=scores, results=results, samples_done=len(scores)

@@ -8,7 +8,6 @@ import shutil
 import time
 from collections.abc import Callable
 from dataclasses import replace
-from pathlib import Path
 from typing import Any
 
 from django.conf import settings
@@ -18,6 +17,7 @@ from django.db.models import Q, QuerySet
 from annotation.exports.service import export_path
 from annotation.models import Answer, Export, Question
 from training import checkpoints
+from training.checkpoints import output_dir, store_dir
 from training.errors import RunError
 from training.models import ModelCheckpoint, RunKind, SamplingRun, TrainingRun
 from training.models import RunStatus as Status
@@ -25,16 +25,12 @@ from training.runs.config import RMConfig
 from training.runs.data import question_ids, read_rows
 from training.runs.hooks import Hooks
 from training.runs.inputs import check_run, config_for
-from webgpt_site.heartbeat import beating
+from webgpt_site.jobs.queueing import enqueue
+from webgpt_site.jobs.runner import run_job
 from webgpt_site.models import log_action
 from webgpt_site.progress import estimated_end
-from webgpt_site.sweeper import redelivered
 
 SAVE_EVERY_S = 1.0  # progress writes and cancel checks at most this often (a step can take 0.1 s)
-
-
-def store_dir() -> Path:
-    return Path(settings.MODEL_STORE_DIR)
 
 
 def request_run(
@@ -64,11 +60,7 @@ def request_run(
         )
         log_action(user, "training.request", run, kind=kind, export=export.pk, config=run.config)
         if queue:
-            from training.tasks import run_training
-
-            transaction.on_commit(
-                lambda: run_training.apply_async(kwargs={"run_id": run.pk}, queue="training")
-            )
+            enqueue(run)
     return run
 
 
@@ -141,35 +133,24 @@ def check_splits(rows: list[dict[str, Any]]) -> None:
         )
 
 
-def output_dir(run_id: int) -> Path:
-    """Where run ``run_id`` writes its model; removed whole unless the run ends done."""
-    return store_dir() / "runs" / f"run-{run_id}"
-
-
 def run_training_job(run_id: int, echo: Callable[[int, int, dict], None] | None = None) -> TrainingRun:
-    """The worker's job. Whatever happens, the row ends done, cancelled or failed with the reason."""
-    claimed = TrainingRun.claim(run_id)
-    run = TrainingRun.objects.select_related("export", "base_checkpoint").get(pk=run_id)
-    output = output_dir(run.pk)
-    if not claimed:
-        return redelivered(run)
-    progress = _Progress(run, echo)
-    try:
-        with beating(TrainingRun, run.pk):
-            result = _execute(run, output, progress)
-    except Exception as exc:  # the row must say why; the worker log has the traceback
-        shutil.rmtree(output, ignore_errors=True)
-        run.fail(exc, timeline=progress.timeline)
-        if isinstance(exc, RunError | ValueError):
-            return run  # bad data or settings: the reason is on the row, nothing to debug in the log
-        raise
-    return result
+    """The worker's job (webgpt_site.jobs.runner: whatever happens, the row ends done, cancelled or failed
+    with the reason; bad data or settings fail it without a traceback in the log)."""
+    return run_job(
+        TrainingRun,
+        run_id,
+        lambda run: _execute(run, _Progress(run, echo)),
+        related=("export", "base_checkpoint"),
+        expected=(RunError, ValueError),
+    )
 
 
-def _execute(run: TrainingRun, output: Path, progress: _Progress) -> TrainingRun:
+def _execute(run: TrainingRun, progress: _Progress) -> TrainingRun:
     from training.runs.bc import train_bc
     from training.runs.reward import train_reward_model
 
+    run.keep_on_failure(lambda: {"timeline": progress.timeline})
+    output = output_dir(run.pk)
     data = export_path(run.export)  # with object storage, a checked copy in this worker's cache
     rows = read_rows(data)
     run.append_log(f"{len(rows)} rows from export {run.export.pk} ({run.export.export_format})")

@@ -28,8 +28,7 @@ from training.models import Sample, SamplingRun
 from training.sampling.episode import EpisodeSample, SamplingSettings, run_episodes
 from training.sampling.progress import SamplingProgress
 from training.sampling.types import BackendError
-from webgpt_site.heartbeat import beating
-from webgpt_site.sweeper import redelivered
+from webgpt_site.jobs.runner import run_job
 
 SETTINGS_FIELDS = (
     "temperature",
@@ -42,21 +41,18 @@ SETTINGS_FIELDS = (
 
 
 def run_sampling_job(run_id: int, echo: Callable[[SamplingRun], None] | None = None) -> SamplingRun:
-    """The worker's job (``echo`` is told about progress, for the command's progress bar)."""
-    claimed = SamplingRun.claim(run_id)
-    run = SamplingRun.objects.select_related("policy", "reward_model").get(pk=run_id)
-    if not claimed:
-        return redelivered(run)
-    progress = SamplingProgress(run, echo)
-    try:
-        with beating(SamplingRun, run.pk):
-            status = _execute(run, progress)
-    except Exception as exc:  # the row must say why; the worker log has the traceback
-        run.fail(exc, **progress.fields())
-        if isinstance(exc, BackendError | ValueError):
-            return run  # an unreachable endpoint or bad settings: the reason is on the row
-        raise
-    return run.finish(status, **progress.fields(final=True))
+    """The worker's job (``echo`` is told about progress, for the command's progress bar). An unreachable
+    endpoint or bad settings fail it with the reason on the row (webgpt_site.jobs.runner)."""
+
+    def execute(run: SamplingRun) -> SamplingRun:
+        progress = SamplingProgress(run, echo)
+        run.keep_on_failure(progress.fields)
+        status = _execute(run, progress)
+        return run.finish(status, **progress.fields(final=True))
+
+    return run_job(
+        SamplingRun, run_id, execute, related=("policy", "reward_model"), expected=(BackendError, ValueError)
+    )
 
 
 def _execute(run: SamplingRun, progress: SamplingProgress) -> str:

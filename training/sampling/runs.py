@@ -18,6 +18,7 @@ from browser.sources import LOCAL, check_source
 from training.errors import RunError
 from training.models import ModelCheckpoint, RunKind, SamplingRun
 from training.runs.config import SMOLLM2
+from webgpt_site.jobs.queueing import enqueue
 from webgpt_site.models import log_action
 
 # Each number's range: (low, high). The paper's best-of-n goes to 64; 100 actions is its action limit.
@@ -176,11 +177,7 @@ def request_sampling(user: Any, request: SamplingRequest, *, queue: bool = True)
         )
         log_action(user, "sampling.request", run, questions=len(ids), n=run.n, backend=run.backend)
         if queue:
-            from training.tasks import run_sampling
-
-            transaction.on_commit(
-                lambda: run_sampling.apply_async(kwargs={"run_id": run.pk}, queue="sampling")
-            )
+            enqueue(run)
     return run
 
 

@@ -1,5 +1,6 @@
-"""``manage.py load_demo``: demo users, the shipped question sets and corpus, demo batches, and the demo's
-reward model queued for the training worker. Development only; idempotent."""
+"""``manage.py load_demo`` (on the top floor: it loads every app's demo data): demo users, the shipped
+question sets and corpus, demo batches, and the demo's reward model queued for the training worker.
+Development only; idempotent."""
 
 from __future__ import annotations
 
@@ -18,8 +19,6 @@ from annotation.demo import (
     DEMO_CORPUS_NAME,
     DEMO_QUESTION_FILES,
     DEMO_USERS,
-    demo_reward_run,
-    queue_demo_reward_model,
 )
 from annotation.demonstrations.batches import create_demonstration_batch
 from annotation.feedback.demo import create_demo_feedback_batches, create_reference_comparisons
@@ -28,6 +27,7 @@ from annotation.models import DemonstrationBatch, Question, QuestionImport
 from annotation.questions.service import import_questions
 from browser.models import Corpus
 from browser.services import import_corpus, open_index
+from training.demo import demo_reward_run, queue_demo_reward_model
 
 
 class Command(BaseCommand):

@@ -2,7 +2,7 @@
 JOB_HEARTBEAT_SECONDS; a running row whose stamp is older than JOB_HEARTBEAT_TIMEOUT belongs to a worker
 that died (``kill -9``, out of memory, the machine gone), whatever the broker does with its message (the
 embedded broker never redelivers it; Redis does after its visibility timeout, an hour).
-``webgpt_site.sweeper`` fails such rows with the reason.
+``webgpt_site.jobs.sweeper`` fails such rows with the reason.
 
 Every job row (training, sampling and proxy-evaluation runs, exports, corpus imports) has ``status``,
 ``started_at`` and ``heartbeat_at``, and "running" as its running status.

@@ -1,6 +1,8 @@
-"""Feedback batches from sampling runs: per question, which answers of one or two runs (or of a run and the
-human demonstrations) are judged together, which side of the measured comparison each is on, and which
-questions are skipped, and why (docs/loop.md, "Batches from samples").
+"""Feedback batches from sampling runs (the loop's code, above annotation: it hands ``pair_runs`` to
+annotation's batch service when the apps are ready, ``annotation.feedback.run_source``): per question,
+which answers of one or two runs (or of a run and the human demonstrations) are judged together, which side
+of the measured comparison each is on, and which questions are skipped, and why (docs/loop.md, "Batches
+from samples").
 
 A sample *has an answer* when its episode finished with a non-empty answer. A run *declined* a question when
 its samples say so (the best score was under the run's threshold: nothing was chosen); the question's
@@ -29,25 +31,13 @@ from typing import Any
 
 from annotation.feedback.answers_import import answer_from_episode
 from annotation.feedback.batches import GROUP_SIZES, BatchError, BatchSettings
+from annotation.feedback.run_source import Pairing, run_label
 from annotation.feedback.scales import COMPARISON_TEMPLATES
-from annotation.models import Answer, Episode, EpisodeStatus, Question, Template
+from annotation.models import Episode, EpisodeStatus, Question, Template
 from training.models import Sample, SamplingRun
 
-# How the answers were put together, as FeedbackBatch.origin["pairing"] records it, in words.
-PAIRINGS = {
-    "samples": "two samples of one run per question",
-    "runs": "the chosen answers of two runs",
-    "vs_demonstrations": "a run's chosen answer against a human demonstration",
-    "group": "a run's samples of a question as one ranking group",
-    "chosen": "each run's chosen answer, rated on its own",
-}
 DEMONSTRATION_SIDE = "human demonstrations"
 SKIPPED_SHOWN = 20  # skipped questions named in the error when every question is skipped
-
-
-def run_label(run: SamplingRun) -> str:
-    """A run as researchers read it on a batch: 'run 3: tiny-bc best-of-4'."""
-    return f"run {run.pk}: {run.policy_name} best-of-{run.n}"
 
 
 def has_answer(sample: Sample) -> bool:
@@ -94,20 +84,6 @@ class RunQuestion:
         if self.declined and not include_declined:
             return [], f"run {self.run.pk} declined it"
         return self.answered, ""
-
-
-@dataclass
-class Pairing:
-    """What a batch from runs holds: its groups of answers, each group's sides ({} for groups and ratings),
-    and the origin recorded on the batch."""
-
-    groups: list[list[Answer]] = field(default_factory=list)
-    sides: list[dict[str, str]] = field(default_factory=list)
-    origin: dict[str, Any] = field(default_factory=dict)
-
-    def add(self, answers: Sequence[Answer], sides: Sequence[str] = ()) -> None:
-        self.groups.append(list(answers))
-        self.sides.append({str(answer.pk): side for answer, side in zip(answers, sides, strict=False)})
 
 
 # What one question gives: its groups (each a list of samples and demonstrations; A first where there are

@@ -1,4 +1,5 @@
-"""The REST API's routes (under /api/); the schema and its docs page are in webgpt_site/urls.py."""
+"""The REST API's route table (under /api/), a meeting point on the top floor: it routes every app's API
+views; the schema and its docs page are in webgpt_site/urls.py."""
 
 from __future__ import annotations
 
