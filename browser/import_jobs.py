@@ -42,9 +42,9 @@ from webgpt_site.jobs.models import JobError
 from webgpt_site.jobs.queueing import enqueue
 from webgpt_site.jobs.runner import run_job
 from webgpt_site.models import log_action
+from webgpt_site.progress import Every
 from webgpt_site.storage import IMPORTS, get_storage
 
-SAVE_EVERY_S = 1.0  # progress writes at most this often (pages poll every second)
 UNPACK_CHUNK = 1024 * 1024  # bytes unpacked between two checks of the limits
 
 
@@ -90,17 +90,16 @@ def _store(upload: Any, name: str) -> None:
 
 
 class _Recorder:
-    """``on_progress`` for the importer: writes the row at most every SAVE_EVERY_S, and at once when the
-    total changes (the import's first report, which gives the bar its total where one is known)."""
+    """``on_progress`` for the importer: writes the row at most every second, and at once when the total
+    changes (the import's first report, which gives the bar its total where one is known)."""
 
     def __init__(self, pk: int, clock: Callable[[], float] = time.monotonic) -> None:
-        self.pk, self.clock, self.saved_at, self.total = pk, clock, float("-inf"), None
+        self.pk, self.saves, self.total = pk, Every(clock=clock), None
 
     def __call__(self, done: int, total: int | None) -> None:
-        now = self.clock()
-        if total == self.total and now - self.saved_at < SAVE_EVERY_S:
+        if not self.saves.due(force=total != self.total):
             return
-        self.saved_at, self.total = now, total
+        self.total = total
         CorpusImport.objects.filter(pk=self.pk).update(progress=done, total=total)
 
 

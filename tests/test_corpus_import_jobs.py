@@ -312,7 +312,7 @@ def test_a_poller_sees_the_progress_while_the_job_runs(alice, client_for, monkey
     """The importer holds no transaction while it indexes, so each progress write is visible to the pages
     at once (here every record: no batching, no throttle); a JSONL file's total is known from the start."""
     monkeypatch.setattr("browser.services.PROGRESS_EVERY", 1)
-    monkeypatch.setattr(import_jobs, "SAVE_EVERY_S", 0.0)
+    monkeypatch.setattr("webgpt_site.progress.SAVE_EVERY_S", 0.0)
     rows = b"".join(
         json.dumps({"url": f"https://example.org/{i}", "title": f"P{i}", "text": "kilo"}).encode() + b"\n"
         for i in range(5)

@@ -5,11 +5,40 @@ real work began (after loading a model) store ``estimated_end``; a page can also
 from __future__ import annotations
 
 import math
+import time
+from collections.abc import Callable
 from datetime import datetime, timedelta
 
 from django.utils import timezone
 
 MIN_ELAPSED_S = 5.0  # before this, a rate is mostly start-up noise: no estimate
+# A job writes its progress (and reads its cancel flag) at most this often: the pages poll every second, so
+# more writes would only load the database (a training step can take 0.1 s).
+SAVE_EVERY_S = 1.0
+
+
+class Every:
+    """Says when ``seconds`` have passed since it last said so (at once the first time, unless
+    ``due_now`` is False): the one throttle of every job's progress writes, cancel reads and log lines."""
+
+    def __init__(
+        self,
+        seconds: float | None = None,
+        *,
+        due_now: bool = True,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.seconds = SAVE_EVERY_S if seconds is None else seconds  # read now: tests set it to 0
+        self.clock = clock
+        self.last = float("-inf") if due_now else clock()
+
+    def due(self, force: bool = False) -> bool:
+        """Whether it is time (always when ``force``); the time counts again from now when it is."""
+        now = self.clock()
+        if not force and now - self.last < self.seconds:
+            return False
+        self.last = now
+        return True
 
 
 def seconds_left(made: float, left: float, elapsed_s: float) -> float | None:

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import os
 import tempfile
-import time
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -26,10 +25,9 @@ from annotation.models import ExportStatus as Status
 from webgpt_site.jobs.queueing import enqueue
 from webgpt_site.jobs.runner import run_job
 from webgpt_site.models import log_action
+from webgpt_site.progress import Every
 from webgpt_site.storage import EXPORTS, get_storage
 from webgpt_site.storage_cache import file_sha256
-
-PROGRESS_EVERY_S = 1.0  # rows read are reported at most this often (the page polls every second)
 
 
 def export_path(export: Export) -> Path:
@@ -73,14 +71,12 @@ def write_rows(
 
 
 def _reported(rows: Iterable[dict[str, Any]], on_progress: Callable[[int], None]) -> Iterator[dict[str, Any]]:
-    """``rows``, telling ``on_progress`` how many were taken so far at most every PROGRESS_EVERY_S: by
-    time, not by a count of rows (every 5000 sat still for long stretches where rows are slow to make)."""
-    reported_at = time.monotonic()
+    """``rows``, telling ``on_progress`` how many were taken so far at most every second: by time, not by
+    a count of rows (every 5000 sat still for long stretches where rows are slow to make)."""
+    reports = Every(due_now=False)
     for count, row in enumerate(rows, 1):
         yield row
-        now = time.monotonic()
-        if now - reported_at >= PROGRESS_EVERY_S:
-            reported_at = now
+        if reports.due():
             on_progress(count)
 
 

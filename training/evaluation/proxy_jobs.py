@@ -28,14 +28,13 @@ from webgpt_site.jobs.models import Cancelled
 from webgpt_site.jobs.queueing import enqueue
 from webgpt_site.jobs.runner import run_job
 from webgpt_site.models import log_action
-from webgpt_site.progress import estimated_end
+from webgpt_site.progress import Every, estimated_end
 
 MAX_RUNS = 8  # curves on one chart that can still be told apart (the palette has eight colours)
 BOUNDS = {"seed": (0, 2**31 - 1), "resamples": (100, 10_000)}
 # Samples scored between two progress writes and cancel checks: one batch of the scorer (32 could sit
 # still for half a minute on a CPU with a SmolLM2-sized reward model).
 SCORE_CHUNK = 16
-SAVE_EVERY_S = 1.0
 
 
 @dataclass(frozen=True)
@@ -175,7 +174,7 @@ def _execute(evaluation: ProxyEvaluation, scores: dict[str, float]) -> None:
     scorer = RewardScorer(local_folder(model), batch_size=SCORE_CHUNK)  # downloaded once per worker
     loaded = f"{model.name} loaded; scoring {len(samples)} answered samples of {len(runs)} run(s)"
     evaluation.append_log(loaded)
-    started, saved_at = time.monotonic(), 0.0  # the time left counts from here, not from loading the model
+    started, saves = time.monotonic(), Every()  # the time left counts from here, not from loading the model
     for start in range(0, len(samples), SCORE_CHUNK):
         chunk = samples[start : start + SCORE_CHUNK]
         rewards = scorer.score_samples([_answer(sample) for sample in chunk])
@@ -183,11 +182,9 @@ def _execute(evaluation: ProxyEvaluation, scores: dict[str, float]) -> None:
             if reward is None or not math.isfinite(reward):  # jsonb holds no NaN: the row could not end
                 raise ValueError(f"{model.name} gave sample {sample.pk} no finite reward ({reward})")
             scores[str(sample.pk)] = reward
-        now = time.monotonic()
         # Only while samples are left: a cancel read after the last chunk would drop finished curves.
-        if len(scores) < len(samples) and now - saved_at >= SAVE_EVERY_S:
-            saved_at = now
-            end = estimated_end(len(scores), len(samples) - len(scores), now - started)
+        if len(scores) < len(samples) and saves.due():
+            end = estimated_end(len(scores), len(samples) - len(scores), time.monotonic() - started)
             ProxyEvaluation.objects.filter(pk=evaluation.pk).update(
                 samples_done=len(scores), estimated_end_at=end
             )

@@ -28,9 +28,7 @@ from training.runs.inputs import check_run, config_for
 from webgpt_site.jobs.queueing import enqueue
 from webgpt_site.jobs.runner import run_job
 from webgpt_site.models import log_action
-from webgpt_site.progress import estimated_end
-
-SAVE_EVERY_S = 1.0  # progress writes and cancel checks at most this often (a step can take 0.1 s)
+from webgpt_site.progress import Every, estimated_end
 
 
 def request_run(
@@ -94,7 +92,8 @@ class _Progress:
     flag."""
 
     def __init__(self, run: TrainingRun, echo: Callable[[int, int, dict], None] | None) -> None:
-        self.run, self.echo, self.timeline, self.saved_at, self.checked_at = run, echo, [], 0.0, 0.0
+        self.run, self.echo, self.timeline = run, echo, []
+        self.saves, self.checks = Every(), Every()
         self.first: tuple[int, float] | None = None  # (step, time) of the first report
 
     def on_progress(self, step: int, total: int, logs: dict[str, float]) -> None:
@@ -104,19 +103,14 @@ class _Progress:
         now = time.monotonic()
         # The rate counts from the first step reported: loading the model and data came before it.
         self.first = self.first or (step, now)
-        if now - self.saved_at >= SAVE_EVERY_S or any(k.startswith("eval_") for k in logs):
-            self.saved_at = now
+        if self.saves.due(force=any(k.startswith("eval_") for k in logs)):
             end = estimated_end(step - self.first[0], total - step, now - self.first[1])
             TrainingRun.objects.filter(pk=self.run.pk).update(
                 step=step, total_steps=total, timeline=self.timeline, estimated_end_at=end
             )
 
     def should_stop(self) -> bool:
-        now = time.monotonic()
-        if now - self.checked_at < SAVE_EVERY_S:
-            return False
-        self.checked_at = now
-        return self.run.cancel_was_requested()
+        return self.checks.due() and self.run.cancel_was_requested()
 
     def hooks(self) -> Hooks:
         return Hooks(on_progress=self.on_progress, should_stop=self.should_stop)

@@ -10,9 +10,8 @@ from typing import Any
 
 from training.models import SamplingRun
 from training.sampling.episode import EpisodeSample
-from webgpt_site.progress import estimated_end
+from webgpt_site.progress import Every, estimated_end
 
-SAVE_EVERY_S = 1.0  # progress writes and cancel checks at most this often
 LOG_EVERY_S = 10.0  # a round's log line at most this often, so that a long run's log stays readable
 
 
@@ -20,7 +19,7 @@ class SamplingProgress:
     """What the row shows while the run works, across chunks: actions taken of at most how many (the
     figure that moves every round), episodes finished, tokens as the backend generates them (they move
     within a round, which on a CPU can take half a minute), the time left at the rate so far; written at
-    most every SAVE_EVERY_S, when the cancel flag is read too. A log line per round, at most every
+    most every second (``Every``), when the cancel flag is read too. A log line per round, at most every
     LOG_EVERY_S."""
 
     def __init__(self, run: SamplingRun, echo: Callable[[SamplingRun], None] | None) -> None:
@@ -28,7 +27,7 @@ class SamplingProgress:
         self.max_actions = int(run.settings.get("max_actions", 1))
         self.total = run.episodes_total
         self.started = time.monotonic()
-        self.saved_at = self.logged_at = float("-inf")
+        self.saves, self.logs = Every(), Every(LOG_EVERY_S)
         self.rounds = 0
         self.before = Counts()  # the chunks already sampled
         self.chunk = Counts()  # the chunk being sampled
@@ -57,9 +56,7 @@ class SamplingProgress:
         self.rounds += 1
         self.chunk = Counts.of(samples, self.max_actions)
         self.save_soon()
-        now = time.monotonic()
-        if now - self.logged_at >= LOG_EVERY_S:
-            self.logged_at = now
+        if self.logs.due():
             done = self.before + self.chunk
             self.run.append_log(
                 f"round {self.rounds}: {running} episode(s) browsing, {done.ended} of {self.total} "
@@ -87,11 +84,12 @@ class SamplingProgress:
         }
 
     def save_soon(self) -> None:
-        if time.monotonic() - self.saved_at >= SAVE_EVERY_S:
-            self.save()
+        if self.saves.due():
+            self.save(counted=True)
 
-    def save(self) -> None:
-        self.saved_at = time.monotonic()
+    def save(self, counted: bool = False) -> None:
+        if not counted:
+            self.saves.due(force=True)  # the next save_soon counts from this save
         fields = self.fields()
         SamplingRun.objects.filter(pk=self.run.pk).update(**fields)
         if self.echo:
