@@ -24,6 +24,7 @@ from annotation.feedback.batches import MAX_NAME as MAX_BATCH_NAME
 from annotation.feedback.batches import PAIRS_PER_QUESTION, BatchError, BatchSettings, check_batch_request
 from annotation.feedback.batches import SOURCES as BATCH_SOURCES
 from annotation.feedback.scales import RANKING_TAG_SETS, RATING_PRESETS, TEMPLATES
+from annotation.feedback.stats import batch_progress
 from annotation.models import (
     Answer,
     Episode,
@@ -175,8 +176,6 @@ class BatchSerializer(serializers.ModelSerializer):
         )
 
     def get_progress(self, batch: FeedbackBatch) -> dict[str, int]:
-        from annotation.feedback.stats import batch_progress
-
         return batch_progress(batch)
 
 

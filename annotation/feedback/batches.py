@@ -11,7 +11,7 @@ from typing import Any, BinaryIO
 from django.db import transaction
 
 from annotation.feedback import run_source
-from annotation.feedback.answers_import import answer_from_episode
+from annotation.feedback.answers_import import answer_from_episode, import_answers
 from annotation.feedback.scales import (
     COMPARISON_TEMPLATES,
     DEFAULT_RANKING_PRESET,
@@ -379,8 +379,6 @@ def create_batch_from_source(
 ) -> FeedbackBatch:
     """Import (if a file), group (or pair the runs' answers) and create, all in one transaction: a failure
     leaves nothing behind."""
-    from annotation.feedback.answers_import import import_answers
-
     check_batch_request(config, source, answers_file is not None, gold_pairs)
     with transaction.atomic():
         if source == "runs":

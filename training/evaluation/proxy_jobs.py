@@ -159,6 +159,7 @@ def run_proxy_evaluation_job(evaluation_id: int) -> ProxyEvaluation:
 
 
 def _execute(evaluation: ProxyEvaluation, scores: dict[str, float]) -> None:
+    # torch: loaded in the worker only, not in every process that imports this module
     from training.runs.runtime import set_threads
     from training.sampling.best_of_n import RewardScorer
 

@@ -22,7 +22,7 @@ from training.errors import RunError
 from training.models import ModelCheckpoint, RunKind, SamplingRun, TrainingRun
 from training.models import RunStatus as Status
 from training.runs.config import RMConfig
-from training.runs.data import question_ids, read_rows
+from training.runs.data import comparisons, question_ids, read_rows
 from training.runs.hooks import Hooks
 from training.runs.inputs import check_run, config_for
 from webgpt_site.jobs.queueing import enqueue
@@ -140,6 +140,7 @@ def run_training_job(run_id: int, echo: Callable[[int, int, dict], None] | None 
 
 
 def _execute(run: TrainingRun, progress: _Progress) -> TrainingRun:
+    # torch: loaded in the worker only, not in every process that imports this module
     from training.runs.bc import train_bc
     from training.runs.reward import train_reward_model
 
@@ -192,7 +193,7 @@ def _execute(run: TrainingRun, progress: _Progress) -> TrainingRun:
 
 
 def _evaluate(run: TrainingRun, rows: list[dict[str, Any]]) -> TrainingRun:
-    from training.runs.data import comparisons
+    # torch: loaded in the worker only, not in every process that imports this module
     from training.runs.reward import comparison_metrics, load_reward_model
 
     folder = checkpoints.local_folder(run.base_checkpoint)

@@ -58,6 +58,7 @@ def run_sampling_job(run_id: int, echo: Callable[[SamplingRun], None] | None = N
 def _execute(run: SamplingRun, progress: SamplingProgress) -> str:
     """Sample chunk by chunk, storing each question as its episodes end; the status the run ends with
     (done, or cancelled when a cancel left questions unsampled)."""
+    # torch: loaded in the worker only, not in every process that imports this module
     from training.sampling.loading import load_policy, load_scorer
 
     sampling = SamplingSettings(
@@ -205,6 +206,7 @@ def _store(
 ) -> None:
     """One transaction per question: its n episodes (with actions and page snapshots), best-of-n's
     choice, and a sample row each."""
+    # torch: loaded in the worker only, not in every process that imports this module
     from training.sampling.best_of_n import Choice, choose
 
     choice = choose(samples, scores, run.settings.get("decline_threshold"))

@@ -29,6 +29,7 @@ def load_policy(run: SamplingRun) -> Policy:
         if endpoint.policy == "bc":
             return BCPolicy(backend)
         return PromptedPolicy(backend, demonstrations=examples(run))
+    # torch: loaded in the worker only, not in every process that imports this module
     from training.sampling.local import LocalBackend
 
     if run.policy_id is None and run.policy_name != PROMPTED_DEFAULT:
