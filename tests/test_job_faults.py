@@ -182,7 +182,7 @@ def test_on_the_embedded_broker_a_killed_training_worker_leaves_no_run_stuck(
     env["CELERY_BROKER_KEY_PREFIX"] = ""  # no Redis namespace: the broker is VAR_DIR/celery-broker
     request = (
         "from django.contrib.auth.models import User; from annotation.models import Export; "
-        "from training import jobs; alice = User.objects.get(username='alice'); "
+        "from training.runs import jobs; alice = User.objects.get(username='alice'); "
         f"run = jobs.request_run(alice, 'rm', Export.objects.get(pk={export.pk}), "
         f"{{'base_model': {str(tiny_bert_dir)!r}, 'max_steps': 1000000}}, 'fast', "
         "local_paths=True); print(run.pk)"
