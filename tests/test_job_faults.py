@@ -1,16 +1,20 @@
 """Workers killed mid-job with SIGKILL, as a crash or the kernel's out-of-memory killer would: an export, a
-reward-model run and a sampling run on Redis, and a reward-model run on ``make run``'s embedded broker
-(which never redelivers). In every case the next worker's sweep fails the job with the reason within
-seconds, nothing half written is published, and the job was never run twice."""
+reward-model run, a sampling run and a corpus import on Redis, and a reward-model run on ``make run``'s
+embedded broker (which never redelivers); a proxy evaluation's in tests/test_proxy_evaluation_worker.py. In
+every case the next worker's sweep fails the job with the reason within seconds, nothing half written is
+published, and the job was never run twice."""
 
 from __future__ import annotations
 
+import json
 import os
+import secrets
 import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 
 import psycopg
 import pytest
@@ -18,7 +22,11 @@ from django.db.models import Model
 
 from annotation.exports import service as exports
 from annotation.models import EpisodeStatus, ExportFormat, ExportStatus
+from browser.import_jobs import staging_dir
+from browser.models import Corpus, CorpusImport, ImportStatus
+from browser.services import backend_for, import_corpus
 from tests.conftest import ROOT, database_url_for_tests, running_worker
+from tests.test_corpus_import_jobs import PAGES, post_api, upload, write
 from tests.test_exports import judged_pair
 from tests.test_sampling_jobs import TINY, questions, sampling_worker_env
 from tests.test_training_jobs import worker_env
@@ -54,6 +62,46 @@ def kill_while_running(
     """Start a worker, SIGKILL it once ``running(row)``, then start another and return the row it left."""
     with running_worker(env, queues=queue) as worker:
         wait_for(row, running)
+        os.kill(worker.pid, signal.SIGKILL)
+        worker.wait(timeout=10)
+    with running_worker(env, queues=queue):
+        return wait_for(row, lambda r: r.status not in ("queued", "running"), seconds=30)
+
+
+@contextmanager
+def paused_at_progress(table: str, column: str) -> Iterator[Callable[[], bool]]:
+    """While the block runs, a job's first write of ``column`` above 0 on its running row of ``table`` (its
+    progress, written while it works) waits there: a trigger takes an advisory lock this connection holds.
+    Yields ``paused()``, true once a worker waits on it. The lock goes when the block ends (then the trigger:
+    dropping it waits for the paused write to end)."""
+    key = secrets.randbits(62)
+    with psycopg.connect(database_url_for_tests(), autocommit=True) as gate:
+        gate.execute("SELECT pg_advisory_lock(%s)", [key])
+        gate.execute(
+            f"CREATE FUNCTION pause_{table}() RETURNS trigger LANGUAGE plpgsql AS "
+            f"$$ BEGIN PERFORM pg_advisory_xact_lock({key}); RETURN NEW; END $$"
+        )
+        gate.execute(
+            f"CREATE TRIGGER pause_progress BEFORE UPDATE OF {column} ON {table} FOR EACH ROW "
+            f"WHEN (NEW.{column} > 0 AND NEW.status = 'running') EXECUTE FUNCTION pause_{table}()"
+        )
+        waiting = (
+            "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
+            "AND wait_event_type = 'Lock' AND wait_event = 'advisory'"
+        )
+        try:
+            yield lambda: gate.execute(waiting).fetchone()[0] > 0
+        finally:
+            gate.execute("SELECT pg_advisory_unlock(%s)", [key])
+            gate.execute(f"DROP TRIGGER pause_progress ON {table}")
+            gate.execute(f"DROP FUNCTION pause_{table}()")
+
+
+def kill_when_paused(env: dict[str, str], queue: str, row: Model, table: str, column: str) -> Model:
+    """Start a worker, SIGKILL it while its job waits at its first progress write (``paused_at_progress``:
+    halfway through its work, deterministically), then start another and return the row it left."""
+    with paused_at_progress(table, column) as paused, running_worker(env, queues=queue) as worker:
+        wait_for(row, lambda _: paused())
         os.kill(worker.pid, signal.SIGKILL)
         worker.wait(timeout=10)
     with running_worker(env, queues=queue):
@@ -134,7 +182,7 @@ def test_on_the_embedded_broker_a_killed_training_worker_leaves_no_run_stuck(
     env["CELERY_BROKER_KEY_PREFIX"] = ""  # no Redis namespace: the broker is VAR_DIR/celery-broker
     request = (
         "from django.contrib.auth.models import User; from annotation.models import Export; "
-        "from training import jobs; alice = User.objects.get(username='alice'); "
+        "from training.runs import jobs; alice = User.objects.get(username='alice'); "
         f"run = jobs.request_run(alice, 'rm', Export.objects.get(pk={export.pk}), "
         f"{{'base_model': {str(tiny_bert_dir)!r}, 'max_steps': 1000000}}, 'fast', "
         "local_paths=True); print(run.pk)"
@@ -146,3 +194,31 @@ def test_on_the_embedded_broker_a_killed_training_worker_leaves_no_run_stuck(
     run = kill_while_running(env, "training", run, lambda r: r.step >= 1)
     assert run.status == RunStatus.FAILED and run.error.startswith(WORKER_STOPPED)
     assert not ModelCheckpoint.objects.exists() and not jobs.output_dir(run.pk).exists()
+
+
+def test_a_corpus_import_whose_worker_is_killed_mid_index_fails_leaving_the_index_and_no_upload(
+    settings, tmp_path, alice, broker_namespace
+):
+    import_corpus("mine", write(tmp_path / "first.jsonl", PAGES))  # the corpus as it was: two pages
+    # Indexing 100,000 records takes seconds, so the job writes its progress (at most once a second) while
+    # it indexes; the first such write waits for the kill.
+    pages = b"".join(
+        json.dumps({"url": f"https://example.org/new-{i}", "title": f"N{i}", "text": "kilo lima"}).encode()
+        + b"\n"
+        for i in range(100_000)
+    )
+    assert post_api(alice, corpus="mine", file=upload("big.jsonl", pages)).status_code == 202
+    job = CorpusImport.objects.get(status=ImportStatus.QUEUED)
+    assert (staging_dir() / job.upload).exists()
+    env = worker_env(settings, tmp_path) | FAST_LIVENESS
+    env["CORPUS_INDEX_DIR"] = str(settings.CORPUS_INDEX_DIR)
+    job = kill_when_paused(env, "exports", job, "browser_corpusimport", "progress")
+    assert job.status == ImportStatus.FAILED and job.error.startswith(WORKER_STOPPED)
+    assert job.record_count is None
+    assert list(staging_dir().iterdir()) == []  # the upload is removed
+    index = backend_for("mine")
+    assert index.count() == Corpus.objects.get(name="mine").document_count == 2
+    assert index.search("kilo") == []  # nothing the killed worker added was committed
+    # Nor did it leave a lock behind: the next import of the corpus goes through.
+    import_corpus("mine", write(tmp_path / "again.jsonl", pages[: pages.index(b"\n") + 1]))
+    assert index.count() == 3

@@ -4,6 +4,7 @@ with real processes (a worker killed with SIGKILL mid-job) are in tests/test_job
 
 from __future__ import annotations
 
+import inspect
 import time
 from datetime import timedelta
 from pathlib import Path
@@ -16,9 +17,13 @@ from django.utils import timezone
 from annotation.exports import service as exports
 from annotation.models import Export, ExportFormat, ExportStatus
 from browser.models import Corpus, CorpusImport, ImportStatus
-from training.models import RunStatus, TrainingRun
+from tests.test_proxy_evaluation import crafted_run, questions
+from training.models import ProxyEvaluation, RunStatus, Sample, SamplingRun, TrainingRun
+from webgpt_site.celery import app
 from webgpt_site.jobs import sweeper
 from webgpt_site.jobs.heartbeat import WORKER_STOPPED, beating
+from webgpt_site.jobs.models import JobRow
+from webgpt_site.ops import broker
 
 pytestmark = pytest.mark.django_db
 
@@ -38,6 +43,25 @@ def training_run(alice, **fields) -> TrainingRun:
     return TrainingRun.objects.create(kind="rm", export=export, config={}, **fields)
 
 
+def sampled_run(alice, **fields) -> SamplingRun:
+    """An unscored sampling run with one question stored whole (its one sample and episode)."""
+    run = crafted_run(alice, None, questions(1), [[("Rayleigh scattering [1].", None)]])
+    SamplingRun.objects.filter(pk=run.pk).update(**fields)
+    return run
+
+
+def proxy_evaluation(alice, **fields) -> ProxyEvaluation:
+    evaluation = ProxyEvaluation.objects.create(owner=alice, reward_model_name="tiny-validation", **fields)
+    evaluation.sampling_runs.set([sampled_run(alice, status=RunStatus.DONE)])
+    return evaluation
+
+
+def concrete_subclasses(model: type) -> set[type]:
+    below = set(model.__subclasses__())
+    below |= {deeper for sub in below for deeper in concrete_subclasses(sub)}
+    return {sub for sub in below if not sub._meta.abstract}
+
+
 def test_a_sweep_fails_each_kind_of_orphan_and_discards_what_it_half_wrote(alice, settings, tmp_path):
     settings.MODEL_STORE_DIR = tmp_path / "models"
     orphan_run = training_run(alice, status=RunStatus.RUNNING, started_at=long_ago(), heartbeat_at=long_ago())
@@ -54,6 +78,14 @@ def test_a_sweep_fails_each_kind_of_orphan_and_discards_what_it_half_wrote(alice
     upload = Path(django_settings.MEDIA_ROOT) / "corpus-imports" / "u.jsonl"
     upload.parent.mkdir(parents=True, exist_ok=True)
     upload.write_text("{}")
+    # A sampling run stores each question whole as its episodes end (one here): those stay, as on a cancel.
+    orphan_sampling = sampled_run(
+        alice, status=RunStatus.RUNNING, started_at=long_ago(), heartbeat_at=long_ago(), episodes_done=1
+    )
+    # An evaluation keeps its scores in its worker's memory until every sample is scored: none on the row.
+    orphan_evaluation = proxy_evaluation(
+        alice, status=RunStatus.RUNNING, started_at=long_ago(), heartbeat_at=long_ago(), samples_total=1
+    )
     alive = training_run(alice, status=RunStatus.RUNNING, started_at=long_ago(), heartbeat_at=timezone.now())
     done = training_run(alice, status=RunStatus.DONE, started_at=long_ago(), heartbeat_at=long_ago())
 
@@ -63,16 +95,37 @@ def test_a_sweep_fails_each_kind_of_orphan_and_discards_what_it_half_wrote(alice
         "training run": [orphan_run.pk],
         "export": [orphan_export.pk],
         "corpus import": [orphan_import.pk],
+        "sampling run": [orphan_sampling.pk],
+        "proxy evaluation": [orphan_evaluation.pk],
     }
-    for row in (orphan_run, orphan_export, orphan_import):
+    orphans = (orphan_run, orphan_export, orphan_import, orphan_sampling, orphan_evaluation)
+    for row in orphans:
         row.refresh_from_db()
         assert row.status == "failed" and row.error.startswith(WORKER_STOPPED) and row.finished_at
     assert "no heartbeat since" in orphan_run.error and orphan_import.error == WORKER_STOPPED
     assert not half_model.exists() and not part.exists() and not upload.exists()
+    assert Sample.objects.filter(run=orphan_sampling).count() == orphan_sampling.episodes_done == 1
+    assert (orphan_evaluation.scores, orphan_evaluation.results) == ({}, {})
     alive.refresh_from_db()
     done.refresh_from_db()
     assert (alive.status, done.status) == (RunStatus.RUNNING, RunStatus.DONE)
     assert sweeper.sweep().failed == {}  # nothing twice
+
+
+def test_the_sweeper_finds_every_kind_of_job_and_each_names_a_registered_task_and_a_real_queue():
+    """A new kind of job is a model inheriting JobRow: the sweeper must find it without a list to extend,
+    and its task must be one a worker runs (as a worker does on start, the apps' tasks modules imported),
+    on a queue workers listen to, taking the row's key as its keyword."""
+    found = sweeper.job_models()
+    assert len(found) == len(set(found))
+    assert set(found) == concrete_subclasses(JobRow)
+    assert {Export, CorpusImport, TrainingRun, SamplingRun, ProxyEvaluation} <= set(found)
+    app.loader.import_default_modules()
+    for model in found:
+        assert model.task_name in app.tasks, f"{model.job_name}: no task {model.task_name!r}"
+        assert model.queue in django_settings.CELERY_QUEUES, f"{model.job_name}: no queue {model.queue!r}"
+        assert model.task_key in inspect.signature(app.tasks[model.task_name].run).parameters
+    assert len({model.job_name for model in found}) == len(found)  # the sweep's report tells them apart
 
 
 def test_a_message_for_a_live_job_is_dropped_and_one_for_an_orphan_fails_it(alice):
@@ -108,6 +161,20 @@ def test_a_queued_job_whose_queue_lost_its_message_is_sent_again_once(alice, set
     assert sweeper.sweep().requeued == {"export": [lost.pk]}
     assert sweeper.queue_length("exports") == 1
     assert sweeper.sweep().requeued == {}  # the message is waiting now; `recent` was never sent
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_queued_proxy_evaluation_whose_queue_lost_its_message_is_sent_again(alice, broker_namespace):
+    lost = proxy_evaluation(alice, samples_total=1)
+    ProxyEvaluation.objects.filter(pk=lost.pk).update(created_at=timezone.now() - timedelta(hours=1))
+    assert sweeper.queue_length("training") == 0
+    assert sweeper.sweep().requeued == {"proxy evaluation": [lost.pk]}
+    assert sweeper.sweep().requeued == {}  # its message is waiting now
+    with broker.channel() as channel:
+        message = channel.basic_get("training", no_ack=True)
+        assert channel.basic_get("training", no_ack=True) is None  # sent once
+    _args, kwargs, _embed = message.decode()
+    assert (message.headers["task"], kwargs) == ("training.run_proxy_evaluation", {"evaluation_id": lost.pk})
 
 
 def test_the_command_reports_what_it_swept(alice, capsys):
