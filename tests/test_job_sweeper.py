@@ -82,10 +82,12 @@ def test_a_sweep_fails_each_kind_of_orphan_and_discards_what_it_half_wrote(alice
     orphan_sampling = sampled_run(
         alice, status=RunStatus.RUNNING, started_at=long_ago(), heartbeat_at=long_ago(), episodes_done=1
     )
-    # An evaluation keeps its scores in its worker's memory until every sample is scored: none on the row.
+    # An evaluation keeps its scores in its worker's memory until every sample is scored; one killed right
+    # after storing its curves, before it was marked done, must not show them as if it had finished.
     orphan_evaluation = proxy_evaluation(
         alice, status=RunStatus.RUNNING, started_at=long_ago(), heartbeat_at=long_ago(), samples_total=1
     )
+    ProxyEvaluation.objects.filter(pk=orphan_evaluation.pk).update(scores={"1": 0.5}, results={"runs": []})
     alive = training_run(alice, status=RunStatus.RUNNING, started_at=long_ago(), heartbeat_at=timezone.now())
     done = training_run(alice, status=RunStatus.DONE, started_at=long_ago(), heartbeat_at=long_ago())
 
@@ -105,7 +107,11 @@ def test_a_sweep_fails_each_kind_of_orphan_and_discards_what_it_half_wrote(alice
     assert "no heartbeat since" in orphan_run.error and orphan_import.error == WORKER_STOPPED
     assert not half_model.exists() and not part.exists() and not upload.exists()
     assert Sample.objects.filter(run=orphan_sampling).count() == orphan_sampling.episodes_done == 1
-    assert (orphan_evaluation.scores, orphan_evaluation.results) == ({}, {})
+    # The scores so far stay, as on a cancel; the curves go.
+    assert (orphan_evaluation.scores, orphan_evaluation.results) == (
+        {"1": 0.5},
+        {},
+    )  # scores kept as on a cancel
     alive.refresh_from_db()
     done.refresh_from_db()
     assert (alive.status, done.status) == (RunStatus.RUNNING, RunStatus.DONE)

@@ -199,6 +199,11 @@ class ProxyEvaluation(JobRow):
     def __str__(self) -> str:
         return f"proxy evaluation {self.pk} ({self.status})"
 
+    @classmethod
+    def discard_partial(cls, pk: int) -> None:
+        """Its curves: they are whole only when it is done (the scores so far stay, as on a cancel)."""
+        cls.objects.filter(pk=pk).update(results={})
+
 
 class Round(models.Model):
     """One turn of the loop, named by the sampling runs it made. The rest is found from them, so nothing
