@@ -5,13 +5,21 @@ else the page does not exist."""
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
 from datetime import timedelta
+from pathlib import Path
 
 import pytest
 import redis
+import requests
 from django.conf import settings as django_settings
 from django.utils import timezone
 from kombu import Connection
+from prometheus_client.multiprocess import MultiProcessCollector
 from prometheus_client.parser import text_string_to_metric_families
 
 from annotation.feedback.answers_import import import_answers
@@ -20,9 +28,9 @@ from annotation.models import Assignment, AssignmentStatus, Export
 from annotation.questions.service import import_questions
 from browser.fetch import refusal_counts
 from browser.fetch.refusals import record_refusal
-from tests.conftest import delete_broker_keys
+from tests.conftest import ROOT, database_url_for_tests, delete_broker_keys
+from tests.test_database_restart import free_port
 from tests.test_embedded_broker import broker_folder
-from tests.test_settings import manage
 from training.models import SamplingRun, TrainingRun
 from webgpt_site.celery import app
 from webgpt_site.embedded_broker import Transport
@@ -215,19 +223,73 @@ def test_odd_request_methods_do_not_add_series(client, prometheus):
 
 
 def test_with_several_gunicorn_workers_a_scrape_sums_them_all(tmp_path):
-    """PROMETHEUS_MULTIPROC_DIR: each process writes its counts there and /metrics reads every file."""
+    """docs/deployment.md: gunicorn with two workers and PROMETHEUS_MULTIPROC_DIR (an empty folder): each
+    worker writes its counts to its own file there, and a scrape, whichever worker answers it, reports the
+    requests both served. Requests are sent eight at a time until each worker has served some."""
     folder = tmp_path / "prometheus"
     folder.mkdir()
-    script = (
-        "from django.test import Client; c = Client(HTTP_HOST='localhost'); "
-        "c.get('/healthz'); c.get('/healthz'); "
-        f"print(c.get('/metrics', HTTP_AUTHORIZATION='Bearer {TOKEN}').content.decode())"
-    )
-    result = manage(
-        tmp_path, "shell", "-c", script, DEBUG="1", METRICS_TOKEN=TOKEN, PROMETHEUS_MULTIPROC_DIR=str(folder)
-    )
-    assert result.returncode == 0, result.stderr
-    assert list(folder.glob("*.db")), "the counts went to the shared folder"
+    port = free_port()
+    env = {
+        "DEBUG": "1",
+        "DATABASE_URL": database_url_for_tests(),
+        "CELERY_BROKER_URL": django_settings.CELERY_BROKER_URL,
+        "CELERY_BROKER_KEY_PREFIX": django_settings.CELERY_BROKER_KEY_PREFIX,
+        "VAR_DIR": str(tmp_path),
+        "METRICS_TOKEN": TOKEN,
+        "PROMETHEUS_MULTIPROC_DIR": str(folder),
+        "PATH": os.environ["PATH"],
+    }
+    command = [sys.executable, "-m", "gunicorn", "webgpt_site.wsgi", "-b", f"127.0.0.1:{port}", "-w", "2"]
+    server = subprocess.Popen([*command, "--log-level", "warning"], cwd=ROOT, env=env)
+    base = f"http://127.0.0.1:{port}"
+    answered = 0  # /healthz requests that reached a worker
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                answered += requests.get(base + "/healthz", timeout=10).status_code == 200
+                break
+            except requests.ConnectionError:
+                assert time.monotonic() < deadline, "gunicorn did not start"
+                time.sleep(0.2)
+        children = Path("/proc") / str(server.pid) / "task" / str(server.pid) / "children"
+        while len(workers := children.read_text().split()) < 2:
+            assert time.monotonic() < deadline, f"gunicorn started {len(workers)} worker(s)"
+            time.sleep(0.1)
+        scrape = {"Authorization": f"Bearer {TOKEN}"}
+        with ThreadPoolExecutor(8) as pool:
+            while not all(_served(folder, pid, "healthz") for pid in workers):
+                assert time.monotonic() < deadline, {pid: _served(folder, pid, "healthz") for pid in workers}
+                sent = pool.map(lambda _: requests.get(base + "/healthz", timeout=10).status_code, range(16))
+                answered += sum(status == 200 for status in sent)
+            scrapes = list(
+                pool.map(lambda _: requests.get(base + "/metrics", headers=scrape, timeout=10), range(8))
+            )
+        by_worker = {pid: _served(folder, pid, "healthz") for pid in workers}
+    finally:
+        server.terminate()
+        server.wait(timeout=20)
+    assert all(by_worker.values()) and sum(by_worker.values()) == answered, (by_worker, answered)
     family = "django_http_requests_total_by_view_transport_method_total"
-    assert f'{family}{{method="GET",transport="http",view="healthz"}} 2.0' in result.stdout
-    assert "webgpt_fetch_refusals_total" in result.stdout
+    labels = (("method", "GET"), ("transport", "http"), ("view", "healthz"))
+    latency = "django_http_requests_latency_seconds_by_view_method_count"
+    for scrape in scrapes:  # each one counts both workers' requests, not its own worker's share
+        assert scrape.status_code == 200
+        got = samples(scrape)
+        assert got[(family, labels)] == answered, (got[(family, labels)], by_worker)
+        assert got[(latency, (("method", "GET"), ("view", "healthz")))] == answered
+        assert got[("webgpt_metrics_source_up", (("source", "database"),))] == 1
+    assert all(_served(folder, pid, "metrics") for pid in workers), "both workers answered scrapes"
+
+
+def _served(folder: Path, pid: str, view: str) -> float:
+    """How many GET requests to ``view`` one worker counted, read from its own file in the shared folder."""
+    files = [str(path) for path in folder.glob(f"counter_{pid}.db")]
+    family = "django_http_requests_total_by_view_transport_method"
+    return sum(
+        sample.value
+        for metric in MultiProcessCollector.merge(files, accumulate=True)
+        if metric.name == family
+        for sample in metric.samples
+        if sample.labels.get("view") == view and sample.labels.get("method") == "GET"
+    )

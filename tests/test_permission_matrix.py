@@ -3,7 +3,12 @@
 The routes come from walking the URL conf (tests/routes.py), so a new endpoint fails
 ``test_every_route_is_in_the_table`` until someone decides who may use it. Each caller opens object
 routes on a real object: tasks and episodes belong to bob and dana (or, for erin, to erin herself),
-everything else is the research team's.
+everything else is the research team's (and the flag decisions name frank's flagged judgement).
+
+The world is built once for the module, in a transaction rolled back at its end, and each request runs in
+a savepoint rolled back after it. Every caller sends the same valid body (request_for: the page's own form
+with the fields a valid request needs, or the API body), so an allowed cell must succeed, not merely get
+past the role check, and a refused cell is refused whatever it sends.
 
 Callers: alice researches, bob labels, dana demonstrates, charlie has no role, anonymous has no
 account, and erin labelled and demonstrated until her roles were taken away (her work is still there).
@@ -11,25 +16,45 @@ account, and erin labelled and demonstrated until her roles were taken away (her
 
 from __future__ import annotations
 
+import json
+import uuid
+from typing import Any
+
 import pytest
+from django.contrib.auth.models import User
+from django.core.files.uploadedfile import SimpleUploadedFile
+from django.core.management import call_command
 from django.db import transaction
 from django.test import Client
+from django.test.utils import override_settings
 from django.urls import reverse
+from django.utils import timezone
 
 from annotation.demonstrations import service as demos
 from annotation.exports.service import run_export_job
 from annotation.feedback import assignment as work
-from annotation.models import Answer, Export, FeedbackBatch, Question
+from annotation.models import (
+    Answer,
+    Assignment,
+    Episode,
+    EpisodeKind,
+    EpisodeStatus,
+    Export,
+    FeedbackBatch,
+    FeedbackItem,
+    Question,
+)
 from annotation.questions.service import import_questions
-from browser.models import CorpusImport
+from browser.models import Corpus, CorpusImport
 from tests.conftest import make_user
 from tests.routes import Route, all_routes, object_kind
-from training.models import ModelCheckpoint, ProxyEvaluation, Round, SamplingRun, TrainingRun
+from tests.test_fuzz import World, _read_forms
+from training.models import ModelCheckpoint, ProxyEvaluation, Round, Sample, SamplingRun, TrainingRun
 
 pytestmark = pytest.mark.django_db
 
-# Outcomes. OK: the role check let the request through (any answer that is not a refusal and not a 5xx:
-# an empty body may well be a 400); the others are the exact refusal.
+# Outcomes. OK: the request went through, with a valid body (request_for): a 2xx or 3xx (but the sign-in
+# redirect); the others are the exact refusal.
 OK, LOGIN, AUTH, FORBIDDEN, GONE = "ok", "302 to login", 401, 403, 404
 CALLERS = ("alice", "bob", "dana", "charlie", "anonymous", "erin")
 
@@ -179,46 +204,208 @@ EXPECTED: dict[str, tuple] = {
 }
 
 
-@pytest.fixture
-def world(
-    freshwiki, demo_data, alice, bob, dana, charlie, django_user_model, settings, tmp_path, model_store
-):
-    """One of everything, and erin: she took a task and started an episode, then lost both roles."""
-    settings.MEDIA_ROOT = tmp_path / "media"
-    erin = make_user(django_user_model, "erin", "labeler", "demonstrator")
+@pytest.fixture(scope="module")
+def world(django_db_setup, django_db_blocker, tmp_path_factory, freshwiki_index_dir):
+    """One of everything, built once for the module in a transaction rolled back at its end, and erin:
+    she took a task and started an episode, then lost both roles."""
+    tmp = tmp_path_factory.mktemp("matrix")
+    folders = override_settings(
+        CORPUS_INDEX_DIR=freshwiki_index_dir,
+        DEFAULT_CORPUS="freshwiki",
+        MEDIA_ROOT=tmp / "media",
+        MODEL_STORE_DIR=tmp / "models",
+    )
+    with folders, django_db_blocker.unblock(), transaction.atomic():
+        yield _build_world(tmp)
+        transaction.set_rollback(True)
+
+
+def _build_world(tmp) -> tuple[dict, dict, dict]:
+    corpus = Corpus.objects.create(name="freshwiki", document_count=100)
+    with override_settings(DEBUG=True):  # what `make run` loads (load_demo needs DEBUG)
+        call_command("load_demo", "--no-reward-model", verbosity=0)
+    FeedbackBatch.objects.update(required_probability=0.0)  # bob's task never draws "everything required"
+    users = {"anonymous": None}
+    for name, *roles in (
+        ("alice", "researcher"),
+        ("bob", "labeler"),
+        ("dana", "demonstrator"),
+        ("charlie",),
+        ("erin", "labeler", "demonstrator"),
+    ):
+        users[name] = make_user(User, name, *roles)
+    alice = users["alice"]
     report = import_questions(b'{"question": "Who won the 2022 AFL Grand Final?"}', filename="q.jsonl")
     Question.objects.update(split="bc")
     export = run_export_job(Export.objects.create(export_format="bc-pairs").pk)
     run = TrainingRun.objects.create(kind="rm", export=export, owner=alice)
-    folder = model_store / "tiny"
+    folder = tmp / "models" / "tiny"
     folder.mkdir(parents=True)
     checkpoint = ModelCheckpoint.objects.create(kind="rm", name="tiny", base_model="x", path=str(folder))
     own = {}
-    for user in (bob, dana, erin):
-        task = work.next_assignment(user) if user is not dana else None
-        episode = demos.next_episode(user) if user is not bob else None
+    for name in ("bob", "dana", "erin"):
+        user = users[name]
+        task = work.next_assignment(user) if name != "dana" else None
+        episode = demos.next_episode(user) if name != "bob" else None
         assert (task or episode) is not None, f"{user} got no work"
-        own[user.username] = {"task": task, "episode": episode}
-    erin.groups.clear()
+        if name == "dana":  # a search, so the episode has a page to show (page_snapshot)
+            demos.record_action(episode.pk, user, "Search AFL Grand Final", uuid.uuid4(), episode.version)
+            episode.refresh_from_db()
+        own[name] = {"task": task, "episode": episode}
+    users["erin"].groups.clear()
+    # A judgement flagged for review (frank's, submitted), for the flag decisions.
+    frank = make_user(User, "frank", "labeler")
+    item = FeedbackItem.objects.filter(batch__template="webgpt_comparison").exclude(
+        assignments__isnull=False
+    )[0]
+    flagged = Assignment.objects.create(
+        item=item,
+        labeler=frank,
+        order=list(item.answers.order_by("id").values_list("id", flat=True)),
+        status="submitted",
+        response={"ratings": {"overall": "a_better", "coherence": "b_much_better"}},
+        flags=["overall_contradicts_dimensions"],
+        submitted_at=timezone.now(),
+        leased_until=timezone.now(),
+    )
     shared = {
+        "flagged": flagged,
         "batch": FeedbackBatch.objects.first(),
         "export": export,
-        "corpus_import": CorpusImport.objects.create(
-            corpus=freshwiki, source="w.jsonl", source_format="jsonl"
-        ),
+        "corpus_import": CorpusImport.objects.create(corpus=corpus, source="w.jsonl", source_format="jsonl"),
         "question": report.questions.get(),
         "import": report,
         "run": run,
         "checkpoint": checkpoint,
         "sampling_run": SamplingRun.objects.create(owner=alice, policy_name="tiny", n=1, episodes_total=1),
+        "finished": _finished_run(alice, report.questions.get()),
         "answer": Answer.objects.first(),
         "round": Round.objects.create(number=1, name="round one"),
         "proxy_evaluation": ProxyEvaluation.objects.create(
             owner=alice, reward_model=checkpoint, reward_model_name=checkpoint.name
         ),
     }
-    users = {"alice": alice, "bob": bob, "dana": dana, "charlie": charlie, "anonymous": None, "erin": erin}
-    return users, shared, own
+    # What each page's forms send (hidden keys, versions, chosen options), for the routes they post to.
+    forms = World(users, {})
+    for caller in ("alice", "bob", "dana"):
+        client = Client()
+        client.force_login(users[caller])
+        for route in all_routes():
+            if "GET" in route.methods and not route.is_api:
+                _read_forms(forms, client, url_for(route, caller, shared, own))
+    return users, shared, own, forms.defaults
+
+
+def _finished_run(alice, question: Question) -> SamplingRun:
+    """A sampling run that finished with one answered sample (what a proxy evaluation scores)."""
+    run = SamplingRun.objects.create(
+        owner=alice, policy_name="tiny", n=1, episodes_total=1, status="done", finished_at=timezone.now()
+    )
+    episode = Episode.objects.create(
+        kind=EpisodeKind.MODEL,
+        policy=run.policy_name,
+        question=question,
+        status=EpisodeStatus.FINISHED,
+        corpus="freshwiki",
+        settings={},
+        state={"quotes": []},
+        answer="Geelong won it.",
+    )
+    Sample.objects.create(run=run, episode=episode, question=question, index=0)
+    return run
+
+
+@pytest.fixture
+def matrix(world, settings, freshwiki_index_dir):
+    """Per test (the autouse fixtures move the index folder): the world's index."""
+    settings.CORPUS_INDEX_DIR = freshwiki_index_dir
+    return world
+
+
+# Valid bodies. Page forms: what the page's own form sends (read from the page, as the fuzz test does:
+# hidden keys, versions, chosen options, the first button), with these fields on top. API: these bodies.
+PAGE_FIELDS: dict[str, Any] = {
+    "console:feedback_create": lambda s, o: {"name": "matrix batch", "source": "bank", "runs": []},
+    "console:demonstration_batches": lambda s, o: {"name": "Matrix", "split": "bc", "limit": 1, "overlap": 1},
+    "console:corpora": lambda s, o: {"corpus": "matrix", "file": _upload("pages.jsonl", PAGE)},
+    "training:new": lambda s, o: {"kind": "bc", "export": s["export"].pk},
+    "training:sampling_new": lambda s, o: {"split": "bc", "limit": 1},
+    "training:proxy_evaluations": lambda s, o: {
+        "reward_model": s["checkpoint"].pk,
+        "runs": [s["finished"].pk],
+    },
+    "console:feedback_bulk": lambda s, o: {"batches": [s["batch"].pk], "action": "pause"},
+    "console:feedback_state": lambda s, o: {"action": "pause"},
+    "console:feedback_priority": lambda s, o: {"priority": "2"},
+    "questions:import": lambda s, o: {"file": _upload("q.jsonl", b'{"question": "Is the sky blue?"}')},
+    "annotation:draft": lambda s, o: {"answer": "Geelong won the 2022 AFL Grand Final."},
+    "training:round_create": lambda s, o: {"name": "round two", "sampling_runs": [s["sampling_run"].pk]},
+    "training:round_add_runs": lambda s, o: {"sampling_runs": [s["sampling_run"].pk]},
+}
+QUERY: dict[str, Any] = {
+    "training:compare": lambda s, o: {"run": [s["run"].pk]},
+    "annotation:page_snapshot": lambda s, o: {"digest": next(iter(o["dana"]["episode"].state["pages"]))},
+}
+
+
+def _at_the_answer_step(shared: dict, own: dict) -> None:
+    """Dana's episode (which searched) quotes a page and ends its browsing, inside the request's savepoint:
+    a draft is for the answer step."""
+    dana = own["dana"]["episode"].user
+    for command in ("Clicked on link 0", "Quote: won by Geelong", "End: Answer"):
+        episode = Episode.objects.get(pk=own["dana"]["episode"].pk)
+        demos.record_action(episode.pk, dana, command, uuid.uuid4(), episode.version)
+    assert Episode.objects.get(pk=episode.pk).status == EpisodeStatus.ANSWERING
+
+
+# Set up inside the request's savepoint (rolled back with it), for routes that need the world in a state
+# the other routes must not see.
+PREPARE = {"annotation:draft": _at_the_answer_step}
+API_BODIES: dict[str, Any] = {
+    "api-question-import": lambda s, o: {"file": _upload("q.jsonl", b'{"question": "Is the sky blue?"}')},
+    "api-batches": lambda s, o: {"name": "API batch", "template": "webgpt_comparison", "source": "bank"},
+    "api-assignment-flag-decision": lambda s, o: {"decision": "keep", "note": "fine"},
+    "api-corpus-imports": lambda s, o: {
+        "corpus": "matrix",
+        "format": "jsonl",
+        "file": _upload("w.jsonl", b'{"title": "A", "text": "B"}'),
+    },
+    "api-exports": lambda s, o: {"format": "comparisons-full"},
+    "api-training-runs": lambda s, o: {"kind": "bc", "export": s["export"].pk},
+    "api-sampling-runs": lambda s, o: {"questions": {"split": "bc", "limit": 1}},
+    "api-proxy-evaluations": lambda s, o: {"reward_model": s["checkpoint"].pk, "runs": [s["finished"].pk]},
+    "api-rounds": lambda s, o: {"sampling_runs": [s["sampling_run"].pk]},
+    "api-task-submit": lambda s, o: {
+        "response": {"ratings": {"overall": "a_better"}},
+        "key": "9b2f2a4e-4d1c-4e7a-9a43-3f0c9a6c2b11",
+    },
+    "api-task-draft": lambda s, o: {"draft": {}},
+    "api-task-skip": lambda s, o: {"reason": "I do not know this topic"},
+}
+MULTIPART = {"api-question-import", "api-corpus-imports"}
+PAGE = b'{"url": "https://example.org/alpha", "title": "Alpha", "text": "alpha bravo charlie"}\n'
+URL_KWARGS = {"console:feedback_results_csv": {"table": "preference"}}
+
+
+def _upload(name: str, data: bytes) -> SimpleUploadedFile:
+    return SimpleUploadedFile(name, data, content_type="application/octet-stream")
+
+
+def request_for(route: Route, method: str, url: str, matrix: tuple) -> tuple[str, dict]:
+    """The URL and the test client's keyword arguments for a valid request."""
+    _, shared, own, defaults = matrix
+    if method in ("GET", "DELETE"):
+        query = QUERY.get(route.name)
+        return url, {"data": query(shared, own)} if query else {}
+    if route.is_api:
+        body = API_BODIES.get(route.name)
+        if body is None:
+            return url, {}
+        if route.name in MULTIPART:
+            return url, {"data": body(shared, own)}
+        return url, {"data": json.dumps(body(shared, own)), "content_type": "application/json"}
+    fields = PAGE_FIELDS.get(route.name, lambda s, o: {})(shared, own)
+    return url, {"data": {**defaults.get((url, method), {}), **fields}}
 
 
 def outcome(response, route: Route) -> str | int:
@@ -235,6 +422,8 @@ def url_for(route: Route, caller: str, shared: dict, own: dict) -> str:
     if not route.params:
         return route.url()
     kind = object_kind(route)
+    if route.name in FLAG_DECISIONS:
+        return route.url(pk=shared["flagged"])
     if kind in GUIDELINES:
         return route.url(**GUIDELINES[kind])
     if kind == "task":
@@ -244,7 +433,10 @@ def url_for(route: Route, caller: str, shared: dict, own: dict) -> str:
     else:
         target = shared[kind]
     assert target is not None, (route.name, kind)
-    return route.url(pk=target)
+    return route.url(pk=target, **URL_KWARGS.get(route.name, {}))
+
+
+FLAG_DECISIONS = {"console:feedback_flag_decision", "api-assignment-flag-decision"}
 
 
 def test_every_route_is_in_the_table():
@@ -255,8 +447,9 @@ def test_every_route_is_in_the_table():
 
 
 @pytest.mark.parametrize("caller", CALLERS)
-def test_each_caller_gets_what_the_table_says_on_every_route_and_method(world, caller):
-    users, shared, own = world
+def test_each_caller_gets_what_the_table_says_on_every_route_and_method(matrix, caller):
+    users = matrix[0]
+    shared, own = matrix[1], matrix[2]
     wrong = []
     for route in all_routes():
         expected = EXPECTED.get(route.name, (None,) * len(CALLERS))[CALLERS.index(caller)]
@@ -268,9 +461,14 @@ def test_each_caller_gets_what_the_table_says_on_every_route_and_method(world, c
             # Each request in a savepoint rolled back after it: a POST that deletes or closes something
             # (a model, a task) leaves the world as it was for the next route.
             with transaction.atomic():
-                response = getattr(client, method.lower())(url)
+                if route.name in PREPARE:
+                    PREPARE[route.name](shared, own)
+                target, kwargs = request_for(route, method, url, matrix)
+                response = getattr(client, method.lower())(target, **kwargs)
                 transaction.set_rollback(True)
             got = outcome(response, route)
+            if got == OK and not 200 <= response.status_code < 400:
+                got = response.status_code  # let through, but its valid body was not taken
             if got != expected:
                 wrong.append(f"{method} {url} ({route.name}): expected {expected}, got {got}")
     assert not wrong, "\n".join(wrong)
