@@ -76,6 +76,21 @@ def pytest_configure(config: pytest.Config) -> None:
     django_settings.STATIC_ROOT = var / "static"
     django_settings.PASSWORD_HASHERS = PASSWORD_HASHERS
     hypothesis_profile()
+    share_the_cores(config)
+
+
+def share_the_cores(config: pytest.Config) -> None:
+    """With several xdist workers, each one's torch (and the workers and servers it starts, which inherit
+    the environment) gets its share of the cores: two workers of two threads each on two cores spin
+    against each other, and the tiny models' steps take several times as long."""
+    workers = getattr(config, "workerinput", {}).get("workercount", 1)
+    if workers < 2:
+        return
+    threads = max(1, (os.cpu_count() or 1) // workers)
+    os.environ.setdefault("OMP_NUM_THREADS", str(threads))
+    os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")  # as `make worker` runs (Makefile)
+    if "torch" in sys.modules:  # already started: the variable is read once, at its start
+        sys.modules["torch"].set_num_threads(int(os.environ["OMP_NUM_THREADS"]))
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
