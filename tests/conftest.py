@@ -136,8 +136,16 @@ def listening_socket() -> socket.socket:
     sock = socket.socket()
     sock.bind(("127.0.0.1", 0))
     sock.listen(128)
-    sock.set_inheritable(True)
     return sock
+
+
+def free_port() -> int:
+    """A port free a moment ago, for a server that takes no socket from us (PostgreSQL, Redis, Django's
+    runserver): another process may take it before the server binds it, so the caller tries another
+    port when the server says it is in use."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
 
 
 @contextmanager
