@@ -11,8 +11,10 @@ import socket
 import subprocess
 import sys
 import tempfile
+import zoneinfo
 from collections.abc import Iterator
 from contextlib import contextmanager
+from datetime import datetime, time
 from pathlib import Path
 
 import pytest
@@ -222,6 +224,18 @@ def demo_site(settings, freshwiki, monkeypatch):
     settings.DEBUG = True
     call_command("load_demo", "--no-reward-model", verbosity=0)
     settings.DEBUG = False
+
+
+@pytest.fixture
+def midday(settings):
+    """The clock at noon today in the site's time zone, and running: a test that counts "today" with the
+    clock the code reads cannot see midnight pass between its steps. Only this process's clock moves
+    (time-machine); nothing here reads the database's clock."""
+    import time_machine
+
+    zone = zoneinfo.ZoneInfo(settings.TIME_ZONE)
+    with time_machine.travel(datetime.combine(datetime.now(zone).date(), time(12), tzinfo=zone), tick=True):
+        yield
 
 
 @pytest.fixture(autouse=True)
