@@ -19,6 +19,9 @@ import pytest
 
 from tests.conftest import ROOT, free_port
 
+# A web server under 36 requests at once: with the tests that start workers and servers (XDIST_GROUPS in
+# tests/conftest.py), one at a time, so its busy-timeout is not spent waiting for the other xdist worker.
+pytestmark = pytest.mark.xdist_group("processes")
 LABELERS = 36
 ITEMS, OVERLAP = 10, 3  # 30 slots for 36 people: six must hear "none left"
 
