@@ -33,7 +33,7 @@ def xdist_worker(config: pytest.Config) -> str:
     return getattr(config, "workerinput", {}).get("workerid", "main")
 
 
-# Two places of the Django settings every process of the run changes at start (see pytest_configure).
+# The hashers of this process (set by pytest_configure): tests only, never the settings module.
 PASSWORD_HASHERS = [
     # Tests make ~550 users: Django's default hasher costs ~0.3 s a hash, on purpose. The subprocesses
     # (manage.py, gunicorn, workers) keep the real settings, and so the real hashers; the ones after MD5
