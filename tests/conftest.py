@@ -6,10 +6,15 @@ from __future__ import annotations
 import os
 import re
 import secrets
+import shutil
+import socket
 import subprocess
 import sys
+import tempfile
+import zoneinfo
 from collections.abc import Iterator
 from contextlib import contextmanager
+from datetime import datetime, time
 from pathlib import Path
 
 import pytest
@@ -23,27 +28,135 @@ QUESTION_DATA = ROOT / "data" / "questions"
 FRESHWIKI = ROOT / "data" / "corpus" / "freshwiki" / "json"
 
 
-def pytest_configure(config: pytest.Config) -> None:
-    """Give this test run its own broker namespace: a Redis key prefix no other run uses.
+def xdist_worker(config: pytest.Config) -> str:
+    """This process's pytest-xdist worker id (gw0, gw1, ...), or "main" in a run without workers."""
+    return getattr(config, "workerinput", {}).get("workerid", "main")
 
-    Tests that start workers empty the broker first; with one namespace per run they empty only their
-    own keys, so two runs (two people, or CI next to a developer) sharing one Redis database neither wipe
-    nor consume each other's messages. Set here, before the Celery app first reads its configuration.
+
+# The hashers of this process (set by pytest_configure): tests only, never the settings module.
+PASSWORD_HASHERS = [
+    # Tests make ~550 users: Django's default hasher costs ~0.3 s a hash, on purpose. The subprocesses
+    # (manage.py, gunicorn, workers) keep the real settings, and so the real hashers; the ones after MD5
+    # are Django's defaults, so that a password a subprocess stored is still checked here.
+    "django.contrib.auth.hashers.MD5PasswordHasher",
+    "django.contrib.auth.hashers.PBKDF2PasswordHasher",
+    "django.contrib.auth.hashers.PBKDF2SHA1PasswordHasher",
+    "django.contrib.auth.hashers.Argon2PasswordHasher",
+    "django.contrib.auth.hashers.BCryptSHA256PasswordHasher",
+    "django.contrib.auth.hashers.ScryptPasswordHasher",
+]
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Give this test process its own broker namespace (a Redis key prefix no other run, nor the other
+    xdist worker of this run, uses) and its own var/ folders, and the fast password hasher.
+
+    Tests that start workers empty the broker first; with one namespace per process they empty only their
+    own keys, so two runs (two people, or CI next to a developer) or two xdist workers sharing one Redis
+    database neither wipe nor consume each other's messages. Set here, before the Celery app first reads
+    its configuration. The files the app writes (exports, models, caches) go to a folder of this process:
+    two xdist workers have a test database each, so the same ids (and file names) in both.
     """
     from webgpt_site.celery import app
 
     if app.configured:
         raise pytest.UsageError("the Celery app was configured before this run chose its broker namespace")
-    prefix = f"{django_settings.CELERY_BROKER_KEY_PREFIX}test-run-{secrets.token_hex(6)}:"
+    worker = xdist_worker(config)
+    prefix = f"{django_settings.CELERY_BROKER_KEY_PREFIX}test-run-{secrets.token_hex(6)}-{worker}:"
     django_settings.CELERY_BROKER_KEY_PREFIX = prefix
     if django_settings.CELERY_BROKER_URL != "filesystem://":
         django_settings.CELERY_BROKER_TRANSPORT_OPTIONS = {"global_keyprefix": prefix}
     # Subprocesses that inherit the environment (CLI commands, workers) join the same namespace.
     os.environ["CELERY_BROKER_KEY_PREFIX"] = prefix
 
+    var = Path(tempfile.mkdtemp(prefix=f"webgpt-tests-{worker}-"))
+    config._webgpt_var_dir = var
+    django_settings.MEDIA_ROOT = var / "media"
+    django_settings.MODEL_STORE_DIR = var / "models"
+    django_settings.STORAGE_CACHE_DIR = var / "cache"
+    django_settings.CELERY_BROKER_FOLDER = var / "celery-broker"
+    django_settings.STATIC_ROOT = var / "static"
+    django_settings.PASSWORD_HASHERS = PASSWORD_HASHERS
+    hypothesis_profile()
+    share_the_cores(config)
+
+
+def share_the_cores(config: pytest.Config) -> None:
+    """With several xdist workers, each one's torch (and the workers and servers it starts, which inherit
+    the environment) gets its share of the cores: two workers of two threads each on two cores spin
+    against each other, and the tiny models' steps take several times as long."""
+    workers = getattr(config, "workerinput", {}).get("workercount", 1)
+    if workers < 2:
+        return
+    threads = max(1, (os.cpu_count() or 1) // workers)
+    os.environ.setdefault("OMP_NUM_THREADS", str(threads))
+    os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")  # as `make worker` runs (Makefile)
+    if "torch" in sys.modules:  # already started: the variable is read once, at its start
+        sys.modules["torch"].set_num_threads(int(os.environ["OMP_NUM_THREADS"]))
+
 
 def pytest_unconfigure(config: pytest.Config) -> None:
     delete_broker_keys(django_settings.CELERY_BROKER_KEY_PREFIX)
+    if var := getattr(config, "_webgpt_var_dir", None):
+        shutil.rmtree(var, ignore_errors=True)
+
+
+def hypothesis_profile() -> None:
+    """``HYPOTHESIS_PROFILE=ci`` (scripts/test.sh, so `make test` and CI): the same examples at every run
+    (derandomize), so a failure shows on the next run too; otherwise random examples, as hypothesis's
+    default. Both print the blob that replays a failing example (@reproduce_failure). No deadline: a test
+    slowed by the other xdist worker is not wrong, and pytest-timeout ends one that hangs."""
+    from hypothesis import settings as hypothesis_settings
+
+    hypothesis_settings.register_profile("dev", print_blob=True, deadline=None)
+    hypothesis_settings.register_profile("ci", print_blob=True, deadline=None, derandomize=True)
+    hypothesis_settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "dev"))
+
+
+XDIST_GROUPS = {
+    # Chromium against a live server, and real Celery workers or servers: each kind runs on one xdist
+    # worker, one test at a time, so two of them never compete for the two cores (their waits have
+    # deadlines sized for one at a time). The other tests are spread over both workers.
+    "e2e": "e2e",
+    "worker": "processes",
+}
+
+
+@pytest.hookimpl(tryfirst=True)  # before xdist's own hook reads the groups
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    for item in items:
+        for marker, group in XDIST_GROUPS.items():
+            if item.get_closest_marker(marker) is not None:
+                item.add_marker(pytest.mark.xdist_group(group))
+                break
+
+
+def listening_socket() -> socket.socket:
+    """A TCP socket on 127.0.0.1, on a port the OS chose, already listening: handed to a server process
+    (gunicorn's ``-b fd://N`` with ``pass_fds``), so no other process can take the port between choosing
+    it and serving on it (a probe closed before the server binds leaves that window open)."""
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    sock.listen(128)
+    return sock
+
+
+def free_port() -> int:
+    """A port free a moment ago, for a server that takes no socket from us (PostgreSQL, Redis, Django's
+    runserver): another process may take it before the server binds it, so the caller tries another
+    port when the server says it is in use."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+@contextmanager
+def refused_port() -> Iterator[int]:
+    """A port where nothing listens for the whole block: bound by this process but not listening, so a
+    connection to it is refused, and no other process can start listening on it meanwhile."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        yield sock.getsockname()[1]
 
 
 def delete_broker_keys(prefix: str) -> int:
@@ -83,12 +196,46 @@ def make_user(django_user_model, username: str, *groups: str, **extra):
 
 @pytest.fixture
 def demo_data(settings):
-    """What `make run` loads: users, questions, the FreshWiki index, batches (load_demo needs DEBUG)."""
+    """What `make run` loads: users, questions, the FreshWiki index, batches (load_demo needs DEBUG).
+    ~4 s: for tests about the whole demo (its question sets, its TruthfulQA comparisons); most tests want
+    ``demo_site``."""
     from django.core.management import call_command
 
     settings.DEBUG = True
     call_command("load_demo", "--no-reward-model", verbosity=0)  # test_demo.py covers the demo RM run
     settings.DEBUG = False
+
+
+@pytest.fixture
+def demo_site(settings, freshwiki, monkeypatch):
+    """The demo as the people in it meet it: the demo accounts (password = user name), the FreshWiki demo
+    questions and corpus, the demonstration batch and the demo feedback batches, made by load_demo itself.
+    Left out: the other shipped question sets (~4,200 questions nobody here is handed: the demo batches
+    are made of FreshWiki questions) and so their TruthfulQA reference comparisons. The corpus is the
+    session's index (``freshwiki``), which load_demo finds indexed, instead of indexing it again."""
+    from django.core.management import call_command
+
+    from annotation.demo import DEMO_BATCH_DATASET, DEMO_QUESTION_FILES
+    from webgpt_site.management.commands import load_demo
+
+    freshwiki_only = tuple(path for path in DEMO_QUESTION_FILES if path.stem == DEMO_BATCH_DATASET)
+    assert len(freshwiki_only) == 1
+    monkeypatch.setattr(load_demo, "DEMO_QUESTION_FILES", freshwiki_only)
+    settings.DEBUG = True
+    call_command("load_demo", "--no-reward-model", verbosity=0)
+    settings.DEBUG = False
+
+
+@pytest.fixture
+def midday(settings):
+    """The clock at noon today in the site's time zone, and running: a test that counts "today" with the
+    clock the code reads cannot see midnight pass between its steps. Only this process's clock moves
+    (time-machine); nothing here reads the database's clock."""
+    import time_machine
+
+    zone = zoneinfo.ZoneInfo(settings.TIME_ZONE)
+    with time_machine.travel(datetime.combine(datetime.now(zone).date(), time(12), tzinfo=zone), tick=True):
+        yield
 
 
 @pytest.fixture(autouse=True)

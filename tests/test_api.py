@@ -44,7 +44,7 @@ def api(user=None) -> APIClient:
 
 
 @pytest.fixture
-def batches(freshwiki, demo_data):
+def batches(freshwiki, demo_site):
     FeedbackBatch.objects.update(required_probability=0.0)  # only the always-required fields
     return {b.template + (f":{b.preset}" if b.preset else ""): b for b in FeedbackBatch.objects.all()}
 

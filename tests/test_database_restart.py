@@ -12,7 +12,6 @@ from __future__ import annotations
 import os
 import re
 import shutil
-import socket
 import subprocess
 import sys
 import tempfile
@@ -28,7 +27,7 @@ import psycopg
 import pytest
 import requests
 
-from tests.conftest import ROOT
+from tests.conftest import ROOT, free_port, listening_socket
 
 pytestmark = pytest.mark.worker
 
@@ -54,12 +53,6 @@ for n in range(%(labelers)d):
 """
 
 
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
-
-
 def pg_bin(name: str) -> str:
     bindir = subprocess.run(["pg_config", "--bindir"], capture_output=True, text=True, check=True).stdout
     return str(Path(bindir.strip()) / name)
@@ -74,13 +67,23 @@ def as_postgres(command: list[str]) -> list[str]:
 def private_postgres() -> Iterator[tuple[str, Path]]:
     folder = Path(tempfile.mkdtemp(prefix="webgpt-pg-"))
     data = folder / "data"
-    port = free_port()
     if os.geteuid() == 0:
         shutil.chown(folder, "postgres", "postgres")
     run = lambda command: subprocess.run(as_postgres(command), check=True, capture_output=True)  # noqa: E731
     run([pg_bin("initdb"), "-D", str(data), "-U", "postgres", "--auth=trust", "--no-sync"])
-    options = f"-p {port} -k {folder} -c listen_addresses=127.0.0.1 -c fsync=off"
-    run([pg_bin("pg_ctl"), "-D", str(data), "-o", options, "-l", str(folder / "log"), "-w", "start"])
+    # PostgreSQL takes no socket from us: it binds a port chosen free a moment before, and if another
+    # process took it in between, the start fails saying so, and another free port is tried.
+    for _ in range(5):
+        port = free_port()
+        options = f"-p {port} -k {folder} -c listen_addresses=127.0.0.1 -c fsync=off"
+        start = [pg_bin("pg_ctl"), "-D", str(data), "-o", options, "-l", str(folder / "log"), "-w", "start"]
+        if subprocess.run(as_postgres(start), capture_output=True).returncode == 0:
+            break
+        log = (folder / "log").read_text(errors="replace")
+        if "could not bind" not in log and "already in use" not in log:
+            raise AssertionError(f"the private PostgreSQL did not start:\n{log[-3000:]}")
+    else:
+        raise AssertionError("the private PostgreSQL found no free port in 5 tries")
     try:
         yield f"postgres://postgres@127.0.0.1:{port}/postgres", data
     finally:
@@ -148,12 +151,17 @@ def test_a_database_restart_in_a_burst_loses_and_duplicates_nothing(tmp_path):
         assert done.returncode == 0, done.stderr[-3000:]
         tokens = [word for word in done.stdout.split() if re.fullmatch(r"[0-9a-f]{40}", word)]
         assert len(tokens) == LABELERS, done.stdout
-        port = free_port()
-        gunicorn = ["gunicorn", "webgpt_site.wsgi", "-b", f"127.0.0.1:{port}", "-w", "2", "--threads", "4"]
-        server = subprocess.Popen(
-            [sys.executable, "-m", *gunicorn, "--log-level", "warning"], cwd=ROOT, env=env
-        )
-        base = f"http://127.0.0.1:{port}"
+        # gunicorn serves on a socket already listening on a port the OS chose (no port to race for).
+        with listening_socket() as listener:
+            bind = f"fd://{listener.fileno()}"
+            gunicorn = ["gunicorn", "webgpt_site.wsgi", "-b", bind, "-w", "2", "--threads", "4"]
+            server = subprocess.Popen(
+                [sys.executable, "-m", *gunicorn, "--log-level", "warning"],
+                cwd=ROOT,
+                env=env,
+                pass_fds=[listener.fileno()],
+            )
+            base = f"http://127.0.0.1:{listener.getsockname()[1]}"
         try:
             deadline = time.monotonic() + 60
             while not _up(base):
@@ -165,7 +173,14 @@ def test_a_database_restart_in_a_burst_loses_and_duplicates_nothing(tmp_path):
             threads = [threading.Thread(target=_run, args=(labeler, errors)) for labeler in labelers]
             for thread in threads:
                 thread.start()
+            deadline = time.monotonic() + 120
             while sum(len(labeler.stored) for labeler in labelers) < LABELERS:  # the burst is under way
+                # A labeler that failed, or a server that stopped answering, would keep the count down.
+                assert not errors, f"a labeler failed before the restart: {errors}"
+                assert time.monotonic() < deadline, (
+                    f"the burst did not get under way in 2 minutes: "
+                    f"{sum(len(labeler.stored) for labeler in labelers)} of {LABELERS} stored"
+                )
                 time.sleep(0.05)
             # The new server's output goes to the log: on a pipe it would keep this call waiting for good.
             log_file = str(data.parent / "log")

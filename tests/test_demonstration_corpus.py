@@ -123,7 +123,7 @@ def test_without_the_split_fallback_only_batch_questions_are_handed_out(
     assert service.next_episode(dana).question.dataset == "triviaqa"
 
 
-def test_the_demo_batch_names_the_demo_corpus(demo_data):
+def test_the_demo_batch_names_the_demo_corpus(demo_site):
     from annotation.demo import DEMO_BATCH_NAME, DEMO_CORPUS_NAME
 
     assert DemonstrationBatch.objects.get(name=DEMO_BATCH_NAME).corpus == DEMO_CORPUS_NAME

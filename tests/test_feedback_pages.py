@@ -18,7 +18,7 @@ pytestmark = pytest.mark.django_db
 
 
 @pytest.fixture
-def demo_batches(freshwiki, demo_data):
+def demo_batches(freshwiki, demo_site):
     # Tests below submit only some fields: the "everything required" draw (10% by default) must not
     # happen, except where a test sets it.
     FeedbackBatch.objects.update(required_probability=0.0)

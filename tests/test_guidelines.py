@@ -149,7 +149,7 @@ def test_the_index_and_the_tasks_landing_page_link_to_every_guidelines_page(clie
 
 
 def test_every_task_page_links_to_its_templates_guidelines_in_a_new_tab(
-    client, freshwiki, demo_data, django_user_model
+    client, freshwiki, demo_site, django_user_model
 ):
     batches = FeedbackBatch.objects.all()
     assert {batch.template for batch in batches} == set(scales.codes(scales.TEMPLATES))

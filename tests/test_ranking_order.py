@@ -31,7 +31,7 @@ def test_a_malformed_rank_counts_as_unranked(bad):
 
 
 @pytest.fixture
-def ranking_task(client_for, bob, freshwiki, demo_data):
+def ranking_task(client_for, bob, freshwiki, demo_site):
     FeedbackBatch.objects.update(required_probability=0.0)
     batch = FeedbackBatch.objects.get(template="ranking")
     FeedbackBatch.objects.exclude(pk=batch.pk).update(is_active=False)

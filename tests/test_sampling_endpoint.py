@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import logging
-import socket
 import threading
 import time
 import traceback
@@ -16,6 +15,7 @@ from typing import Any
 
 import pytest
 
+from tests.conftest import refused_port
 from training.sampling.endpoint import EndpointBackend
 from training.sampling.types import BackendError, CompletionRequest, Constraint, Message
 
@@ -250,14 +250,12 @@ def test_a_server_slower_than_the_timeout_is_retried_then_a_clear_error(server: 
 
 
 def test_a_server_that_is_not_there_is_a_clear_error(key: str) -> None:
-    with socket.socket() as probe:  # a port that was free a moment ago: nothing listens on it
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    down = EndpointBackend(
-        f"http://127.0.0.1:{port}/v1", "m", api_key_env=KEY_ENV, max_retries=1, backoff_s=0.01
-    )
-    with pytest.raises(BackendError, match=r"failed after 2 tries \(last: could not connect"):
-        down.complete([CompletionRequest(prompt="q", max_new_tokens=4)])
+    with refused_port() as port:  # bound here, never listening: nothing can answer on it
+        down = EndpointBackend(
+            f"http://127.0.0.1:{port}/v1", "m", api_key_env=KEY_ENV, max_retries=1, backoff_s=0.01
+        )
+        with pytest.raises(BackendError, match=r"failed after 2 tries \(last: could not connect"):
+            down.complete([CompletionRequest(prompt="q", max_new_tokens=4)])
 
 
 @pytest.mark.parametrize(

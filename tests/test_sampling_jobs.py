@@ -6,7 +6,6 @@ an unreachable endpoint failing with the reason, and the whole path on a real Ce
 
 from __future__ import annotations
 
-import socket
 import time
 from collections.abc import Callable
 
@@ -15,7 +14,7 @@ import pytest
 from annotation.demonstrations.service import next_episode
 from annotation.models import EpisodeAction, EpisodeKind, EpisodeStatus, Question, Split
 from browser.models import PageSnapshot
-from tests.conftest import make_user, running_worker
+from tests.conftest import make_user, refused_port, running_worker
 from tests.test_sampling_core import seeded_tiny_llama
 from tests.test_training_jobs import worker_env
 from tests.tiny_models import tiny_reward_model
@@ -324,15 +323,13 @@ def test_a_worker_that_died_leaves_the_run_failed_with_the_reason(alice, freshwi
 
 
 def test_an_unreachable_endpoint_fails_the_run_with_the_reason(alice, freshwiki, settings):
-    with socket.socket() as probe:  # a port nobody listens on
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    settings.SAMPLING_ENDPOINTS = {
-        "gpu": EndpointConfig("gpu", f"http://127.0.0.1:{port}/v1", "smollm2", max_retries=0, timeout_s=2)
-    }
-    questions(1)
-    request = SamplingRequest(backend="gpu", questions=QuestionSet(dataset="demo"), settings=TINY)
-    run = run_sampling_job(request_sampling(alice, request, queue=False).pk)
+    with refused_port() as port:  # bound here, never listening: nobody can listen on it meanwhile
+        settings.SAMPLING_ENDPOINTS = {
+            "gpu": EndpointConfig("gpu", f"http://127.0.0.1:{port}/v1", "smollm2", max_retries=0, timeout_s=2)
+        }
+        questions(1)
+        request = SamplingRequest(backend="gpu", questions=QuestionSet(dataset="demo"), settings=TINY)
+        run = run_sampling_job(request_sampling(alice, request, queue=False).pk)
     assert run.status == RunStatus.FAILED and "127.0.0.1" in run.error
     assert run.policy_name == "gpu:smollm2"
 

@@ -1,13 +1,23 @@
 """Settings come from the environment: bad values stop start-up naming the variable; production is
-safe by default and passes ``check --deploy``. Each case starts a fresh process, as a deploy would."""
+safe by default and passes ``check --deploy``.
+
+Start-up is what a deploy runs, so a real ``manage.py`` process shows the whole path once for each kind of
+outcome (a bad value's one clear line, a clean ``check --deploy``, the key read from a file). The many bad
+values are each checked by executing the settings module afresh in this process, with the environment the
+process would have had: the module reads the environment only when it runs, and a bad value stops it with
+the same ``ImproperlyConfigured`` that ``manage.py`` turns into that line (a process each took ~2 s).
+"""
 
 from __future__ import annotations
 
 import os
+import runpy
 import subprocess
 import sys
+from unittest import mock
 
 import pytest
+from django.core.exceptions import ImproperlyConfigured
 
 from tests.conftest import ROOT
 
@@ -33,6 +43,14 @@ def manage(tmp_path, *args: str, **env: str) -> subprocess.CompletedProcess[str]
         text=True,
         timeout=120,
     )
+
+
+def load_settings(tmp_path, **env: str) -> dict:
+    """The settings module run afresh under the environment ``manage`` would give its process (this
+    process's environment is put back afterwards); its names and values."""
+    base = {key: value for key, value in os.environ.items() if key not in CLEARED}
+    with mock.patch.dict(os.environ, {**base, "VAR_DIR": str(tmp_path), **env}, clear=True):
+        return runpy.run_path(str(ROOT / "webgpt_site" / "settings.py"))
 
 
 PRODUCTION = {"DEBUG": "0", "SECRET_KEY": GOOD_KEY, "ALLOWED_HOSTS": "feedback.example.org"}
@@ -98,6 +116,22 @@ PRODUCTION = {"DEBUG": "0", "SECRET_KEY": GOOD_KEY, "ALLOWED_HOSTS": "feedback.e
     ],
 )
 def test_a_bad_value_stops_start_up_naming_the_variable(tmp_path, env, message):
+    with pytest.raises(ImproperlyConfigured) as stopped:
+        load_settings(tmp_path, **env)
+    assert message in str(stopped.value)
+
+
+@pytest.mark.parametrize(
+    ("env", "message"),
+    [
+        ({"DEBUG": "maybe"}, "Configuration error: DEBUG: expected a boolean"),  # a reader of env.py
+        (  # one checked in settings.py itself
+            {"DEBUG": "1", "DATABASE_URL": "mysql://root@localhost/x"},
+            "Configuration error: DATABASE_URL: unsupported scheme 'mysql'",
+        ),
+    ],
+)
+def test_a_bad_value_stops_manage_py_with_one_clear_line(tmp_path, env, message):
     result = manage(tmp_path, "check", **env)
     assert result.returncode != 0
     assert message in result.stderr
@@ -114,12 +148,16 @@ def test_production_key_can_come_from_a_file(tmp_path):
     key_file = tmp_path / "key"
     key_file.write_text(GOOD_KEY + "\n")
     env = {**PRODUCTION, "SECRET_KEY": "", "SECRET_KEY_FILE": str(key_file)}
-    result = manage(tmp_path, "check", "--deploy", "--fail-level", "WARNING", **env)
-    assert result.returncode == 0, result.stderr
-    # The key in use is the file's, without its line end (not a generated or empty one).
-    read_key = "from django.conf import settings; print(settings.SECRET_KEY)"
-    shown = manage(tmp_path, "shell", "--no-imports", "-c", read_key, **env)
-    assert shown.stdout.strip() == GOOD_KEY, shown.stderr
+    # One process: the deploy checks pass (they raise SystemCheckError otherwise), then the key in use is
+    # shown: the file's, without its line end (not a generated or empty one).
+    check_then_show_key = (
+        "from django.conf import settings; from django.core.management import call_command; "
+        "call_command('check', '--deploy', '--fail-level', 'WARNING'); print('key', settings.SECRET_KEY)"
+    )
+    shown = manage(tmp_path, "shell", "--no-imports", "-c", check_then_show_key, **env)
+    assert shown.returncode == 0, shown.stderr
+    assert "System check identified no issues (0 silenced)." in shown.stdout
+    assert shown.stdout.splitlines()[-1] == f"key {GOOD_KEY}", shown.stderr
     assert not (tmp_path / "secret_key").exists()
 
 
@@ -129,7 +167,8 @@ def test_development_generates_one_secret_key_and_keeps_it_private(tmp_path):
     first = key_file.read_text()
     assert len(first) >= 50
     assert oct(key_file.stat().st_mode & 0o777) == "0o600"
-    assert manage(tmp_path, "check", DEBUG="1").returncode == 0
+    # The next start (the settings run again, here in-process: the key lives in the file) keeps it.
+    assert load_settings(tmp_path, DEBUG="1")["SECRET_KEY"] == first
     assert key_file.read_text() == first
 
 
@@ -139,4 +178,5 @@ def test_production_serves_the_api_as_json_only(tmp_path):
     production = manage(tmp_path, "shell", "-c", show, **PRODUCTION)
     assert production.returncode == 0, production.stderr
     assert "JSONRenderer" in production.stdout and "Browsable" not in production.stdout
-    assert "BrowsableAPIRenderer" in manage(tmp_path, "shell", "-c", show, DEBUG="1").stdout
+    development = load_settings(tmp_path, DEBUG="1")["REST_FRAMEWORK"]["DEFAULT_RENDERER_CLASSES"]
+    assert "rest_framework.renderers.BrowsableAPIRenderer" in development

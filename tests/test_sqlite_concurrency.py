@@ -6,19 +6,22 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import sqlite3
 import subprocess
 import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
 from http.client import HTTPConnection
+from pathlib import Path
 from threading import Barrier
 
 import pytest
 
-from tests.conftest import ROOT
+from tests.conftest import ROOT, free_port
 
+# A web server under 36 requests at once: with the tests that start workers and servers (XDIST_GROUPS in
+# tests/conftest.py), one at a time, so its busy-timeout is not spent waiting for the other xdist worker.
+pytestmark = pytest.mark.xdist_group("processes")
 LABELERS = 36
 ITEMS, OVERLAP = 10, 3  # 30 slots for 36 people: six must hear "none left"
 
@@ -50,12 +53,6 @@ def manage(env: dict[str, str], *args: str) -> str:
     return result.stdout
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 @pytest.fixture
 def sqlite_server(tmp_path):
     """`make run`'s web server on a fresh SQLite file, with the labelers' API tokens."""
@@ -66,29 +63,47 @@ def sqlite_server(tmp_path):
     manage(env, "migrate", "--noinput", "-v", "0")
     output = manage(env, "shell", "-c", SETUP).splitlines()
     tokens = [line.split()[1] for line in output if line.startswith("token ")]
-    port = free_port()
-    log = (tmp_path / "runserver.log").open("w")  # a file, not a pipe: a full pipe would stall the server
-    server = subprocess.Popen(
-        [sys.executable, "manage.py", "runserver", "--noreload", f"127.0.0.1:{port}"],
-        cwd=ROOT,
-        env=env,
-        stdout=log,
-        stderr=subprocess.STDOUT,
-    )
+    # runserver takes no socket from us: the port is one found free a moment before, and when another
+    # process took it meanwhile, runserver exits saying so and another port is tried.
+    for _ in range(5):
+        server, port = runserver(env, tmp_path / "runserver.log")
+        if server is not None:
+            break
+    else:
+        pytest.fail("runserver found no free port in 5 tries")
     try:
-        for _ in range(300):  # wait until it answers (start-up takes a few seconds)
-            try:
-                request(port, "GET", "/accounts/login/")
-                break
-            except OSError:
-                if server.poll() is not None:
-                    pytest.fail(f"runserver exited: {(tmp_path / 'runserver.log').read_text()}")
-                time.sleep(0.1)
         yield port, tokens, database
     finally:
         server.terminate()
         server.wait(timeout=20)
-        log.close()
+
+
+def runserver(env: dict[str, str], log_path: Path) -> tuple[subprocess.Popen | None, int]:
+    """runserver on a free port once it answers there (start-up takes a few seconds); None if the port
+    was taken."""
+    port = free_port()
+    with log_path.open("w") as log:  # a file, not a pipe: a full pipe would stall the server
+        server = subprocess.Popen(
+            [sys.executable, "manage.py", "runserver", "--noreload", f"127.0.0.1:{port}"],
+            cwd=ROOT,
+            env=env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )
+    deadline = time.monotonic() + 60
+    while True:
+        try:
+            request(port, "GET", "/accounts/login/")
+            return server, port
+        except OSError:
+            if server.poll() is not None:
+                if "already in use" in log_path.read_text():
+                    return None, port
+                pytest.fail(f"runserver exited: {log_path.read_text()}")
+            if time.monotonic() > deadline:
+                server.kill()
+                pytest.fail(f"runserver did not answer in a minute: {log_path.read_text()}")
+            time.sleep(0.1)
 
 
 def request(port: int, method: str, path: str, headers: dict[str, str] | None = None) -> tuple[int, bytes]:

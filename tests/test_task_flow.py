@@ -120,7 +120,9 @@ def test_a_window_of_zero_turns_the_rule_off(bob, settings):
     assert work.next_assignment(bob).item.batch_id == truthful.pk
 
 
-def test_next_task_says_work_is_held_back_and_when_it_comes_back_not_that_nothing_is_left(client_for, bob):
+def test_next_task_says_work_is_held_back_and_when_it_comes_back_not_that_nothing_is_left(
+    client_for, bob, midday
+):
     make_batch("gopher", "rating", "gophercite", [SKY])
     make_batch("truthful", "rating", "truthfulqa", [SKY])
     first = judge(bob)
@@ -225,7 +227,7 @@ def test_today_counts_from_midnight_in_the_site_time_zone(bob, settings):
     assert progress.submitted_today(bob, now) == 1
 
 
-def test_every_task_page_shows_the_labelers_progress_and_a_quiet_timer(client_for, bob, alice):
+def test_every_task_page_shows_the_labelers_progress_and_a_quiet_timer(client_for, bob, alice, midday):
     make_batch("gopher", "rating", "gophercite", [SKY, SEA, BEES])
     # An item with bob's own answer is not his to do: the batch has 2 for him, not 3.
     episode = Episode.objects.create(

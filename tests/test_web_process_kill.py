@@ -26,8 +26,7 @@ from annotation.feedback.answers_import import import_answers
 from annotation.feedback.batches import BatchSettings, create_feedback_batch, group_answers
 from annotation.models import Assignment, AssignmentRevision, AssignmentStatus
 from annotation.questions.service import import_questions
-from tests.conftest import ROOT, database_url_for_tests, make_user
-from tests.test_database_restart import free_port
+from tests.conftest import ROOT, database_url_for_tests, listening_socket, make_user
 
 pytestmark = [pytest.mark.worker, pytest.mark.django_db(transaction=True)]
 WAITING_FOR_THE_ROW = (
@@ -43,28 +42,32 @@ def test_a_submit_whose_web_process_is_killed_is_stored_once_when_sent_again(tmp
         None, BatchSettings("rated", "rating", "truthfulqa"), group_answers(answers, "rating")
     )
     bob = make_user(django_user_model, "bob", "labeler")
-    port = free_port()
     env = {
         "DEBUG": "1",
         "DATABASE_URL": database_url_for_tests(),
         "VAR_DIR": str(tmp_path),
         "PATH": os.environ["PATH"],
     }
-    command = [sys.executable, "-m", "gunicorn", "webgpt_site.wsgi", "-b", f"127.0.0.1:{port}", "-w", "1"]
-    server = subprocess.Popen([*command, "--log-level", "warning"], cwd=ROOT, env=env)
-    base = f"http://127.0.0.1:{port}"
+    # gunicorn serves on a socket already listening on a port the OS chose (no port to race for).
+    with listening_socket() as listener:
+        bind = f"fd://{listener.fileno()}"
+        command = [sys.executable, "-m", "gunicorn", "webgpt_site.wsgi", "-b", bind, "-w", "1"]
+        server = subprocess.Popen(
+            [*command, "--log-level", "warning"], cwd=ROOT, env=env, pass_fds=[listener.fileno()]
+        )
+        base = f"http://127.0.0.1:{listener.getsockname()[1]}"
     session = requests.Session()
     session.headers["Authorization"] = f"Token {Token.objects.create(user=bob).key}"
     try:
         deadline = time.monotonic() + 60
-        while True:
+        while True:  # the socket listens from the start: a request waits there until the worker is up
             try:
-                task = session.post(base + "/api/tasks/next", timeout=10)
+                requests.get(base + "/accounts/login/", timeout=10).raise_for_status()
                 break
-            except requests.ConnectionError:
+            except requests.RequestException:
                 assert time.monotonic() < deadline, "gunicorn did not start"
                 time.sleep(0.2)
-        task = task.json()
+        task = session.post(base + "/api/tasks/next", timeout=10).json()
         body = {"response": {"truthful": "no", "informative": "yes"}, "key": str(uuid.uuid4())}
         body["version"] = task["version"]
         first: list = []
@@ -77,7 +80,10 @@ def test_a_submit_whose_web_process_is_killed_is_stored_once_when_sent_again(tmp
             # Watched from a connection of its own: within the blocker's transaction the statistics views
             # would show one snapshot for good.
             with psycopg.connect(database_url_for_tests(), autocommit=True) as watcher:
+                deadline = time.monotonic() + 60
                 while not watcher.execute(WAITING_FOR_THE_ROW).fetchone()[0]:
+                    assert sender.is_alive(), f"the submit was answered without waiting for the row: {first}"
+                    assert time.monotonic() < deadline, "the submit did not reach the locked row in a minute"
                     time.sleep(0.05)
             (worker,) = (
                 (Path("/proc") / str(server.pid) / "task" / str(server.pid) / "children").read_text().split()

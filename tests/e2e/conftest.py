@@ -6,8 +6,12 @@ import os
 import shutil
 
 import pytest
-from playwright.sync_api import Browser, sync_playwright
+from playwright.sync_api import Browser, expect, sync_playwright
 
+# An expectation waits up to 15 s for the page to get there (Playwright's default is 5 s): with two xdist
+# workers on two cores, and other jobs on the machine, a submit and the page it leads to have taken more
+# than 5 s. Only the wait is longer: every expectation still has to come true.
+expect.set_options(timeout=15_000)
 # Playwright's sync API runs an event loop in the test thread; the ORM calls around it are still sync.
 os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
 

@@ -60,7 +60,7 @@ def sign_in(page: Page, username: str, password: str) -> None:
     expect(page.get_by_role("button", name="Sign out")).to_be_visible()
 
 
-def test_axe_reports_a_button_without_a_name(demo_data, page):
+def test_axe_reports_a_button_without_a_name(demo_site, page):
     """The check itself works: the login page passes, and a nameless button added to it is reported."""
     page.goto("/accounts/login/")
     assert run_axe(page) == []
@@ -70,7 +70,7 @@ def test_axe_reports_a_button_without_a_name(demo_data, page):
     assert "button-name" in describe(violations) and "dequeuniversity.com" in describe(violations)
 
 
-def test_the_demonstrator_pages(demo_data, page):
+def test_the_demonstrator_pages(demo_site, page):
     audit = Audit(page)
     page.goto("/accounts/login/")
     audit.check("login")
@@ -106,7 +106,7 @@ def test_the_demonstrator_pages(demo_data, page):
     audit.assert_clean()
 
 
-def test_the_labeler_pages_for_every_template_and_preset(demo_data, page):
+def test_the_labeler_pages_for_every_template_and_preset(demo_site, page):
     FeedbackBatch.objects.update(required_probability=0.0)
     audit = Audit(page)
     sign_in(page, "labeler", "labeler")

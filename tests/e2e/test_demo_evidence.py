@@ -11,7 +11,7 @@ from annotation.models import Answer, Assignment, FeedbackBatch
 pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True)]
 
 
-def test_a_demo_comparison_shows_each_quote_with_its_domain_and_extract(demo_data, page: Page):
+def test_a_demo_comparison_shows_each_quote_with_its_domain_and_extract(demo_site, page: Page):
     batch = FeedbackBatch.objects.get(name="FreshWiki demo: WebGPT comparison")
     FeedbackBatch.objects.exclude(pk=batch.pk).update(is_active=False)
     page.goto("/accounts/login/")

@@ -52,7 +52,7 @@ def search_and_open(page: Page) -> None:
     expect(page.locator("#page-title")).to_have_text("2022 AFL Grand Final (en.wikipedia.org)")
 
 
-def test_a_demonstrator_browses_quotes_answers_and_everything_is_stored(demo_data, page):
+def test_a_demonstrator_browses_quotes_answers_and_everything_is_stored(demo_site, page):
     sign_in_and_start(page)
     search_and_open(page)
     page.get_by_role("button", name="Scroll down").click()
@@ -104,7 +104,7 @@ def test_a_demonstrator_browses_quotes_answers_and_everything_is_stored(demo_dat
     expect(page.locator("h2#trajectory")).to_be_visible()
 
 
-def test_a_reload_in_the_middle_brings_the_page_back_and_work_continues(demo_data, page):
+def test_a_reload_in_the_middle_brings_the_page_back_and_work_continues(demo_site, page):
     sign_in_and_start(page)
     search_and_open(page)
     page.keyboard.press("j")  # the scroll-down shortcut

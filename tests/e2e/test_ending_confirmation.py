@@ -14,7 +14,7 @@ def status_of_the_episode() -> str:
     return Episode.objects.get().status
 
 
-def test_one_press_of_end_nonsense_only_asks_and_cancel_keeps_the_question(demo_data, page: Page):
+def test_one_press_of_end_nonsense_only_asks_and_cancel_keeps_the_question(demo_site, page: Page):
     sign_in_and_start(page)
     page.get_by_role("button", name="End: Nonsense").click()
 
@@ -32,7 +32,7 @@ def test_one_press_of_end_nonsense_only_asks_and_cancel_keeps_the_question(demo_
     assert status_of_the_episode() == EpisodeStatus.BROWSING
 
 
-def test_escape_cancels_and_the_confirmed_press_ends_the_question(demo_data, page: Page):
+def test_escape_cancels_and_the_confirmed_press_ends_the_question(demo_site, page: Page):
     sign_in_and_start(page)
     page.get_by_role("button", name="End: Controversial").focus()
     page.keyboard.press("Enter")  # the keyboard goes through the same confirmation
@@ -49,7 +49,7 @@ def test_escape_cancels_and_the_confirmed_press_ends_the_question(demo_data, pag
     assert list(episode.actions.values_list("command", flat=True)) == ["End: Controversial"]
 
 
-def test_a_double_click_is_one_press_not_a_confirmation(demo_data, page: Page):
+def test_a_double_click_is_one_press_not_a_confirmation(demo_site, page: Page):
     sign_in_and_start(page)
     page.get_by_role("button", name="End: Nonsense").dblclick()
     expect(page.get_by_role("button", name="Confirm: End: Nonsense")).to_be_visible()
@@ -60,7 +60,7 @@ def test_a_double_click_is_one_press_not_a_confirmation(demo_data, page: Page):
     assert status_of_the_episode() == EpisodeStatus.FINISHED
 
 
-def test_the_search_box_holds_the_last_query_after_a_search_and_a_reload(demo_data, page: Page):
+def test_the_search_box_holds_the_last_query_after_a_search_and_a_reload(demo_site, page: Page):
     sign_in_and_start(page)
     search_and_open(page)  # searches "AFL Grand Final 2022", then opens a result
     expect(page.get_by_label("Search query")).to_have_value("AFL Grand Final 2022")

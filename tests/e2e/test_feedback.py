@@ -42,7 +42,7 @@ SPAN_RECTS = """([slot, start, end]) => {
 
 
 @pytest.fixture
-def demo(demo_data):
+def demo(demo_site):
     # The "everything required" draw must not make a partial submission fail at random.
     FeedbackBatch.objects.update(required_probability=0.0)
 

@@ -61,7 +61,7 @@ def open_guidelines(page: Page) -> tuple[Page, list[str]]:
     ],
 )
 def test_a_task_pages_guidelines_open_in_a_new_tab_and_the_task_stays(
-    page, demo_data, template, preset, url, heading, section
+    page, demo_site, template, preset, url, heading, section
 ):
     only(template, preset)
     sign_in(page)
@@ -79,7 +79,7 @@ def test_a_task_pages_guidelines_open_in_a_new_tab_and_the_task_stays(
     expect(page.locator("#task-form")).to_be_visible()
 
 
-def test_the_tasks_landing_page_lists_every_guidelines_page(page, demo_data):
+def test_the_tasks_landing_page_lists_every_guidelines_page(page, demo_site):
     sign_in(page)
     links = page.locator(".guideline-links a")
     expect(links).to_have_count(len(scales.TEMPLATES) + len(scales.RATING_PRESETS))

@@ -43,7 +43,7 @@ def tab_to(page: Page, target: Locator, limit: int = 120) -> None:
     raise AssertionError(f"Tab never reached {target}")
 
 
-def test_the_skip_link_is_the_first_tab_stop_and_moves_into_the_main_content(demo_data, page):
+def test_the_skip_link_is_the_first_tab_stop_and_moves_into_the_main_content(demo_site, page):
     sign_in(page, "labeler", "labeler")
     skip = page.get_by_role("link", name="Skip to main content")
     assert skip.bounding_box()["y"] < 0  # out of sight until focused
@@ -59,7 +59,7 @@ def test_the_skip_link_is_the_first_tab_stop_and_moves_into_the_main_content(dem
     expect(page.locator("#task-form")).to_be_visible()
 
 
-def test_a_comparison_task_works_from_the_keyboard(demo_data, page):
+def test_a_comparison_task_works_from_the_keyboard(demo_site, page):
     FeedbackBatch.objects.update(required_probability=0.0)
     only("webgpt_comparison")
     page.set_viewport_size({"width": 800, "height": 900})  # narrow: one answer at a time, as tabs

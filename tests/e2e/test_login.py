@@ -15,7 +15,7 @@ pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True)]
         ("admin", "/console/", "Researcher console"),
     ],
 )
-def test_demo_user_signs_in_and_lands_on_their_work(demo_data, page, live_server, username, path, heading):
+def test_demo_user_signs_in_and_lands_on_their_work(demo_site, page, live_server, username, path, heading):
     page.goto("/")
     expect(page).to_have_url(f"{live_server.url}/accounts/login/?next=/")
     page.get_by_label("Username").fill(username)
@@ -28,7 +28,7 @@ def test_demo_user_signs_in_and_lands_on_their_work(demo_data, page, live_server
     expect(page).to_have_url(f"{live_server.url}/accounts/login/")
 
 
-def test_a_wrong_password_is_refused_with_a_message(demo_data, page):
+def test_a_wrong_password_is_refused_with_a_message(demo_site, page):
     page.goto("/accounts/login/")
     page.get_by_label("Username").fill("labeler")
     page.get_by_label("Password").fill("not-the-password")
@@ -36,7 +36,7 @@ def test_a_wrong_password_is_refused_with_a_message(demo_data, page):
     expect(page.get_by_role("alert")).to_contain_text("enter a correct username and password")
 
 
-def test_a_researcher_checks_the_workers_with_htmx(demo_data, page):
+def test_a_researcher_checks_the_workers_with_htmx(demo_data, page):  # the demo's question sets
     page.goto("/accounts/login/")
     page.get_by_label("Username").fill("researcher")
     page.get_by_label("Password").fill("researcher")
@@ -49,7 +49,7 @@ def test_a_researcher_checks_the_workers_with_htmx(demo_data, page):
     expect(page.locator("#worker-status")).to_contain_text("waiting")
 
 
-def test_the_queues_page_polls_without_keeping_an_idle_session_alive(demo_data, page, live_server):
+def test_the_queues_page_polls_without_keeping_an_idle_session_alive(demo_site, page, live_server):
     """htmx sends the polling element's X-Poll header (merged with the page's CSRF header), and the
     session's expiry stays where signing in put it while the page polls (issue 23)."""
     from django.contrib.sessions.models import Session

@@ -15,7 +15,7 @@ pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True)]
 
 
 @pytest.fixture
-def everything_required(demo_data):
+def everything_required(demo_site):
     """Only the minimal comparison is handed out, and every one of its scales is required."""
     batch = FeedbackBatch.objects.get(template="minimal_comparison")
     FeedbackBatch.objects.exclude(pk=batch.pk).update(is_active=False)

@@ -6,7 +6,7 @@ from playwright.sync_api import expect
 pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True)]
 
 
-def test_the_admins_header_is_one_line_at_1280_px(demo_data, page):
+def test_the_admins_header_is_one_line_at_1280_px(demo_site, page):
     page.set_viewport_size({"width": 1280, "height": 800})
     page.goto("/accounts/login/")
     page.get_by_label("Username").fill("admin")

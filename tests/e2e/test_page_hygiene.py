@@ -21,7 +21,7 @@ def failed_requests(page: Page) -> list[str]:
     return failures
 
 
-def test_the_browsing_page_loads_everything_and_swaps_without_inline_styles(demo_data, page):
+def test_the_browsing_page_loads_everything_and_swaps_without_inline_styles(demo_site, page):
     failures = failed_requests(page)
     sign_in_and_start(page)
     # What a user's drag on a resize handle does: a style set through the CSSOM (allowed by the CSP).

@@ -14,7 +14,7 @@ pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True)]
 
 
 @pytest.fixture
-def ranking(demo_data, page):
+def ranking(demo_site, page):
     # No "everything required" draw: a ranking without ratings must submit.
     FeedbackBatch.objects.update(required_probability=0.0)
     only("ranking")
