@@ -28,8 +28,7 @@ from annotation.models import Assignment, AssignmentStatus, Export
 from annotation.questions.service import import_questions
 from browser.fetch import refusal_counts
 from browser.fetch.refusals import record_refusal
-from tests.conftest import ROOT, database_url_for_tests, delete_broker_keys
-from tests.test_database_restart import free_port
+from tests.conftest import ROOT, database_url_for_tests, delete_broker_keys, listening_socket
 from tests.test_embedded_broker import broker_folder
 from training.models import SamplingRun, TrainingRun
 from webgpt_site.celery import app
@@ -222,13 +221,13 @@ def test_odd_request_methods_do_not_add_series(client, prometheus):
     assert 'method="<invalid method>"' in text
 
 
+@pytest.mark.worker  # a server of its own: with the other tests that start processes (tests/conftest.py)
 def test_with_several_gunicorn_workers_a_scrape_sums_them_all(tmp_path):
     """docs/deployment.md: gunicorn with two workers and PROMETHEUS_MULTIPROC_DIR (an empty folder): each
     worker writes its counts to its own file there, and a scrape, whichever worker answers it, reports the
     requests both served. Requests are sent eight at a time until each worker has served some."""
     folder = tmp_path / "prometheus"
     folder.mkdir()
-    port = free_port()
     env = {
         "DEBUG": "1",
         "DATABASE_URL": database_url_for_tests(),
@@ -239,9 +238,14 @@ def test_with_several_gunicorn_workers_a_scrape_sums_them_all(tmp_path):
         "PROMETHEUS_MULTIPROC_DIR": str(folder),
         "PATH": os.environ["PATH"],
     }
-    command = [sys.executable, "-m", "gunicorn", "webgpt_site.wsgi", "-b", f"127.0.0.1:{port}", "-w", "2"]
-    server = subprocess.Popen([*command, "--log-level", "warning"], cwd=ROOT, env=env)
-    base = f"http://127.0.0.1:{port}"
+    # gunicorn serves on a socket already listening on a port the OS chose (no port to race for).
+    with listening_socket() as listener:
+        bind = f"fd://{listener.fileno()}"
+        command = [sys.executable, "-m", "gunicorn", "webgpt_site.wsgi", "-b", bind, "-w", "2"]
+        server = subprocess.Popen(
+            [*command, "--log-level", "warning"], cwd=ROOT, env=env, pass_fds=[listener.fileno()]
+        )
+        base = f"http://127.0.0.1:{listener.getsockname()[1]}"
     answered = 0  # /healthz requests that reached a worker
     try:
         deadline = time.monotonic() + 60
