@@ -141,6 +141,18 @@ def listening_socket() -> socket.socket:
     return sock
 
 
+def start_gunicorn(*options: str, env: dict[str, str]) -> tuple[subprocess.Popen, str]:
+    """gunicorn serving the project with ``options`` (workers, threads) on a socket already listening on a
+    port the OS chose (no port to race for); the process and its base URL."""
+    with listening_socket() as listener:
+        bind = f"fd://{listener.fileno()}"
+        command = [sys.executable, "-m", "gunicorn", "webgpt_site.wsgi", "-b", bind, *options]
+        server = subprocess.Popen(
+            [*command, "--log-level", "warning"], cwd=ROOT, env=env, pass_fds=[listener.fileno()]
+        )
+        return server, f"http://127.0.0.1:{listener.getsockname()[1]}"
+
+
 def free_port() -> int:
     """A port free a moment ago, for a server that takes no socket from us (PostgreSQL, Redis, Django's
     runserver): another process may take it before the server binds it, so the caller tries another

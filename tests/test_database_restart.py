@@ -27,7 +27,7 @@ import psycopg
 import pytest
 import requests
 
-from tests.conftest import ROOT, free_port, listening_socket
+from tests.conftest import ROOT, free_port, start_gunicorn
 
 pytestmark = pytest.mark.worker
 
@@ -151,17 +151,7 @@ def test_a_database_restart_in_a_burst_loses_and_duplicates_nothing(tmp_path):
         assert done.returncode == 0, done.stderr[-3000:]
         tokens = [word for word in done.stdout.split() if re.fullmatch(r"[0-9a-f]{40}", word)]
         assert len(tokens) == LABELERS, done.stdout
-        # gunicorn serves on a socket already listening on a port the OS chose (no port to race for).
-        with listening_socket() as listener:
-            bind = f"fd://{listener.fileno()}"
-            gunicorn = ["gunicorn", "webgpt_site.wsgi", "-b", bind, "-w", "2", "--threads", "4"]
-            server = subprocess.Popen(
-                [sys.executable, "-m", *gunicorn, "--log-level", "warning"],
-                cwd=ROOT,
-                env=env,
-                pass_fds=[listener.fileno()],
-            )
-            base = f"http://127.0.0.1:{listener.getsockname()[1]}"
+        server, base = start_gunicorn("-w", "2", "--threads", "4", env=env)
         try:
             deadline = time.monotonic() + 60
             while not _up(base):

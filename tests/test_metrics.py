@@ -6,8 +6,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
 from datetime import timedelta
@@ -28,7 +26,7 @@ from annotation.models import Assignment, AssignmentStatus, Export
 from annotation.questions.service import import_questions
 from browser.fetch import refusal_counts
 from browser.fetch.refusals import record_refusal
-from tests.conftest import ROOT, database_url_for_tests, delete_broker_keys, listening_socket
+from tests.conftest import database_url_for_tests, delete_broker_keys, start_gunicorn
 from tests.test_embedded_broker import broker_folder
 from training.models import SamplingRun, TrainingRun
 from webgpt_site.celery import app
@@ -238,14 +236,7 @@ def test_with_several_gunicorn_workers_a_scrape_sums_them_all(tmp_path):
         "PROMETHEUS_MULTIPROC_DIR": str(folder),
         "PATH": os.environ["PATH"],
     }
-    # gunicorn serves on a socket already listening on a port the OS chose (no port to race for).
-    with listening_socket() as listener:
-        bind = f"fd://{listener.fileno()}"
-        command = [sys.executable, "-m", "gunicorn", "webgpt_site.wsgi", "-b", bind, "-w", "2"]
-        server = subprocess.Popen(
-            [*command, "--log-level", "warning"], cwd=ROOT, env=env, pass_fds=[listener.fileno()]
-        )
-        base = f"http://127.0.0.1:{listener.getsockname()[1]}"
+    server, base = start_gunicorn("-w", "2", env=env)
     answered = 0  # /healthz requests that reached a worker
     try:
         deadline = time.monotonic() + 60

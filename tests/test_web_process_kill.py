@@ -10,8 +10,6 @@ from __future__ import annotations
 
 import os
 import signal
-import subprocess
-import sys
 import threading
 import time
 import uuid
@@ -26,7 +24,7 @@ from annotation.feedback.answers_import import import_answers
 from annotation.feedback.batches import BatchSettings, create_feedback_batch, group_answers
 from annotation.models import Assignment, AssignmentRevision, AssignmentStatus
 from annotation.questions.service import import_questions
-from tests.conftest import ROOT, database_url_for_tests, listening_socket, make_user
+from tests.conftest import database_url_for_tests, make_user, start_gunicorn
 
 pytestmark = [pytest.mark.worker, pytest.mark.django_db(transaction=True)]
 WAITING_FOR_THE_ROW = (
@@ -48,14 +46,7 @@ def test_a_submit_whose_web_process_is_killed_is_stored_once_when_sent_again(tmp
         "VAR_DIR": str(tmp_path),
         "PATH": os.environ["PATH"],
     }
-    # gunicorn serves on a socket already listening on a port the OS chose (no port to race for).
-    with listening_socket() as listener:
-        bind = f"fd://{listener.fileno()}"
-        command = [sys.executable, "-m", "gunicorn", "webgpt_site.wsgi", "-b", bind, "-w", "1"]
-        server = subprocess.Popen(
-            [*command, "--log-level", "warning"], cwd=ROOT, env=env, pass_fds=[listener.fileno()]
-        )
-        base = f"http://127.0.0.1:{listener.getsockname()[1]}"
+    server, base = start_gunicorn("-w", "1", env=env)
     session = requests.Session()
     session.headers["Authorization"] = f"Token {Token.objects.create(user=bob).key}"
     try:
