@@ -43,6 +43,8 @@ import subprocess
 import sys
 import uuid
 import zlib
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import timedelta
 from pathlib import Path
@@ -248,17 +250,25 @@ def _build_world(tmp: Any) -> World:
 def world(django_db_setup, django_db_blocker, tmp_path_factory, freshwiki_index_dir):
     """One of everything, built once inside a transaction that is rolled back when the module ends."""
     tmp = tmp_path_factory.mktemp("fuzz")
+    with rolled_back_world(django_db_blocker, tmp, freshwiki_index_dir):
+        built = _build_world(tmp)
+        _read_fields(built)
+        built.callers = Callers(built)
+        yield built
+
+
+@contextmanager
+def rolled_back_world(django_db_blocker: Any, tmp: Path, index_dir: Path) -> Iterator[None]:
+    """For a module's world: its folders under ``tmp``, the shared FreshWiki index, and one transaction
+    rolled back when the block ends (this module's and the permission matrix's)."""
     overrides = override_settings(
-        CORPUS_INDEX_DIR=freshwiki_index_dir,
+        CORPUS_INDEX_DIR=index_dir,
         DEFAULT_CORPUS="freshwiki",
         MEDIA_ROOT=tmp / "media",
         MODEL_STORE_DIR=tmp / "models",
     )
     with overrides, django_db_blocker.unblock(), transaction.atomic():
-        built = _build_world(tmp)
-        _read_fields(built)
-        built.callers = Callers(built)
-        yield built
+        yield
         transaction.set_rollback(True)
 
 

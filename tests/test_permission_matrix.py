@@ -48,7 +48,7 @@ from annotation.questions.service import import_questions
 from browser.models import Corpus, CorpusImport
 from tests.conftest import make_user
 from tests.routes import Route, all_routes, object_kind
-from tests.test_fuzz import World, _read_forms
+from tests.test_fuzz import World, _read_forms, rolled_back_world
 from training.models import ModelCheckpoint, ProxyEvaluation, Round, Sample, SamplingRun, TrainingRun
 
 pytestmark = pytest.mark.django_db
@@ -209,15 +209,8 @@ def world(django_db_setup, django_db_blocker, tmp_path_factory, freshwiki_index_
     """One of everything, built once for the module in a transaction rolled back at its end, and erin:
     she took a task and started an episode, then lost both roles."""
     tmp = tmp_path_factory.mktemp("matrix")
-    folders = override_settings(
-        CORPUS_INDEX_DIR=freshwiki_index_dir,
-        DEFAULT_CORPUS="freshwiki",
-        MEDIA_ROOT=tmp / "media",
-        MODEL_STORE_DIR=tmp / "models",
-    )
-    with folders, django_db_blocker.unblock(), transaction.atomic():
+    with rolled_back_world(django_db_blocker, tmp, freshwiki_index_dir):
         yield _build_world(tmp)
-        transaction.set_rollback(True)
 
 
 def _build_world(tmp) -> tuple[dict, dict, dict]:
