@@ -3,8 +3,9 @@
 from celery import shared_task
 
 from annotation.exports.service import run_export_job
+from annotation.models import Export
 
 
-@shared_task(name="annotation.run_export", ignore_result=True, acks_late=True)
+@shared_task(name=Export.task_name, ignore_result=True, acks_late=True)
 def run_export(*, export_id: int) -> None:
     run_export_job(export_id)

@@ -114,7 +114,7 @@ def _execute(job: CorpusImport) -> CorpusImport:
     source: tuple[Path, str] | None = None
     try:
         with _source(job) as source:
-            return import_corpus(
+            report = import_corpus(
                 job.corpus.name,
                 source[0],
                 source_format=job.source_format,
@@ -125,8 +125,8 @@ def _execute(job: CorpusImport) -> CorpusImport:
             )
     except (CorpusFileError, ImportRequestError) as exc:  # bad data: the reason is on the row
         raise JobError(_describe(exc, source)) from exc
-    finally:
-        CorpusImport.discard_partial(job.pk)
+    CorpusImport.discard_partial(job.pk)  # the upload is read (a failure's is discarded by run_job)
+    return report
 
 
 @contextmanager

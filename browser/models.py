@@ -61,9 +61,6 @@ class CorpusImport(JobRow):
     job_name, task_name = "corpus import", "browser.run_corpus_import"
     queue, task_key = "exports", "import_id"  # the queue of long file jobs
 
-    class Meta(JobRow.Meta):
-        pass
-
     def __str__(self) -> str:
         return f"{self.corpus}: {self.source} ({self.status})"
 

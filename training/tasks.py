@@ -1,23 +1,25 @@
 """Jobs of the ``training`` and ``sampling`` queues (run each queue's worker with concurrency 1: a job
-uses every core it is given)."""
+uses every core it is given). Each task is named by its job model, which producers send it by
+(webgpt_site.jobs.queueing)."""
 
 from celery import shared_task
 
 from training.evaluation.proxy_jobs import run_proxy_evaluation_job
+from training.models import ProxyEvaluation, SamplingRun, TrainingRun
 from training.runs.jobs import run_training_job
 from training.sampling.jobs import run_sampling_job
 
 
-@shared_task(name="training.run_training", ignore_result=True, acks_late=True)
+@shared_task(name=TrainingRun.task_name, ignore_result=True, acks_late=True)
 def run_training(*, run_id: int) -> None:
     run_training_job(run_id)
 
 
-@shared_task(name="training.run_sampling", ignore_result=True, acks_late=True)
+@shared_task(name=SamplingRun.task_name, ignore_result=True, acks_late=True)
 def run_sampling(*, run_id: int) -> None:
     run_sampling_job(run_id)
 
 
-@shared_task(name="training.run_proxy_evaluation", ignore_result=True, acks_late=True)
+@shared_task(name=ProxyEvaluation.task_name, ignore_result=True, acks_late=True)
 def run_proxy_evaluation(*, evaluation_id: int) -> None:
     run_proxy_evaluation_job(evaluation_id)

@@ -10,6 +10,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from webgpt_site.jobs.heartbeat import stale_before
+from webgpt_site.jobs.models import JobStatus
 from webgpt_site.jobs.sweeper import job_models
 from webgpt_site.models import WorkerPing
 from webgpt_site.permissions import AnyUser
@@ -57,5 +58,5 @@ def busy_queues(now: datetime | None = None) -> set[str]:
     return {
         model.queue
         for model in job_models()
-        if model.objects.filter(status="running", heartbeat_at__gte=live).exists()
+        if model.objects.filter(status=JobStatus.RUNNING, heartbeat_at__gte=live).exists()
     }

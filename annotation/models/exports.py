@@ -36,9 +36,6 @@ class Export(JobRow):
 
     job_name, task_name, queue, task_key = "export", "annotation.run_export", "exports", "export_id"
 
-    class Meta(JobRow.Meta):
-        pass
-
     def __str__(self) -> str:
         return f"export {self.pk} ({self.export_format}, {self.status})"
 

@@ -5,7 +5,7 @@ embedded broker never redelivers it; Redis does after its visibility timeout, an
 ``webgpt_site.jobs.sweeper`` fails such rows with the reason.
 
 Every job row (training, sampling and proxy-evaluation runs, exports, corpus imports) has ``status``,
-``started_at`` and ``heartbeat_at``, and "running" as its running status.
+``started_at`` and ``heartbeat_at`` (``JobRow``).
 """
 
 from __future__ import annotations
@@ -21,7 +21,8 @@ from django.db import DatabaseError, connection
 from django.db.models import Model, Q, QuerySet
 from django.utils import timezone
 
-RUNNING = "running"
+from webgpt_site.jobs.models import JobStatus
+
 WORKER_STOPPED = "the worker running this job stopped (killed or restarted)"
 logger = logging.getLogger(__name__)
 
@@ -37,13 +38,13 @@ def orphans(rows: QuerySet, now: datetime | None = None) -> QuerySet:
     cutoff = stale_before(now)
     silent = Q(heartbeat_at__lt=cutoff) | Q(heartbeat_at__isnull=True, started_at__lt=cutoff)
     silent |= Q(heartbeat_at__isnull=True, started_at__isnull=True)
-    return rows.filter(silent, status=RUNNING)
+    return rows.filter(silent, status=JobStatus.RUNNING)
 
 
 def is_orphan(row: Model) -> bool:
     """Whether ``row`` (as just read) is running with no heartbeat for longer than the timeout."""
     last = row.heartbeat_at or row.started_at
-    return row.status == RUNNING and (last is None or last < stale_before())
+    return row.status == JobStatus.RUNNING and (last is None or last < stale_before())
 
 
 @contextmanager
