@@ -199,10 +199,17 @@ def database_url_for_tests() -> str:
     return f"postgres://{db['USER']}@{db['HOST'] or '127.0.0.1'}:{db['PORT'] or 5432}/{db['NAME']}"
 
 
-def make_user(django_user_model, username: str, *groups: str, **extra):
+def make_user(django_user_model, username: str, *groups: str, applicant: bool = False, **extra):
+    """A user with the given roles, qualified for every kind of their roles' work (as the upgrade qualifies
+    everyone already working) unless ``applicant``: tests of the gate make applicants."""
+    from annotation.workforce.states import qualify_for_role
+    from webgpt_site.permissions import Role
+
     user = django_user_model.objects.create_user(username=username, password=f"{username}-pw", **extra)
     for name in groups:
         user.groups.add(Group.objects.get_or_create(name=name)[0])
+        if name in {role.value for role in Role} and not applicant:
+            qualify_for_role(user, Role(name), by=None, reason="qualified by the test setup")
     return user
 
 

@@ -320,6 +320,9 @@ ANSWERS_IMPORT_MAX_BYTES = env_int("ANSWERS_IMPORT_MAX_BYTES", 50 * 1024 * 1024,
 # "Next task" holds back a question a labeler judged (or holds) under another template or preset for this
 # long: an earlier judgement of the same question biases the later one. 0 turns the rule off.
 FEEDBACK_SAME_QUESTION_WINDOW = timedelta(hours=env_int("FEEDBACK_SAME_QUESTION_HOURS", 24, minimum=0))
+# Gold checks: a labeler's accuracy is read over their last this many gold judgements of a kind of work
+# (at least the batch's gold_min_items), and they are paused when it falls under the batch's threshold.
+GOLD_ROLLING_WINDOW = env_int("GOLD_ROLLING_WINDOW", 20, minimum=1)
 DATA_UPLOAD_MAX_MEMORY_SIZE = 5 * 1024 * 1024
 FILE_UPLOAD_MAX_MEMORY_SIZE = 5 * 1024 * 1024
 

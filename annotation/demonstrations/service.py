@@ -19,6 +19,8 @@ from django.utils import timezone
 from annotation.demonstrations.answers import answer_errors
 from annotation.demonstrations.batches import batch_source
 from annotation.models import DemonstrationBatch, Episode, EpisodeAction, EpisodeStatus, Question, Split
+from annotation.workforce.gate import demonstration_state
+from annotation.workforce.states import State
 from browser.engine.backend import ReplayOnly
 from browser.engine.browser import Browser, StepResult
 from browser.engine.commands import EndReason, InvalidCommand
@@ -80,7 +82,12 @@ def _pick_question(user: AnyUser) -> tuple[Question | None, DemonstrationBatch |
     Rows are locked with SKIP LOCKED, so two people asking at the same moment get different questions.
     """
     done_by_user = Episode.objects.filter(question=OuterRef("pk"), user=user)
-    for batch in DemonstrationBatch.objects.filter(is_active=True):
+    # The gate: an applicant demonstrates the screening tests' questions only, a qualified person the rest.
+    state = demonstration_state(user)
+    if state not in (State.APPLICANT, State.QUALIFIED):
+        return None, None
+    screening = state == State.APPLICANT
+    for batch in DemonstrationBatch.objects.filter(is_active=True, is_screening=screening):
         taken = (
             Episode.objects.human()
             .filter(question=OuterRef("pk"), batch=batch)
@@ -91,14 +98,15 @@ def _pick_question(user: AnyUser) -> tuple[Question | None, DemonstrationBatch |
         )
         question = (
             batch.questions.annotate(taken=Coalesce(Subquery(taken, output_field=IntegerField()), 0))
-            .filter(~Exists(done_by_user), taken__lt=batch.overlap)
+            .filter(~Exists(done_by_user))
+            .filter(Q() if batch.is_screening else Q(taken__lt=batch.overlap))
             .order_by("key")
             .select_for_update(skip_locked=True, of=("self",))
             .first()
         )
         if question is not None:
             return question, batch
-    if not settings.DEMONSTRATION_SPLIT_FALLBACK:
+    if screening or not settings.DEMONSTRATION_SPLIT_FALLBACK:
         return None, None
     # Model samples never take a question from the people who demonstrate it.
     taken_by_anyone = (

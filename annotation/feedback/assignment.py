@@ -27,6 +27,8 @@ from annotation.models import (
     FeedbackBatch,
     FeedbackItem,
 )
+from annotation.workforce.after_submit import after_submit
+from annotation.workforce.gate import open_batches
 from webgpt_site.models import log_action
 from webgpt_site.permissions import AnyUser
 
@@ -71,7 +73,7 @@ def next_assignment(labeler: AnyUser, *, now: datetime | None = None) -> Assignm
     left for them now (``progress.held_back`` tells whether work waits behind the same-question window)."""
     now = now or timezone.now()
     current = Assignment.objects.filter(
-        labeler=labeler, status=AssignmentStatus.LEASED, leased_until__gt=now
+        labeler=labeler, status=AssignmentStatus.LEASED, leased_until__gt=now, is_reference=False
     ).first()
     if current is not None:
         return current
@@ -95,9 +97,15 @@ def next_assignment(labeler: AnyUser, *, now: datetime | None = None) -> Assignm
         )
         assignment.save(update_fields=["required_all"])
         item.slots_taken += 1
-        item.is_open = item.slots_taken < batch.overlap
+        item.is_open = has_room(item)
         item.save(update_fields=["slots_taken", "is_open"])
     return assignment
+
+
+def has_room(item: FeedbackItem) -> bool:
+    """Whether the item takes another labeler: a screening item takes every applicant; any other item
+    ``target_overlap`` labelers (the batch's overlap, plus those asked for on disagreement)."""
+    return item.batch.is_screening or item.slots_taken < item.target_overlap
 
 
 def batch_turns(labeler: AnyUser) -> list[int]:
@@ -106,7 +114,7 @@ def batch_turns(labeler: AnyUser) -> list[int]:
     active batches are interleaved instead of drained in id order. The batch with the fewest of this
     labeler's assignments per unit of priority is first; ties go to the older batch. Deterministic, and
     cheap: it counts the labeler's own assignments, never the pool."""
-    active = dict(FeedbackBatch.objects.filter(is_active=True).values_list("pk", "priority"))
+    active = dict(FeedbackBatch.objects.filter(pk__in=open_batches(labeler)).values_list("pk", "priority"))
     taken = dict(
         Assignment.objects.filter(labeler=labeler, item__batch__in=list(active))
         .values_list("item__batch")
@@ -135,10 +143,11 @@ JUDGED = (AssignmentStatus.SUBMITTED, AssignmentStatus.LATE)
 
 
 def eligible_items(labeler: AnyUser) -> QuerySet[FeedbackItem]:
-    """The items the labeler may be given, the same-question window aside: open, in an active batch, never
-    theirs before (whatever became of it), none of their own answers in it."""
+    """The items the labeler may be given, the same-question window aside: open, in an active batch the gate
+    lets them take (``gate.open_batches``), never theirs before (whatever became of it), none of their own
+    answers in it."""
     had_it = Assignment.objects.filter(item=OuterRef("pk"), labeler=labeler)
-    items = FeedbackItem.objects.filter(is_open=True, batch__is_active=True).filter(~Exists(had_it))
+    items = FeedbackItem.objects.filter(is_open=True, batch__in=open_batches(labeler)).filter(~Exists(had_it))
     # The labeler's own answers as a list, not a join: with the join PostgreSQL misjudged how many items
     # it removes and sorted the whole pool (250 ms at 100k items) instead of walking the index.
     own = list(Answer.objects.filter(episode__user=labeler).values_list("id", flat=True))
@@ -186,7 +195,10 @@ def reclaim_expired(now: datetime | None = None) -> int:
     now = now or timezone.now()
     with transaction.atomic():
         expired = list(
-            Assignment.objects.filter(status=AssignmentStatus.LEASED, leased_until__lt=now)
+            # A reference holds no slot (``references.start_reference``): nothing to give back.
+            Assignment.objects.filter(
+                status=AssignmentStatus.LEASED, leased_until__lt=now, is_reference=False
+            )
             .select_for_update(skip_locked=True)
             .values_list("pk", "item_id")[:RECLAIM_BATCH]
         )
@@ -234,11 +246,11 @@ def _retake(assignment: Assignment, now: datetime) -> bool:
     """Take an expired assignment's slot back if the item still has one free, so the labeler's work counts;
     False when someone else took it. The caller holds the assignment's lock (assignment, then item)."""
     batch = assignment.item.batch
-    item = FeedbackItem.objects.select_for_update().get(pk=assignment.item_id)
-    if item.slots_taken >= batch.overlap:
+    item = FeedbackItem.objects.select_for_update().select_related("batch").get(pk=assignment.item_id)
+    if not has_room(item):
         return False
     item.slots_taken += 1
-    item.is_open = item.slots_taken < batch.overlap
+    item.is_open = has_room(item)
     item.save(update_fields=["slots_taken", "is_open"])
     assignment.status, assignment.leased_until = AssignmentStatus.LEASED, now + batch.lease
     return True
@@ -338,6 +350,8 @@ def submit(
         if assignment.status in (AssignmentStatus.SUBMITTED, AssignmentStatus.LATE):
             if now - assignment.submitted_at > timedelta(seconds=batch.revision_seconds):
                 raise TaskClosed("The time to revise this task has passed.")
+        elif assignment.status == AssignmentStatus.REFERENCE:
+            pass  # a researcher's reference may be revised at any time
         elif assignment.status == AssignmentStatus.EXPIRED:
             _retake(assignment, now)  # still EXPIRED when the slot went to someone else: stored as late
         elif assignment.status != AssignmentStatus.LEASED:
@@ -355,13 +369,15 @@ def submit(
         if result.complete:
             _store(assignment, result, labeler, key, now)
         assignment.save()
+        if result.complete:
+            after_submit(assignment)
     return SubmitResult(result, assignment)
 
 
 def _store(
     assignment: Assignment, result: Validation, labeler: AnyUser, key: uuid.UUID, now: datetime
 ) -> None:
-    if assignment.status in (AssignmentStatus.SUBMITTED, AssignmentStatus.LATE):
+    if assignment.status in (AssignmentStatus.SUBMITTED, AssignmentStatus.LATE, AssignmentStatus.REFERENCE):
         AssignmentRevision.objects.create(
             assignment=assignment,
             response=assignment.response,
@@ -372,6 +388,8 @@ def _store(
     clear_on_revision(assignment, result.cleaned, result.flags, labeler)
     assignment.response, assignment.flags = result.cleaned, list(result.flags)
     assignment.status = AssignmentStatus.LATE if late else AssignmentStatus.SUBMITTED
+    if assignment.is_reference:
+        assignment.status = AssignmentStatus.REFERENCE
     assignment.submitted_at, assignment.submit_key = now, key
     assignment.version += 1
     log_action(labeler, "assignment.submit", assignment, flags=list(result.flags), late=late)
@@ -386,7 +404,7 @@ def skip(assignment_id: int, labeler: AnyUser, reason: str) -> None:
         assignment = _locked(assignment_id, labeler)
         if assignment.status not in (AssignmentStatus.LEASED, AssignmentStatus.EXPIRED):
             raise TaskClosed("Only a task in progress can be skipped.")
-        holds_slot = assignment.status == AssignmentStatus.LEASED
+        holds_slot = assignment.status == AssignmentStatus.LEASED and not assignment.is_reference
         assignment.status, assignment.skip_reason = AssignmentStatus.SKIPPED, reason.strip()
         assignment.version += 1
         assignment.save(update_fields=["status", "skip_reason", "version"])

@@ -22,13 +22,25 @@ from annotation.models.feedback import (
     Template,
 )
 from annotation.models.questions import Question, QuestionImport, Split
+from annotation.models.workforce import (
+    DEMONSTRATION,
+    DemonstrationReview,
+    Invitation,
+    Qualification,
+    QualificationEvent,
+    QualificationState,
+    TimeCorrection,
+    work_kind,
+)
 
 __all__ = [
+    "DEMONSTRATION",
     "Answer",
     "Assignment",
     "AssignmentRevision",
     "AssignmentStatus",
     "DemonstrationBatch",
+    "DemonstrationReview",
     "Episode",
     "EpisodeAction",
     "EpisodeKind",
@@ -41,10 +53,16 @@ __all__ = [
     "FlagDecision",
     "FlagReview",
     "ImportedComparison",
+    "Invitation",
     "Preset",
+    "Qualification",
+    "QualificationEvent",
+    "QualificationState",
     "Question",
     "QuestionImport",
     "SourceKind",
     "Split",
     "Template",
+    "TimeCorrection",
+    "work_kind",
 ]

@@ -32,6 +32,15 @@ class DemonstrationBatch(models.Model):
         help_text="The search provider (browser.sources.PROVIDERS): local searches the corpus",
     )
     is_active = models.BooleanField(default=True)
+    is_screening = models.BooleanField(
+        default=False,
+        help_text="A screening test: every applicant demonstrates every question, and researchers grade them",
+    )
+    grade_cutoff = models.FloatField(
+        default=6.0,
+        validators=[MinValueValidator(1.0), MaxValueValidator(7.0)],
+        help_text="Screening: the soft cutoff on the mean 1-7 grade (InstructGPT: 6)",
+    )
     created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
     created_at = models.DateTimeField(auto_now_add=True)
 

@@ -95,6 +95,44 @@ class FeedbackBatch(models.Model):
         related_name="feedback_batches",
         help_text="Runs answers came from",
     )
+    is_screening = models.BooleanField(
+        default=False,
+        help_text="A screening test: every applicant for its kind of work judges every item (no overlap "
+        "limit); scored against researchers' reference judgements",
+    )
+    agreement_cutoff = models.FloatField(
+        default=0.75,
+        validators=[MinValueValidator(0.0), MaxValueValidator(1.0)],
+        help_text="Screening: the soft cutoff on agreement with the researchers' preferences or rankings "
+        "(InstructGPT: 75%)",
+    )
+    flag_cutoff = models.FloatField(
+        default=0.75,
+        validators=[MinValueValidator(0.0), MaxValueValidator(1.0)],
+        help_text="Screening: the soft cutoff on agreement with the researchers' question flags",
+    )
+    gold_threshold = models.FloatField(
+        default=0.6,
+        validators=[MinValueValidator(0.0), MaxValueValidator(1.0)],
+        help_text="A labeler whose rolling gold accuracy falls under this is paused for this kind of work",
+    )
+    gold_min_items = models.PositiveSmallIntegerField(
+        default=10,
+        validators=[MinValueValidator(1), MaxValueValidator(1000)],
+        help_text="Gold judgements needed before the pause may apply",
+    )
+    max_overlap = models.PositiveSmallIntegerField(
+        null=True,
+        blank=True,
+        validators=[MinValueValidator(1), MaxValueValidator(10)],
+        help_text="Adaptive overlap: an item whose judgements disagree asks for one more, up to this many "
+        "(blank: never)",
+    )
+    rank_agreement_threshold = models.FloatField(
+        default=0.0,
+        validators=[MinValueValidator(-1.0), MaxValueValidator(1.0)],
+        help_text="Adaptive overlap for rankings: two rankings disagree when their Kendall tau is under this",
+    )
     created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
     created_at = models.DateTimeField(auto_now_add=True)
 
@@ -130,6 +168,13 @@ class FeedbackItem(models.Model):
         blank=True,
         help_text="Answer id -> side (A or B) of the comparison the batch measures; never shown to labelers",
     )
+    gold_explanation = models.TextField(
+        blank=True, help_text="Why the reference judgement is right: shown to a labeler who disagreed with it"
+    )
+    extra_overlap = models.PositiveSmallIntegerField(
+        default=0,
+        help_text="Judgements asked for beyond the batch's overlap because the first ones disagreed",
+    )
     slots_taken = models.PositiveSmallIntegerField(default=0)
     is_open = models.BooleanField(default=True)
 
@@ -140,6 +185,11 @@ class FeedbackItem(models.Model):
     def __str__(self) -> str:
         return f"item {self.pk} of {self.batch}"
 
+    @property
+    def target_overlap(self) -> int:
+        """How many labelers this item is to have: the batch's overlap plus any asked for on disagreement."""
+        return self.batch.overlap + self.extra_overlap
+
 
 class AssignmentStatus(models.TextChoices):
     LEASED = "leased", "In progress"
@@ -149,6 +199,9 @@ class AssignmentStatus(models.TextChoices):
     # Submitted after the lease ran out and its slot went to someone else: kept (never thrown away), shown
     # to researchers, and left out of exports, which take SUBMITTED only.
     LATE = "late", "Submitted late"
+    # A researcher's reference judgement on a screening or gold item: never a labeler's work, so it is in
+    # no count, statistic or export that reads SUBMITTED.
+    REFERENCE = "reference", "Reference judgement"
 
 
 class FlagDecision(models.TextChoices):
@@ -198,6 +251,9 @@ class Assignment(models.Model):
     submit_key = models.UUIDField(null=True, blank=True, editable=False)
     version = models.PositiveIntegerField(
         default=0, help_text="Increases with every submission or skip, so a page older than that is refused"
+    )
+    is_reference = models.BooleanField(
+        default=False, help_text="A researcher's reference judgement (stored with status reference)"
     )
 
     objects = AssignmentQuerySet.as_manager()

@@ -1,0 +1,82 @@
+"""The gate: until a person passes a kind's screening test they get only that test; once qualified, only the
+real work; paused or revoked, nothing of that kind. The one rule for the task page, the API, the counts of
+waiting work and the demonstrations' "Next question"."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from annotation.models import DEMONSTRATION, Assignment, AssignmentStatus, FeedbackBatch, work_kind
+from annotation.workforce.states import State, kind_label, states_of
+from webgpt_site.permissions import AnyUser
+
+
+def may_take(state: str, is_screening: bool) -> bool:
+    """An applicant takes screening tests only; a qualified person the real work only."""
+    return state == (State.APPLICANT if is_screening else State.QUALIFIED)
+
+
+def open_batches(labeler: AnyUser) -> list[int]:
+    """The active feedback batches the gate lets this labeler take items from."""
+    states = states_of(labeler)
+    rows = FeedbackBatch.objects.filter(is_active=True).values_list(
+        "pk", "template", "preset", "is_screening"
+    )
+    return [
+        pk
+        for pk, template, preset, is_screening in rows
+        if may_take(states.get(work_kind(template, preset), State.APPLICANT), is_screening)
+    ]
+
+
+def demonstration_state(user: AnyUser) -> str:
+    return states_of(user).get(DEMONSTRATION, State.APPLICANT)
+
+
+@dataclass(frozen=True)
+class Notice:
+    kind: str
+    label: str
+    state: str
+    text: str
+
+
+def notices(labeler: AnyUser) -> list[Notice]:
+    """What the labeler's "Next task" page says about the gate, one line per kind of work that has an
+    active batch and is not plain work: a screening test to take (or taken, waiting for a decision), no
+    test yet, paused, revoked."""
+    states = states_of(labeler)
+    active = FeedbackBatch.objects.filter(is_active=True).values_list("template", "preset", "is_screening")
+    kinds: dict[str, set[bool]] = {}
+    for template, preset, is_screening in active:
+        kinds.setdefault(work_kind(template, preset), set()).add(is_screening)
+    screened = set(
+        Assignment.objects.filter(
+            labeler=labeler, item__batch__is_screening=True, status=AssignmentStatus.SUBMITTED
+        ).values_list("item__batch__template", "item__batch__preset")
+    )
+    screened_kinds = {work_kind(template, preset) for template, preset in screened}
+    lines = []
+    for kind, screening in sorted(kinds.items()):
+        state = states.get(kind, State.APPLICANT)
+        text = _notice_text(state, has_test=True in screening, took_test=kind in screened_kinds)
+        if text:
+            lines.append(Notice(kind, kind_label(kind), state, text))
+    return lines
+
+
+def _notice_text(state: str, *, has_test: bool, took_test: bool) -> str:
+    if state == State.PAUSED:
+        return (
+            "Paused: your recent accuracy on gold checks fell under the batch's threshold. "
+            "See My quality; a researcher can reinstate you."
+        )
+    if state == State.REVOKED:
+        return "A researcher has withdrawn this kind of work from you."
+    if state != State.APPLICANT:
+        return ""
+    if has_test and took_test:
+        return "Screening test: a researcher reviews your answers and decides; tasks left in it come first."
+    if has_test:
+        return "Start with the screening test: a researcher qualifies you for this kind of work by it."
+    return "No screening test is open for this kind of work yet: a researcher has to qualify you."

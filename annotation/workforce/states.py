@@ -1,0 +1,124 @@
+"""Qualification states per person and kind of work, and every change to them with its audit event."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from django.db import transaction
+from django.utils import timezone
+
+from annotation.feedback.scales import RATING_PRESET_CHOICES, TEMPLATES
+from annotation.models import DEMONSTRATION, Qualification, QualificationEvent, QualificationState, work_kind
+from annotation.models.workforce import RATING_PREFIX
+from webgpt_site.models import log_action
+from webgpt_site.permissions import AnyUser, Role
+
+State = QualificationState
+
+
+def feedback_kinds() -> list[str]:
+    """Every kind of feedback work: each template, and each rating preset as a kind of its own."""
+    kinds = [template for template, _ in TEMPLATES if template != "rating"]
+    return kinds + [work_kind("rating", preset) for preset, _ in RATING_PRESET_CHOICES]
+
+
+def kinds_for(role: Role) -> list[str]:
+    """The kinds of work a role does: labelers every feedback kind, demonstrators demonstrations."""
+    return {Role.LABELER: feedback_kinds(), Role.DEMONSTRATOR: [DEMONSTRATION]}.get(role, [])
+
+
+def kind_label(kind: str) -> str:
+    """How a kind of work reads on a page: "WebGPT comparison", "Rating (GopherCite...)", "Demonstrations"."""
+    if kind == DEMONSTRATION:
+        return "Demonstrations"
+    if kind.startswith(RATING_PREFIX):
+        preset = kind.removeprefix(RATING_PREFIX)
+        label = dict(RATING_PRESET_CHOICES).get(preset, preset)
+        return f"Rating ({label})"
+    return dict(TEMPLATES).get(kind, kind)
+
+
+def states_of(user: AnyUser) -> dict[str, str]:
+    """The person's state per kind of work they have a row for (a kind without one: applicant)."""
+    if not user.is_authenticated:
+        return {}
+    return dict(Qualification.objects.filter(user=user).values_list("kind", "state"))
+
+
+def state_of(user: AnyUser, kind: str) -> str:
+    return states_of(user).get(kind, State.APPLICANT)
+
+
+# Which changes a researcher may make from each state; the platform itself only pauses (gold checks).
+ALLOWED = {
+    State.APPLICANT: {State.QUALIFIED, State.REVOKED},
+    State.QUALIFIED: {State.PAUSED, State.REVOKED},
+    State.PAUSED: {State.QUALIFIED, State.REVOKED},
+    State.REVOKED: {State.QUALIFIED, State.APPLICANT},
+}
+ACTION_STATES = {
+    "qualify": State.QUALIFIED,
+    "pause": State.PAUSED,
+    "reinstate": State.QUALIFIED,
+    "revoke": State.REVOKED,
+    "reset": State.APPLICANT,
+}
+
+
+class StateError(ValueError):
+    """A change the current state does not allow, or one without a reason."""
+
+
+def set_state(
+    user: AnyUser,
+    kind: str,
+    to_state: str,
+    *,
+    by: AnyUser | None,
+    reason: str,
+    figures: dict[str, Any] | None = None,
+    exclude_work: bool = False,
+    now: datetime | None = None,
+) -> Qualification:
+    """Change one person's state for one kind of work and record it (who, when, why, on what figures).
+    ``exclude_work`` (revocations only) leaves their work of that kind submitted until now out of exports.
+    StateError when the change is not allowed from the current state or the reason is blank."""
+    now = now or timezone.now()
+    reason = reason.strip()
+    if not reason:
+        raise StateError("Say why: the reason is kept in the audit trail.")
+    if exclude_work and to_state != State.REVOKED:
+        raise StateError("Work is excluded from exports only with a revocation.")
+    with transaction.atomic():
+        row, _ = Qualification.objects.select_for_update().get_or_create(user=user, kind=kind)
+        if to_state not in ALLOWED[State(row.state)]:
+            raise StateError(
+                f"{kind_label(kind)}: a person who is {State(row.state).label.lower()} cannot become "
+                f"{State(to_state).label.lower()}."
+            )
+        QualificationEvent.objects.create(
+            user=user,
+            kind=kind,
+            from_state=row.state,
+            to_state=to_state,
+            by=by,
+            reason=reason,
+            figures=figures or {},
+        )
+        row.state, row.reason, row.decided_at = to_state, reason, now
+        row.decided_by = by if by is not None and by.is_authenticated else None
+        if exclude_work:
+            row.work_excluded_before = now
+        row.save()
+        log_action(by, "qualification.change", row, kind=kind, state=to_state, reason=reason)
+    return row
+
+
+def qualify_for_role(user: AnyUser, role: Role, *, by: AnyUser | None, reason: str) -> None:
+    """Qualify a person for every kind of their role's work at once (a researcher's call, e.g. someone whose
+    work they know; also the demo's accounts). Kinds they are already qualified for are left alone."""
+    current = states_of(user)
+    for kind in kinds_for(role):
+        if current.get(kind, State.APPLICANT) != State.QUALIFIED:
+            set_state(user, kind, State.QUALIFIED, by=by, reason=reason)
