@@ -60,8 +60,11 @@ def days(start: date, end: date, users: Iterable[int] | None = None) -> list[Day
     tasks = Assignment.objects.annotate(day=TruncDate("started_at", tzinfo=zone)).filter(
         day__gte=start, day__lte=end
     )
-    episodes = Episode.objects.filter(kind=EpisodeKind.HUMAN).annotate(day=TruncDate("started_at", tzinfo=zone))
-    episodes = episodes.filter(day__gte=start, day__lte=end)
+    episodes = (
+        Episode.objects.filter(kind=EpisodeKind.HUMAN)
+        .annotate(day=TruncDate("started_at", tzinfo=zone))
+        .filter(day__gte=start, day__lte=end)
+    )
     corrections = TimeCorrection.objects.filter(day__gte=start, day__lte=end)
     if users is not None:
         ids = list(users)
