@@ -9,6 +9,7 @@ from annotation.exports import views as export_views
 from annotation.feedback import console as feedback_console
 from annotation.feedback import flag_review_views as flag_review
 from annotation.feedback import results_views as feedback_results
+from annotation.workforce import views as workforce
 from browser import views as corpus_views
 from webgpt_site import account, console, queues, views
 from webgpt_site.ops import health, metrics
@@ -37,6 +38,9 @@ console_patterns = (
         path(
             "feedback/judgements/<int:pk>/flag-decision/", flag_review.decide, name="feedback_flag_decision"
         ),
+        path("workforce/", workforce.overview, name="workforce"),
+        path("workforce/candidates/<str:kind>/", workforce.candidates, name="candidates"),
+        path("workforce/decide/", workforce.decide, name="workforce_decide"),
         path("corpora/", corpus_views.corpus_list, name="corpora"),
         path("corpora/imports/<int:pk>/", corpus_views.corpus_import_detail, name="corpus_import"),
         path("exports/", export_views.export_list, name="exports"),

@@ -23,6 +23,7 @@ from annotation.feedback.presenter import task_context
 from annotation.feedback.scales import COMPARISON_SCALE, QUESTION_FLAGS
 from annotation.feedback.validation import MAX_SKIP_REASON, input_errors, skip_reason_error
 from annotation.models import Assignment, AssignmentStatus
+from annotation.workforce import gate
 
 QUOTE_KEYS = ("title", "url", "domain", "extract")
 
@@ -37,6 +38,7 @@ def task_data(task: Assignment) -> dict[str, Any]:
         "status": task.status,
         "template": batch.template,
         "preset": batch.preset,
+        "screening": batch.is_screening,
         "instructions": batch.instructions,
         "leased_until": task.leased_until,
         "submitted_at": task.submitted_at,
@@ -255,5 +257,10 @@ class TaskWaiting(APIView):
                     "detail": held.message if held.count else "",
                 },
                 "submitted_today": progress.submitted_today(request.user, now),
+                # The gate: kinds of work this labeler gets only a screening test of, or none of.
+                "gate": [
+                    {"kind": n.kind, "label": n.label, "state": n.state, "detail": n.text}
+                    for n in gate.notices(request.user)
+                ],
             }
         )

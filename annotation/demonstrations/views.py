@@ -25,6 +25,7 @@ from annotation.demonstrations.forms import (
 from annotation.demonstrations.presenter import active_time, panel_context
 from annotation.demonstrations.trajectory import trajectory
 from annotation.models import Episode, EpisodeStatus
+from annotation.workforce.gate import demonstration_notice
 from browser.services import load_snapshot
 from browser.sources import describe_source
 from webgpt_site.permissions import Role, get_visible_or_404, role_required
@@ -41,6 +42,7 @@ def landing(request: HttpRequest) -> HttpResponse:
             "open_episode": episodes.open().first(),
             "recent": episodes.exclude(status__in=(EpisodeStatus.BROWSING, EpisodeStatus.ANSWERING))[:5],
             "waiting": service.open_question_count(),
+            "gate": demonstration_notice(request.user),
         },
     )
 

@@ -18,6 +18,7 @@ from annotation.feedback.forms import response_from_post
 from annotation.feedback.presenter import task_context
 from annotation.feedback.validation import input_errors, skip_reason_error
 from annotation.models import Assignment, AssignmentStatus
+from annotation.workforce import gate
 from webgpt_site.permissions import Role, get_visible_or_404, role_required
 
 TEMPLATE_PAGES = {
@@ -50,6 +51,7 @@ def _waiting(request: HttpRequest) -> dict:
         "waiting_total": sum(kind.count for kind in waiting),
         "held_back": held if held.count else None,
         "today": progress.submitted_today(request.user, now),
+        "gate": gate.notices(request.user),
     }
 
 

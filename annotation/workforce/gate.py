@@ -6,7 +6,16 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from annotation.models import DEMONSTRATION, Assignment, AssignmentStatus, FeedbackBatch, work_kind
+from annotation.models import (
+    DEMONSTRATION,
+    Assignment,
+    AssignmentStatus,
+    DemonstrationBatch,
+    Episode,
+    EpisodeStatus,
+    FeedbackBatch,
+    work_kind,
+)
 from annotation.workforce.states import State, kind_label, states_of
 from webgpt_site.permissions import AnyUser
 
@@ -80,3 +89,14 @@ def _notice_text(state: str, *, has_test: bool, took_test: bool) -> str:
     if has_test:
         return "Start with the screening test: a researcher qualifies you for this kind of work by it."
     return "No screening test is open for this kind of work yet: a researcher has to qualify you."
+
+
+def demonstration_notice(user: AnyUser) -> str:
+    """What "Next question" says about the gate ("" for a qualified demonstrator)."""
+    state = demonstration_state(user)
+    tests = DemonstrationBatch.objects.filter(is_active=True, is_screening=True)
+    took = Episode.objects.filter(user=user, batch__is_screening=True, status=EpisodeStatus.FINISHED).exists()
+    text = _notice_text(state, has_test=tests.exists(), took_test=took)
+    if state == State.PAUSED:
+        return "Paused: a researcher has paused your demonstrations for now; see My quality."
+    return text.replace("tasks left in it", "questions left in it")

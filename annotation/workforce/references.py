@@ -34,7 +34,6 @@ def start_reference(item: FeedbackItem, researcher: AnyUser) -> Assignment:
             order=list(item.answers.order_by("id").values_list("id", flat=True)),
             leased_until=timezone.now() + item.batch.lease,
             last_seen_at=timezone.now(),
-            required_all=True,  # a reference says everything the labelers may be scored on
             is_reference=True,
         )
         log_action(researcher, "reference.start", task, item=item.pk)
