@@ -24,6 +24,10 @@ DEMO_CORPUS_DIR = Path(settings.BASE_DIR) / "data" / "corpus" / "freshwiki" / "j
 DEMO_USERS = (
     ("demonstrator", "demonstrator", False),
     ("labeler", "labeler", False),
+    # The workforce's journey (annotation.workforce.demo): a labeler still to pass the screening test, and
+    # one whose gold accuracy has tripped the automatic pause.
+    ("applicant", "labeler", False),
+    ("drifter", "labeler", False),
     ("researcher", "researcher", False),
     ("admin", None, True),
 )

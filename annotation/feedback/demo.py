@@ -38,7 +38,7 @@ def _reference_answer(question: Question, text: str, field: str) -> Answer:
     )
 
 
-def _neighbour_pairs(answers: list[Answer]) -> list[list[Answer]]:
+def neighbour_pairs(answers: list[Answer]) -> list[list[Answer]]:
     """Each question's answers compared with the next one down in quality (complete against partial,
     partial against unsupported, unsupported against wrong): every pair has a clear better answer, and
     the comparisons together order all four."""
@@ -75,8 +75,8 @@ def create_demo_feedback_batches() -> list[FeedbackBatch]:
     answers = [answer for answer in load_demo_answers() if answer.question_id not in kept_for_the_loop]
     batches = []
     for template, preset, groups in (
-        (Template.WEBGPT_COMPARISON, "", _neighbour_pairs(answers)),
-        (Template.MINIMAL_COMPARISON, "", _neighbour_pairs(answers)),
+        (Template.WEBGPT_COMPARISON, "", neighbour_pairs(answers)),
+        (Template.MINIMAL_COMPARISON, "", neighbour_pairs(answers)),
         (Template.RANKING, "", group_answers(answers, Template.RANKING)),
         (Template.RATING, "gophercite", group_answers(answers, Template.RATING)),
         (Template.RATING, "truthfulqa", group_answers(answers, Template.RATING)),

@@ -25,6 +25,7 @@ from annotation.feedback.demo import create_demo_feedback_batches, create_refere
 from annotation.feedback.demo_answers import DemoAnswersError
 from annotation.models import DemonstrationBatch, Question, QuestionImport
 from annotation.questions.service import import_questions
+from annotation.workforce import demo as workforce_demo
 from browser.models import Corpus
 from browser.services import import_corpus, open_index
 from training.demo import demo_reward_run, queue_demo_reward_model
@@ -85,6 +86,7 @@ class Command(BaseCommand):
             raise CommandError(str(error)) from error
         for batch in demo_batches:
             self.stdout.write(f"feedback batch {batch.name!r}: {batch.items.count()} items")
+        self._workforce()
         created = create_reference_comparisons()
         self.stdout.write(f"TruthfulQA reference comparisons (imported, for reward models): {created} new")
         if options["no_reward_model"]:
@@ -97,3 +99,18 @@ class Command(BaseCommand):
             )
         elif existing := demo_reward_run():
             self.stdout.write(f"demo reward model: training run {existing.pk} ({existing.status})")
+
+    def _workforce(self) -> None:
+        User = get_user_model()
+        workforce_demo.qualify_demo_accounts([username for username, _, _ in DEMO_USERS])
+        screening = workforce_demo.create_screening_test(User.objects.get(username="researcher"))
+        if screening is not None:
+            self.stdout.write(
+                f"screening test {screening.name!r}: {screening.items.count()} items with references"
+            )
+        gold = workforce_demo.create_gold_checks(User.objects.filter(username=workforce_demo.DRIFTER).first())
+        if gold is not None:
+            self.stdout.write(
+                f"gold checks {gold.name!r}: {gold.items.count()} gold items "
+                f"({workforce_demo.DRIFTER} paused by them)"
+            )
