@@ -148,6 +148,9 @@ OBJECT_OF = {
     # these kinds the URL's keyword arguments instead.
     "annotation:template_guidelines": "guidelines",
     "annotation:preset_guidelines": "guidelines_preset",
+    # The candidates page names a kind of work (a template, "rating:<preset>" or "demonstration").
+    "console:candidates": "work_kind",
+    "api-workforce-candidates": "work_kind",
 }
 
 

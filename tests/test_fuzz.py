@@ -225,6 +225,7 @@ def _build_world(tmp: Any) -> World:
         "flagged": [tasks[-1], tasks[0]],
         "guidelines": [{"template": name} for name in ("webgpt_comparison", "rating", "nope")],
         "guidelines_preset": [{"template": "rating", "preset": name} for name in ("gophercite", "nope")],
+        "work_kind": [{"kind": name} for name in ("webgpt_comparison", "rating:gophercite", "nope")],
         "episode": [episode, finished],
         "batch": [tasks[0].item.batch],
         "export": [export],

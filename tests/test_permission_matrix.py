@@ -77,6 +77,7 @@ LABELER_OR_RESEARCHER = (OK, OK, FORBIDDEN, FORBIDDEN, LOGIN, FORBIDDEN)  # the 
 GUIDELINES = {
     "guidelines": {"template": "webgpt_comparison"},
     "guidelines_preset": {"template": "rating", "preset": "webglm"},
+    "work_kind": {"kind": "webgpt_comparison"},
 }
 
 EXPECTED: dict[str, tuple] = {
@@ -103,6 +104,11 @@ EXPECTED: dict[str, tuple] = {
     "console:feedback_batch": RESEARCHER,
     "console:feedback_state": RESEARCHER,
     "console:feedback_priority": RESEARCHER,
+    "console:workforce": RESEARCHER,
+    "console:candidates": RESEARCHER,
+    "console:workforce_decide": RESEARCHER,
+    "api-workforce-paused": API_RESEARCHER,
+    "api-workforce-candidates": API_RESEARCHER,
     "console:feedback_results": RESEARCHER,
     "console:feedback_results_csv": RESEARCHER,  # the table the matrix names does not exist: a 400
     "console:feedback_flags": RESEARCHER,
@@ -330,6 +336,12 @@ PAGE_FIELDS: dict[str, Any] = {
     "console:feedback_bulk": lambda s, o: {"batches": [s["batch"].pk], "action": "pause"},
     "console:feedback_state": lambda s, o: {"action": "pause"},
     "console:feedback_priority": lambda s, o: {"priority": "2"},
+    "console:workforce_decide": lambda s, o: {
+        "user": o["bob"]["task"].labeler_id,
+        "kind": "webgpt_comparison",
+        "action": "pause",
+        "reason": "matrix",
+    },
     "questions:import": lambda s, o: {"file": _upload("q.jsonl", b'{"question": "Is the sky blue?"}')},
     "annotation:draft": lambda s, o: {"answer": "Geelong won the 2022 AFL Grand Final."},
     "training:round_create": lambda s, o: {"name": "round two", "sampling_runs": [s["sampling_run"].pk]},

@@ -252,3 +252,28 @@ def test_the_upgrade_qualifies_everyone_who_already_worked(django_user_model):
     migration.qualify_existing(apps, None)
     assert state_of(old_hand, KIND) == QualificationState.QUALIFIED
     assert "upgrade" in QualificationEvent.objects.get(user=old_hand).reason
+
+
+def test_the_candidates_api_and_command(django_user_model, alice, bob, client):
+    from io import StringIO
+
+    from django.core.management import call_command
+    from django.core.management.base import CommandError
+
+    screening = comparison_batch("screen", 2, is_screening=True)
+    set_reference(screening, alice, [True, False])
+    newbie = make_user(django_user_model, "newbie", "labeler", applicant=True)
+    judge(newbie, True)
+    client.force_login(alice)
+    body = client.get(reverse("api-workforce-candidates", args=[KIND])).json()
+    [row] = body["candidates"]
+    assert (row["username"], row["done"], row["total"], row["suggestion"]) == ("newbie", 1, 2, INCOMPLETE)
+    assert row["scores"][0]["count"] == 1
+    assert client.get(reverse("api-workforce-candidates", args=["nope"])).status_code == 404
+    client.force_login(bob)
+    assert client.get(reverse("api-workforce-candidates", args=[KIND])).status_code == 403
+    out = StringIO()
+    call_command("screening", KIND, stdout=out)
+    assert "newbie (applicant): 1/2 items, suggestion incomplete" in out.getvalue()
+    with pytest.raises(CommandError):
+        call_command("screening", "nope")

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from django.urls import path
 
-from annotation.api import corpora, exports, flags, results, tasks, views
+from annotation.api import corpora, exports, flags, results, tasks, views, workforce
 from training.evaluation import proxy_api as proxy
 from training.evaluation import rounds_api as rounds
 from training.runs import api as training
@@ -62,4 +62,10 @@ urlpatterns = [
     ),
     path("rounds", rounds.RoundList.as_view(), name="api-rounds"),
     path("rounds/<int:pk>", rounds.RoundDetail.as_view(), name="api-round"),
+    path("workforce/paused", workforce.WorkforcePaused.as_view(), name="api-workforce-paused"),
+    path(
+        "workforce/candidates/<str:kind>",
+        workforce.WorkforceCandidates.as_view(),
+        name="api-workforce-candidates",
+    ),
 ]

@@ -23,6 +23,11 @@ def feedback_kinds() -> list[str]:
     return kinds + [work_kind("rating", preset) for preset, _ in RATING_PRESET_CHOICES]
 
 
+def all_kinds() -> list[str]:
+    """Every kind of work there is: the feedback kinds, then demonstrations."""
+    return [*feedback_kinds(), DEMONSTRATION]
+
+
 def kinds_for(role: Role) -> list[str]:
     """The kinds of work a role does: labelers every feedback kind, demonstrators demonstrations."""
     return {Role.LABELER: feedback_kinds(), Role.DEMONSTRATOR: [DEMONSTRATION]}.get(role, [])

@@ -18,7 +18,7 @@ from annotation.workforce.states import (
     ACTION_STATES,
     State,
     StateError,
-    feedback_kinds,
+    all_kinds,
     kind_label,
     set_state,
 )
@@ -26,10 +26,6 @@ from webgpt_site.inputs import parse_id
 from webgpt_site.permissions import Role, role_required
 
 MAX_REASON = 2000
-
-
-def all_kinds() -> list[str]:
-    return [*feedback_kinds(), DEMONSTRATION]
 
 
 def _screening_tests() -> dict[str, list]:
