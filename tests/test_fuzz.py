@@ -99,6 +99,9 @@ RICH = {
     "training:sampling_new",
     "training:proxy_evaluations",
     "api-proxy-evaluations",
+    "console:team_state",
+    "api-team-state",
+    "account:invite",
 }
 EXAMPLES = {"rich": 8, "write": 3, "read": 2}
 # Refusals that keep something by design: an incomplete submit through the API is a 400 that keeps the
@@ -142,8 +145,11 @@ def _build_world(tmp: Any) -> World:
     from annotation.feedback.batches import BatchSettings, create_feedback_batch, group_answers
     from annotation.models import Assignment, Export, ExportStatus, FeedbackItem, Question
     from annotation.questions.service import import_questions
+    from annotation.workforce.invitations import invite
+    from annotation.workforce.states import qualify_for_role
     from browser.models import Corpus, CorpusImport
     from training.models import ModelCheckpoint, ProxyEvaluation, Round, SamplingRun, TrainingRun
+    from webgpt_site.permissions import Role
 
     users: dict[str, Any] = {"anonymous": None}
     for name, role in (
@@ -156,6 +162,8 @@ def _build_world(tmp: Any) -> World:
         users[name] = User.objects.create_user(name, is_staff=name == "sam")  # no password: nothing to hash
         if role:
             users[name].groups.add(Group.objects.get_or_create(name=role)[0])
+            # Qualified for their role's work (the gate hands applicants only screening tests).
+            qualify_for_role(users[name], Role(role), by=None, reason="the fuzz world")
     corpus = Corpus.objects.create(name="freshwiki", document_count=100)
     report = import_questions(
         b'{"question": "Why is the sky blue?"}\n{"question": "Who won the 2022 AFL Grand Final?"}',
@@ -217,7 +225,10 @@ def _build_world(tmp: Any) -> World:
     checkpoint = ModelCheckpoint.objects.create(
         kind="rm", name="tiny", base_model="x", path=str(tmp / "models" / "tiny")
     )
+    invitation = invite(users["alice"], [Role.LABELER], "fuzz")  # its page opens for a valid token
     objects = {
+        "person": [users["bob"]],  # made without a password: a new invitation link for him is allowed
+        "invitation": [{"token": invitation.token}],
         "task": tasks,
         "flagged": [tasks[-1], tasks[0]],
         "guidelines": [{"template": name} for name in ("webgpt_comparison", "rating", "nope")],
