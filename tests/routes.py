@@ -144,6 +144,14 @@ OBJECT_OF = {
     "api-task-submit": "task",
     "api-task-draft": "task",
     "api-task-skip": "task",
+    # The team's person routes name a user; the invitation's page names its token, not an id.
+    "console:team_person": "person",
+    "console:team_state": "person",
+    "console:team_qualify_role": "person",
+    "console:team_roles": "person",
+    "console:team_link": "person",
+    "api-team-state": "person",
+    "account:invite": "invitation",
     # The guidelines pages name a task template (and a rating preset), not an object: the tables give
     # these kinds the URL's keyword arguments instead.
     "annotation:template_guidelines": "guidelines",

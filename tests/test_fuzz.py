@@ -99,6 +99,9 @@ RICH = {
     "training:sampling_new",
     "training:proxy_evaluations",
     "api-proxy-evaluations",
+    "console:team_state",
+    "api-team-state",
+    "account:invite",
 }
 EXAMPLES = {"rich": 8, "write": 3, "read": 2}
 # Refusals that keep something by design: an incomplete submit through the API is a 400 that keeps the
@@ -142,6 +145,7 @@ def _build_world(tmp: Any) -> World:
     from annotation.feedback.batches import BatchSettings, create_feedback_batch, group_answers
     from annotation.models import Assignment, Export, ExportStatus, FeedbackItem, Question
     from annotation.questions.service import import_questions
+    from annotation.workforce.invitations import invite
     from annotation.workforce.states import qualify_for_role
     from browser.models import Corpus, CorpusImport
     from training.models import ModelCheckpoint, ProxyEvaluation, Round, SamplingRun, TrainingRun
@@ -220,7 +224,10 @@ def _build_world(tmp: Any) -> World:
     checkpoint = ModelCheckpoint.objects.create(
         kind="rm", name="tiny", base_model="x", path=str(tmp / "models" / "tiny")
     )
+    invitation = invite(users["alice"], [Role.LABELER], "fuzz")  # its page opens for a valid token
     objects = {
+        "person": [users["bob"]],  # made without a password: a new invitation link for him is allowed
+        "invitation": [{"token": invitation.token}],
         "task": tasks,
         "flagged": [tasks[-1], tasks[0]],
         "guidelines": [{"template": name} for name in ("webgpt_comparison", "rating", "nope")],

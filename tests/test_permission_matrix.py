@@ -45,11 +45,13 @@ from annotation.models import (
     Question,
 )
 from annotation.questions.service import import_questions
+from annotation.workforce import invitations
 from browser.models import Corpus, CorpusImport
 from tests.conftest import make_user
 from tests.routes import Route, all_routes, object_kind
 from tests.test_fuzz import World, _read_forms, rolled_back_world
 from training.models import ModelCheckpoint, ProxyEvaluation, Round, Sample, SamplingRun, TrainingRun
+from webgpt_site.permissions import Role
 
 pytestmark = pytest.mark.django_db
 
@@ -118,6 +120,15 @@ EXPECTED: dict[str, tuple] = {
     "console:export_download": RESEARCH_OBJECT,
     "console:corpora": RESEARCHER,
     "console:corpus_import": RESEARCH_OBJECT,
+    "console:team": RESEARCHER,
+    "console:team_add": RESEARCHER,
+    "console:team_invite": RESEARCHER,
+    "console:team_person": RESEARCHER,  # any account: the researcher's role is checked first
+    "console:team_state": RESEARCHER,
+    "console:team_qualify_role": RESEARCHER,
+    "console:team_roles": RESEARCHER,
+    "console:team_link": RESEARCHER,  # gwen's account has no password yet: a new link
+    "account:invite": PUBLIC,  # the invitation's page: whoever has the link (signed in or not)
     "questions:list": RESEARCHER,
     "questions:detail": RESEARCH_OBJECT,
     "questions:import": RESEARCHER,
@@ -179,6 +190,8 @@ EXPECTED: dict[str, tuple] = {
     "api-proxy-evaluations": API_RESEARCHER,
     "api-proxy-evaluation": API_RESEARCH_OBJECT,
     "api-proxy-evaluation-cancel": API_RESEARCH_OBJECT,
+    "api-team": API_RESEARCHER,
+    "api-team-state": API_RESEARCHER,  # the role first, then the person (a 404 for a researcher only)
     "api-rounds": API_RESEARCHER,
     "api-round": API_RESEARCH_OBJECT,
     "api-models": API_RESEARCHER,
@@ -267,7 +280,11 @@ def _build_world(tmp) -> tuple[dict, dict, dict]:
         submitted_at=timezone.now(),
         leased_until=timezone.now(),
     )
+    # Gwen: an account made on the team page, still without a password, and an open invitation.
+    gwen, _ = invitations.add_person(alice, "gwen", "", [Role.LABELER])
     shared = {
+        "person": gwen,
+        "invitation": invitations.invite(alice, [Role.LABELER], "matrix").token,
         "flagged": flagged,
         "batch": FeedbackBatch.objects.first(),
         "export": export,
@@ -346,7 +363,14 @@ PAGE_FIELDS: dict[str, Any] = {
     "annotation:draft": lambda s, o: {"answer": "Geelong won the 2022 AFL Grand Final."},
     "training:round_create": lambda s, o: {"name": "round two", "sampling_runs": [s["sampling_run"].pk]},
     "training:round_add_runs": lambda s, o: {"sampling_runs": [s["sampling_run"].pk]},
+    "console:team_add": lambda s, o: {"add-username": "matrix", "add-roles": ["labeler"], "add-days": "7"},
+    "console:team_invite": lambda s, o: {"invite-roles": ["labeler"], "invite-days": "7"},
+    "console:team_state": lambda s, o: {"kind": "webgpt_comparison", "action": "qualify", "reason": "matrix"},
+    "console:team_qualify_role": lambda s, o: {"role": "labeler", "reason": "matrix"},
+    "console:team_roles": lambda s, o: {"role": "demonstrator", "action": "grant"},
+    "account:invite": lambda s, o: {"username": "newcomer", "password1": PASSWORD, "password2": PASSWORD},
 }
+PASSWORD = "a long unusual passphrase 71"
 QUERY: dict[str, Any] = {
     "training:compare": lambda s, o: {"run": [s["run"].pk]},
     "annotation:page_snapshot": lambda s, o: {"digest": next(iter(o["dana"]["episode"].state["pages"]))},
@@ -386,6 +410,7 @@ API_BODIES: dict[str, Any] = {
     },
     "api-task-draft": lambda s, o: {"draft": {}},
     "api-task-skip": lambda s, o: {"reason": "I do not know this topic"},
+    "api-team-state": lambda s, o: {"kind": "webgpt_comparison", "action": "qualify", "reason": "matrix"},
 }
 MULTIPART = {"api-question-import", "api-corpus-imports"}
 PAGE = b'{"url": "https://example.org/alpha", "title": "Alpha", "text": "alpha bravo charlie"}\n'
@@ -431,6 +456,8 @@ def url_for(route: Route, caller: str, shared: dict, own: dict) -> str:
         return route.url(pk=shared["flagged"])
     if kind in GUIDELINES:
         return route.url(**GUIDELINES[kind])
+    if kind == "invitation":
+        return route.url(token=shared["invitation"])
     if kind == "task":
         target = (own["erin"] if caller == "erin" else own["bob"])["task"]
     elif kind == "episode":

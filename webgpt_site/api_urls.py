@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from django.urls import path
 
-from annotation.api import corpora, exports, flags, results, tasks, views, workforce
+from annotation.api import corpora, exports, flags, results, tasks, team, views, workforce
 from training.evaluation import proxy_api as proxy
 from training.evaluation import rounds_api as rounds
 from training.runs import api as training
@@ -60,6 +60,8 @@ urlpatterns = [
         proxy.ProxyEvaluationCancel.as_view(),
         name="api-proxy-evaluation-cancel",
     ),
+    path("team", team.TeamList.as_view(), name="api-team"),
+    path("team/<int:pk>/state", team.TeamState.as_view(), name="api-team-state"),
     path("rounds", rounds.RoundList.as_view(), name="api-rounds"),
     path("rounds/<int:pk>", rounds.RoundDetail.as_view(), name="api-round"),
     path("workforce/paused", workforce.WorkforcePaused.as_view(), name="api-workforce-paused"),

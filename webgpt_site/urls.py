@@ -9,6 +9,7 @@ from annotation.exports import views as export_views
 from annotation.feedback import console as feedback_console
 from annotation.feedback import flag_review_views as flag_review
 from annotation.feedback import results_views as feedback_results
+from annotation.workforce import invite_views, team_views
 from annotation.workforce import views as workforce
 from browser import views as corpus_views
 from webgpt_site import account, console, queues, views
@@ -46,6 +47,14 @@ console_patterns = (
         path("exports/", export_views.export_list, name="exports"),
         path("exports/<int:pk>/", export_views.export_detail, name="export"),
         path("exports/<int:pk>/download/", export_views.export_download, name="export_download"),
+        path("team/", team_views.team_page, name="team"),
+        path("team/add/", team_views.add_person, name="team_add"),
+        path("team/invite/", team_views.invite, name="team_invite"),
+        path("team/<int:pk>/", team_views.person_page, name="team_person"),
+        path("team/<int:pk>/state/", team_views.person_state, name="team_state"),
+        path("team/<int:pk>/qualify-role/", team_views.person_qualify_role, name="team_qualify_role"),
+        path("team/<int:pk>/roles/", team_views.person_roles, name="team_roles"),
+        path("team/<int:pk>/link/", team_views.person_link, name="team_link"),
     ],
     "console",
 )
@@ -55,6 +64,7 @@ account_patterns = (
         path("token/", account.token_page, name="token"),
         path("token/rotate/", account.token_rotate, name="token_rotate"),
         path("token/revoke/", account.token_revoke, name="token_revoke"),
+        path("invite/<str:token>/", invite_views.accept, name="invite"),
     ],
     "account",
 )

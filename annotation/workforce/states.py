@@ -75,6 +75,14 @@ class StateError(ValueError):
     """A change the current state does not allow, or one without a reason."""
 
 
+def _check_allowed(kind: str, from_state: str, to_state: str) -> None:
+    if to_state not in ALLOWED[State(from_state)]:
+        raise StateError(
+            f"{kind_label(kind)}: a person who is {State(from_state).label.lower()} cannot become "
+            f"{State(to_state).label.lower()}."
+        )
+
+
 def set_state(
     user: AnyUser,
     kind: str,
@@ -95,13 +103,13 @@ def set_state(
         raise StateError("Say why: the reason is kept in the audit trail.")
     if exclude_work and to_state != State.REVOKED:
         raise StateError("Work is excluded from exports only with a revocation.")
+    # Checked before anything is written too: the row made for a refused change would be rolled back,
+    # yet a write all the same (the fuzz test counts it).
+    current = Qualification.objects.filter(user=user, kind=kind).values_list("state", flat=True).first()
+    _check_allowed(kind, current or State.APPLICANT, to_state)
     with transaction.atomic():
         row, _ = Qualification.objects.select_for_update().get_or_create(user=user, kind=kind)
-        if to_state not in ALLOWED[State(row.state)]:
-            raise StateError(
-                f"{kind_label(kind)}: a person who is {State(row.state).label.lower()} cannot become "
-                f"{State(to_state).label.lower()}."
-            )
+        _check_allowed(kind, row.state, to_state)  # again under the lock: it may have changed since
         QualificationEvent.objects.create(
             user=user,
             kind=kind,
