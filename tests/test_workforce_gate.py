@@ -209,10 +209,13 @@ def test_the_candidates_page_and_a_decision_with_its_reason(django_user_model, a
     assert page.status_code == 200
     assert b"newbie" in page.content and b"100% [" in page.content
     assert client.get(reverse("console:candidates", args=["nonsense"])).status_code == 404
-    decide = reverse("console:workforce_decide")
-    response = client.post(decide, {"user": newbie.pk, "kind": KIND, "action": "qualify", "reason": ""})
-    assert response.status_code == 302 and state_of(newbie, KIND) == QualificationState.APPLICANT
-    client.post(decide, {"user": newbie.pk, "kind": KIND, "action": "qualify", "reason": "passed screening"})
+    decide, back = reverse("console:team_state", args=[newbie.pk]), reverse("console:candidates", args=[KIND])
+    response = client.post(decide, {"kind": KIND, "action": "qualify", "reason": "", "next": back})
+    assert response.status_code == 400 and state_of(newbie, KIND) == QualificationState.APPLICANT
+    response = client.post(
+        decide, {"kind": KIND, "action": "qualify", "reason": "passed screening", "next": back}
+    )
+    assert response.status_code == 302 and response.url == back
     assert state_of(newbie, KIND) == QualificationState.QUALIFIED
     event = QualificationEvent.objects.get(user=newbie)
     assert (event.by, event.reason) == (alice, "passed screening")

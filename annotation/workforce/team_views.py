@@ -13,6 +13,7 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.utils.cache import add_never_cache_headers
+from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_GET, require_POST
 
 from annotation.models import QualificationEvent
@@ -186,6 +187,10 @@ def person_state(request: HttpRequest, pk: int) -> HttpResponse:
         request,
         f"{kind_label(data['kind'])}: {person.get_username()} is now {ACTION_STATES[data['action']]}.",
     )
+    # The workforce and candidates pages decide here too, and come back to where the decision was made.
+    back = request.POST.get("next", "")
+    if url_has_allowed_host_and_scheme(back, {request.get_host()}, require_https=request.is_secure()):
+        return redirect(back)
     return redirect("console:team_person", pk=person.pk)
 
 
