@@ -99,6 +99,8 @@ RICH = {
     "training:sampling_new",
     "training:proxy_evaluations",
     "api-proxy-evaluations",
+    "console:timesheet_correct",
+    "api-timesheet-corrections",
 }
 EXAMPLES = {"rich": 8, "write": 3, "read": 2}
 # Refusals that keep something by design: an incomplete submit through the API is a 400 that keeps the

@@ -73,6 +73,7 @@ API_EPISODES = (OK, FORBIDDEN, OK, FORBIDDEN, AUTH, FORBIDDEN)
 API_EPISODE = (OK, GONE, OK, GONE, AUTH, GONE)
 API_LABELER = (FORBIDDEN, OK, FORBIDDEN, FORBIDDEN, AUTH, FORBIDDEN)
 LABELER_OR_RESEARCHER = (OK, OK, FORBIDDEN, FORBIDDEN, LOGIN, FORBIDDEN)  # the labelers' guidelines
+API_TIMESHEETS = (OK, OK, OK, FORBIDDEN, AUTH, FORBIDDEN)  # a labeler or demonstrator: their own rows only
 # The guidelines pages name a template (and a rating preset), not an object: their URL's arguments.
 GUIDELINES = {
     "guidelines": {"template": "webgpt_comparison"},
@@ -117,6 +118,9 @@ EXPECTED: dict[str, tuple] = {
     "console:export": RESEARCH_OBJECT,
     "console:export_download": RESEARCH_OBJECT,
     "console:corpora": RESEARCHER,
+    "console:timesheets": RESEARCHER,
+    "console:timesheets_csv": RESEARCHER,
+    "console:timesheet_correct": RESEARCHER,
     "console:corpus_import": RESEARCH_OBJECT,
     "questions:list": RESEARCHER,
     "questions:detail": RESEARCH_OBJECT,
@@ -182,6 +186,8 @@ EXPECTED: dict[str, tuple] = {
     "api-rounds": API_RESEARCHER,
     "api-round": API_RESEARCH_OBJECT,
     "api-models": API_RESEARCHER,
+    "api-timesheets": API_TIMESHEETS,
+    "api-timesheet-corrections": API_RESEARCHER,
     "api-model": API_RESEARCH_OBJECT,
     "annotation:next_question": DEMONSTRATOR,
     "annotation:start": DEMONSTRATOR,
@@ -346,6 +352,12 @@ PAGE_FIELDS: dict[str, Any] = {
     "annotation:draft": lambda s, o: {"answer": "Geelong won the 2022 AFL Grand Final."},
     "training:round_create": lambda s, o: {"name": "round two", "sampling_runs": [s["sampling_run"].pk]},
     "training:round_add_runs": lambda s, o: {"sampling_runs": [s["sampling_run"].pk]},
+    "console:timesheet_correct": lambda s, o: {
+        "user": "bob",
+        "day": timezone.localdate().isoformat(),
+        "minutes": 30,
+        "reason": "matrix",
+    },
 }
 QUERY: dict[str, Any] = {
     "training:compare": lambda s, o: {"run": [s["run"].pk]},
@@ -386,6 +398,12 @@ API_BODIES: dict[str, Any] = {
     },
     "api-task-draft": lambda s, o: {"draft": {}},
     "api-task-skip": lambda s, o: {"reason": "I do not know this topic"},
+    "api-timesheet-corrections": lambda s, o: {
+        "user": "bob",
+        "day": timezone.localdate().isoformat(),
+        "minutes": 30,
+        "reason": "matrix",
+    },
 }
 MULTIPART = {"api-question-import", "api-corpus-imports"}
 PAGE = b'{"url": "https://example.org/alpha", "title": "Alpha", "text": "alpha bravo charlie"}\n'

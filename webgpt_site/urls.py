@@ -9,6 +9,7 @@ from annotation.exports import views as export_views
 from annotation.feedback import console as feedback_console
 from annotation.feedback import flag_review_views as flag_review
 from annotation.feedback import results_views as feedback_results
+from annotation.workforce import timesheet_views as timesheets
 from annotation.workforce import views as workforce
 from browser import views as corpus_views
 from webgpt_site import account, console, queues, views
@@ -46,6 +47,9 @@ console_patterns = (
         path("exports/", export_views.export_list, name="exports"),
         path("exports/<int:pk>/", export_views.export_detail, name="export"),
         path("exports/<int:pk>/download/", export_views.export_download, name="export_download"),
+        path("workforce/timesheets/", timesheets.timesheets_page, name="timesheets"),
+        path("workforce/timesheets.csv", timesheets.timesheets_csv, name="timesheets_csv"),
+        path("workforce/timesheets/corrections/", timesheets.correct_time, name="timesheet_correct"),
     ],
     "console",
 )
