@@ -102,6 +102,8 @@ RICH = {
     "console:team_state",
     "api-team-state",
     "account:invite",
+    "console:timesheet_correct",
+    "api-timesheet-corrections",
 }
 EXAMPLES = {"rich": 8, "write": 3, "read": 2}
 # Refusals that keep something by design: an incomplete submit through the API is a 400 that keeps the

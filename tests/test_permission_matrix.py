@@ -75,6 +75,7 @@ API_EPISODES = (OK, FORBIDDEN, OK, FORBIDDEN, AUTH, FORBIDDEN)
 API_EPISODE = (OK, GONE, OK, GONE, AUTH, GONE)
 API_LABELER = (FORBIDDEN, OK, FORBIDDEN, FORBIDDEN, AUTH, FORBIDDEN)
 LABELER_OR_RESEARCHER = (OK, OK, FORBIDDEN, FORBIDDEN, LOGIN, FORBIDDEN)  # the labelers' guidelines
+API_TIMESHEETS = (OK, OK, OK, FORBIDDEN, AUTH, FORBIDDEN)  # a labeler or demonstrator: their own rows only
 # The guidelines pages name a template (and a rating preset), not an object: their URL's arguments.
 GUIDELINES = {
     "guidelines": {"template": "webgpt_comparison"},
@@ -118,6 +119,9 @@ EXPECTED: dict[str, tuple] = {
     "console:export": RESEARCH_OBJECT,
     "console:export_download": RESEARCH_OBJECT,
     "console:corpora": RESEARCHER,
+    "console:timesheets": RESEARCHER,
+    "console:timesheets_csv": RESEARCHER,
+    "console:timesheet_correct": RESEARCHER,
     "console:corpus_import": RESEARCH_OBJECT,
     "console:team": RESEARCHER,
     "console:team_add": RESEARCHER,
@@ -194,6 +198,8 @@ EXPECTED: dict[str, tuple] = {
     "api-rounds": API_RESEARCHER,
     "api-round": API_RESEARCH_OBJECT,
     "api-models": API_RESEARCHER,
+    "api-timesheets": API_TIMESHEETS,
+    "api-timesheet-corrections": API_RESEARCHER,
     "api-model": API_RESEARCH_OBJECT,
     "annotation:next_question": DEMONSTRATOR,
     "annotation:start": DEMONSTRATOR,
@@ -362,6 +368,12 @@ PAGE_FIELDS: dict[str, Any] = {
     "console:team_qualify_role": lambda s, o: {"role": "labeler", "reason": "matrix"},
     "console:team_roles": lambda s, o: {"role": "demonstrator", "action": "grant"},
     "account:invite": lambda s, o: {"username": "newcomer", "password1": PASSWORD, "password2": PASSWORD},
+    "console:timesheet_correct": lambda s, o: {
+        "user": "bob",
+        "day": timezone.localdate().isoformat(),
+        "minutes": 30,
+        "reason": "matrix",
+    },
 }
 PASSWORD = "a long unusual passphrase 71"
 QUERY: dict[str, Any] = {
@@ -404,6 +416,12 @@ API_BODIES: dict[str, Any] = {
     "api-task-draft": lambda s, o: {"draft": {}},
     "api-task-skip": lambda s, o: {"reason": "I do not know this topic"},
     "api-team-state": lambda s, o: {"kind": "webgpt_comparison", "action": "qualify", "reason": "matrix"},
+    "api-timesheet-corrections": lambda s, o: {
+        "user": "bob",
+        "day": timezone.localdate().isoformat(),
+        "minutes": 30,
+        "reason": "matrix",
+    },
 }
 MULTIPART = {"api-question-import", "api-corpus-imports"}
 PAGE = b'{"url": "https://example.org/alpha", "title": "Alpha", "text": "alpha bravo charlie"}\n'

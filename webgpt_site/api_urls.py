@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from django.urls import path
 
-from annotation.api import corpora, exports, flags, results, tasks, team, views, workforce
+from annotation.api import corpora, exports, flags, results, tasks, team, timesheets, views, workforce
 from training.evaluation import proxy_api as proxy
 from training.evaluation import rounds_api as rounds
 from training.runs import api as training
@@ -39,6 +39,12 @@ urlpatterns = [
     path("exports", exports.ExportList.as_view(), name="api-exports"),
     path("exports/<int:pk>", exports.ExportDetail.as_view(), name="api-export"),
     path("exports/<int:pk>/download", exports.ExportDownload.as_view(), name="api-export-download"),
+    path("timesheets", timesheets.Timesheets.as_view(), name="api-timesheets"),
+    path(
+        "timesheets/corrections",
+        timesheets.TimesheetCorrections.as_view(),
+        name="api-timesheet-corrections",
+    ),
     path("training-runs", training.TrainingRunList.as_view(), name="api-training-runs"),
     path("training-runs/<int:pk>", training.TrainingRunDetail.as_view(), name="api-training-run"),
     path(

@@ -10,6 +10,7 @@ from annotation.feedback import console as feedback_console
 from annotation.feedback import flag_review_views as flag_review
 from annotation.feedback import results_views as feedback_results
 from annotation.workforce import invite_views, team_views
+from annotation.workforce import timesheet_views as timesheets
 from annotation.workforce import views as workforce
 from browser import views as corpus_views
 from webgpt_site import account, console, queues, views
@@ -54,6 +55,9 @@ console_patterns = (
         path("team/<int:pk>/qualify-role/", team_views.person_qualify_role, name="team_qualify_role"),
         path("team/<int:pk>/roles/", team_views.person_roles, name="team_roles"),
         path("team/<int:pk>/link/", team_views.person_link, name="team_link"),
+        path("workforce/timesheets/", timesheets.timesheets_page, name="timesheets"),
+        path("workforce/timesheets.csv", timesheets.timesheets_csv, name="timesheets_csv"),
+        path("workforce/timesheets/corrections/", timesheets.correct_time, name="timesheet_correct"),
     ],
     "console",
 )

@@ -30,3 +30,9 @@ class IsLabeler(_HasRole):
 
 class IsDemonstratorOrResearcher(_HasRole):
     roles = (Role.DEMONSTRATOR, Role.RESEARCHER)
+
+
+class IsWorkerOrResearcher(_HasRole):
+    """Time sheets: researchers read everyone's, labelers and demonstrators their own (the view narrows)."""
+
+    roles = (Role.RESEARCHER, Role.LABELER, Role.DEMONSTRATOR)

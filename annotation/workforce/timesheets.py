@@ -1,6 +1,7 @@
 """Time sheets: each person's active time per day (what the task and browsing pages record while visible and
 in use), the work done, and researchers' corrections. A task's or an episode's active time counts on the
-day it was started (in the site's time zone), so a time sheet adds up to exactly the active time stored."""
+day it was started (in the site's time zone), so a time sheet adds up to exactly the active time stored
+(a researcher's reference judgements excepted: they are no one's paid work)."""
 
 from __future__ import annotations
 
@@ -31,7 +32,7 @@ class Day:
     skipped: int = 0
     demonstrations: int = 0
     demonstrations_skipped: int = 0
-    corrections: list[str] = field(default_factory=list)
+    corrections: list[TimeCorrection] = field(default_factory=list)  # oldest first, ``by`` fetched
 
     @property
     def recorded_seconds(self) -> float:
@@ -57,8 +58,10 @@ def days(start: date, end: date, users: Iterable[int] | None = None) -> list[Day
     def row(user_id: int, day: date) -> Day:
         return rows.setdefault((user_id, day), Day(user_id, day))
 
-    tasks = Assignment.objects.annotate(day=TruncDate("started_at", tzinfo=zone)).filter(
-        day__gte=start, day__lte=end
+    tasks = (
+        Assignment.objects.exclude(status=AssignmentStatus.REFERENCE)
+        .annotate(day=TruncDate("started_at", tzinfo=zone))
+        .filter(day__gte=start, day__lte=end)
     )
     episodes = (
         Episode.objects.filter(kind=EpisodeKind.HUMAN)
@@ -87,10 +90,10 @@ def days(start: date, end: date, users: Iterable[int] | None = None) -> list[Day
         day = row(found["user_id"], found["day"])
         day.demonstration_seconds, day.demonstrations = found["seconds"] or 0.0, found["done"]
         day.demonstrations_skipped = found["skipped"]
-    for correction in corrections.order_by("day", "id"):
+    for correction in corrections.select_related("by").order_by("day", "id"):
         day = row(correction.user_id, correction.day)
         day.corrected_seconds += correction.seconds
-        day.corrections.append(correction.reason)
+        day.corrections.append(correction)
     return [rows[key] for key in sorted(rows)]
 
 
