@@ -165,6 +165,26 @@ def test_the_bootstrap_draws_items_so_units_of_one_item_move_together():
     assert alone.items == 11 and alone.low < alone.alpha < alone.high
 
 
+def test_the_bootstrap_matches_resampling_items_one_by_one_with_the_reference_implementation():
+    # Drawing counts of each kind of item (multinomial) is the same distribution as drawing items one by
+    # one; compare with the plain way, the package's alpha on each resample of the pairable units.
+    data = np.asarray(TEXTBOOK, dtype=float)
+    pairable = [unit for unit in range(data.shape[1]) if (~np.isnan(data[:, unit])).sum() >= 2]
+    rng = np.random.default_rng(11)
+    plain = []
+    for _ in range(3000):
+        sample = data[:, rng.choice(pairable, size=len(pairable))]
+        value = krippendorff.alpha(
+            reliability_data=sample, level_of_measurement="ordinal", value_domain=[1, 2, 3, 4, 5]
+        )
+        if not np.isnan(value):
+            plain.append(value)
+    low, high = np.percentile(plain, [2.5, 97.5])
+    mine = krippendorff_alpha(as_units(TEXTBOOK), "ordinal", domain=[1, 2, 3, 4, 5], resamples=3000, seed=2)
+    assert mine.low == pytest.approx(low, abs=0.04)
+    assert mine.high == pytest.approx(high, abs=0.01)
+
+
 def test_an_unknown_level_is_refused():
     with pytest.raises(ValueError, match="level"):
         krippendorff_alpha({1: {"x": 1, "y": 2}}, "interval")  # type: ignore[arg-type]

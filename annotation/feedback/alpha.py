@@ -91,16 +91,7 @@ def krippendorff_alpha(
     if not pairable:
         return Alpha(None, level, 0, 0, 0)
     scale = _scale(pairable, domain)
-    index = {value: i for i, value in enumerate(scale)}
-    # Each item's coincidence matrix, the sum of its units' (alpha only needs the sums).
-    item_of = {unit: (clusters or {}).get(unit, ("unit", unit)) for unit in pairable}
-    items = list(dict.fromkeys(item_of[unit] for unit in pairable))
-    row_of = {item: i for i, item in enumerate(items)}
-    size = len(scale)
-    per_item = np.zeros((len(items), size, size))
-    for unit, values in pairable.items():
-        counts = np.bincount([index[value] for value in values], minlength=size).astype(float)
-        per_item[row_of[item_of[unit]]] += (np.outer(counts, counts) - np.diag(counts)) / (len(values) - 1)
+    per_item = _item_coincidences(pairable, scale, clusters or {})
     total = per_item.sum(axis=0)
     value = _alphas(total[np.newaxis], level)[0]
     n = sum(len(values) for values in pairable.values())
@@ -108,16 +99,21 @@ def krippendorff_alpha(
         None if np.isnan(value) else float(value),
         level,
         units=len(pairable),
-        items=len(items),
+        items=len(per_item),
         values=n,
         no_variation=bool(np.isnan(value)),
     )
     if resamples <= 0:
         return base
+    # Items with the same coincidence matrix are interchangeable: drawing len(items) items with
+    # replacement, how many of each kind are drawn is multinomial with the kinds' shares. A batch has few
+    # kinds (two or three judgements on a 5-point scale), so each draw costs the kinds, not the items.
+    kinds, counts = np.unique(per_item.reshape(len(per_item), -1), axis=0, return_counts=True)
+    kinds = kinds.reshape(len(kinds), *per_item.shape[1:])
     draws = np.concatenate(
         [
-            _alphas(np.tensordot(weights, per_item, axes=1), level)
-            for weights in _weights(len(items), resamples, seed)
+            _alphas(np.tensordot(weights, kinds, axes=1), level)
+            for weights in _weights(counts, resamples, seed)
         ]
     )
     draws = draws[~np.isnan(draws)]
@@ -142,14 +138,36 @@ def _scale(pairable: Mapping[Hashable, list], domain: Sequence[Hashable] | None)
     return scale
 
 
-def _weights(items: int, resamples: int, seed: int) -> Iterator[np.ndarray]:
-    """How often each item is drawn in each of ``resamples`` draws of ``items`` items with replacement,
-    (draws, items) per chunk, from numpy's generator seeded with ``seed`` (the same seed, the same draws)."""
+def _item_coincidences(
+    pairable: Mapping[Hashable, list], scale: list, clusters: Mapping[Hashable, Hashable]
+) -> np.ndarray:
+    """Each item's coincidence matrix (items, V, V): the sum of its units' (alpha needs only the sums);
+    items in the order first seen."""
+    index = {value: i for i, value in enumerate(scale)}
+    item_of = [clusters.get(unit, ("unit", unit)) for unit in pairable]
+    row_of = {item: i for i, item in enumerate(dict.fromkeys(item_of))}
+    size = len(scale)
+    counts = np.zeros((len(pairable), size))  # n_uc
+    unit_rows = [row for row, values in enumerate(pairable.values()) for _ in values]
+    np.add.at(counts, (unit_rows, [index[value] for values in pairable.values() for value in values]), 1)
+    each = counts.sum(axis=1)  # m_u
+    per_unit = counts[:, :, np.newaxis] * counts[:, np.newaxis, :]
+    per_unit -= counts[:, :, np.newaxis] * np.eye(size)
+    per_unit /= (each - 1)[:, np.newaxis, np.newaxis]
+    per_item = np.zeros((len(row_of), size, size))
+    np.add.at(per_item, [row_of[item] for item in item_of], per_unit)
+    return per_item
+
+
+def _weights(counts: np.ndarray, resamples: int, seed: int) -> Iterator[np.ndarray]:
+    """For each of ``resamples`` draws of sum(counts) items with replacement, how many of each kind of
+    item (``counts[k]`` items of kind k) it holds, (draws, kinds) per chunk, from numpy's generator seeded
+    with ``seed`` (the same seed, the same draws)."""
     rng = np.random.default_rng(seed)
-    per_chunk = max(1, _CHUNK_CELLS // items)
-    uniform = np.full(items, 1 / items)
+    total = int(counts.sum())
+    per_chunk = max(1, _CHUNK_CELLS // len(counts))
     for start in range(0, resamples, per_chunk):
-        yield rng.multinomial(items, uniform, size=min(per_chunk, resamples - start)).astype(float)
+        yield rng.multinomial(total, counts / total, size=min(per_chunk, resamples - start)).astype(float)
 
 
 def _alphas(coincidences: np.ndarray, level: Level) -> np.ndarray:
