@@ -10,6 +10,7 @@ from django.http import HttpRequest, HttpResponse, HttpResponseBadRequest, Query
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
+from annotation.feedback.alpha_stats import batch_alpha
 from annotation.feedback.batches import (
     MAX_INSTRUCTIONS,
     MAX_NAME,
@@ -263,6 +264,7 @@ def _detail_page(request: HttpRequest, batch: FeedbackBatch, priority_error: str
         "progress": batch_progress(batch),
         "flag_counts": flag_counts(batch),
         "labelers": labeler_stats(batch),
+        "alphas": batch_alpha(batch),
         "late": late_submissions(batch)[:100],  # the oldest; the count above has them all
         "origin": origin_context(batch),
         "priority_range": PRIORITY,
