@@ -159,6 +159,7 @@ OBJECT_OF = {
     # The candidates page names a kind of work (a template, "rating:<preset>" or "demonstration").
     "console:candidates": "work_kind",
     "api-workforce-candidates": "work_kind",
+    "console:workforce_kind": "work_kind",
 }
 
 

@@ -109,6 +109,7 @@ EXPECTED: dict[str, tuple] = {
     "console:feedback_priority": RESEARCHER,
     "console:workforce": RESEARCHER,
     "console:candidates": RESEARCHER,
+    "console:workforce_kind": RESEARCHER,
     "api-workforce-paused": API_RESEARCHER,
     "api-workforce-candidates": API_RESEARCHER,
     "console:feedback_results": RESEARCHER,

@@ -280,3 +280,19 @@ def test_the_candidates_api_and_command(django_user_model, alice, bob, client):
     assert "newbie (applicant): 1/2 items, suggestion incomplete" in out.getvalue()
     with pytest.raises(CommandError):
         call_command("screening", "nope")
+
+
+def test_the_kind_page_shows_gold_accuracy_and_signals_with_their_intervals(django_user_model, alice, client):
+    batch = comparison_batch("work", 4, gold_threshold=0.0, gold_min_items=1, overlap=2)
+    FeedbackItem.objects.filter(batch=batch).update(is_gold=True, gold_expected={"preference": 1.0})
+    first, second = (make_user(django_user_model, name, "labeler") for name in ("first", "second"))
+    for _ in range(4):
+        judge(first, True)  # 4 of 4 gold right
+        judge(second, None)  # says equal every time: 2 of 4, and 100% "equally good"
+    client.force_login(alice)
+    page = client.get(reverse("console:workforce_kind", args=[KIND])).content.decode()
+    assert "100% [51%-100%], n = 4" in page  # first's gold accuracy: Wilson for 4 of 4
+    assert "50% [15%-85%], n = 4" in page  # second's: 2 of 4
+    assert "Near-constant rating" in page and "notable" in page
+    assert "Krippendorff" in page
+    assert client.get(reverse("console:workforce_kind", args=["demonstration"])).status_code == 404

@@ -42,6 +42,7 @@ console_patterns = (
         ),
         path("workforce/", workforce.overview, name="workforce"),
         path("workforce/candidates/<str:kind>/", workforce.candidates, name="candidates"),
+        path("workforce/kinds/<str:kind>/", workforce.kind_page, name="workforce_kind"),
         path("corpora/", corpus_views.corpus_list, name="corpora"),
         path("corpora/imports/<int:pk>/", corpus_views.corpus_import_detail, name="corpus_import"),
         path("exports/", export_views.export_list, name="exports"),

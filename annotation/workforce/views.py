@@ -5,12 +5,16 @@ from __future__ import annotations
 
 from collections import Counter, defaultdict
 
+from django.contrib.auth import get_user_model
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
+from annotation.feedback.alpha_stats import alpha_text, template_alpha
 from annotation.models import DEMONSTRATION, DemonstrationBatch, FeedbackBatch, Qualification, work_kind
+from annotation.workforce.gold import accuracy_of, gold_checks, rolling_window
 from annotation.workforce.screening import candidates_for
+from annotation.workforce.signals import SIGNAL_LABELS, kind_template, signals_for_kind
 from annotation.workforce.states import (
     State,
     all_kinds,
@@ -71,3 +75,41 @@ def candidates(request: HttpRequest, kind: str) -> HttpResponse:
         "tests": _screening_tests().get(kind, []),
     }
     return render(request, "console/candidates.html", context)
+
+
+@require_GET
+@role_required(Role.RESEARCHER)
+def kind_page(request: HttpRequest, kind: str) -> HttpResponse:
+    """One kind of feedback work: the agreement statistics of its production batches (Krippendorff's alpha
+    with its bootstrap interval) and, per labeler, their state, rolling gold accuracy and the signals of
+    careless work, each with its count and 95% interval; the notable ones are marked."""
+    template = kind_template(kind)
+    if template is None:
+        raise Http404("No such kind of feedback work.")
+    signals = signals_for_kind(kind)
+    states = dict(Qualification.objects.filter(kind=kind).values_list("user_id", "state"))
+    names = dict(get_user_model().objects.filter(pk__in=signals).values_list("pk", "username"))
+    window = rolling_window(1)
+    # Columns for the signals some labeler has (a labeler without shared items has no agreement: a blank).
+    codes = [code for code in SIGNAL_LABELS if any(getattr(one, code) for one in signals.values())]
+    rows = []
+    for user_id, labeler in sorted(signals.items(), key=lambda pair: names.get(pair[0], "")):
+        rows.append(
+            {
+                "user_id": user_id,
+                "username": names.get(user_id, "?"),
+                "state": states.get(user_id, State.APPLICANT),
+                "submitted": labeler.submitted,
+                "cells": [getattr(labeler, code) for code in codes],
+                "gold": accuracy_of(gold_checks(user_id, kind)[-window:]),
+            }
+        )
+    context = {
+        "kind": kind,
+        "label": kind_label(kind),
+        "alpha": [(row, alpha_text(row)) for row in template_alpha(*template)],
+        "rows": rows,
+        "columns": [SIGNAL_LABELS[code] for code in codes],
+        "window": window,
+    }
+    return render(request, "console/workforce_kind.html", context)
