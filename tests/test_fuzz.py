@@ -142,8 +142,10 @@ def _build_world(tmp: Any) -> World:
     from annotation.feedback.batches import BatchSettings, create_feedback_batch, group_answers
     from annotation.models import Assignment, Export, ExportStatus, FeedbackItem, Question
     from annotation.questions.service import import_questions
+    from annotation.workforce.states import qualify_for_role
     from browser.models import Corpus, CorpusImport
     from training.models import ModelCheckpoint, ProxyEvaluation, Round, SamplingRun, TrainingRun
+    from webgpt_site.permissions import Role
 
     users: dict[str, Any] = {"anonymous": None}
     for name, role in (
@@ -156,6 +158,9 @@ def _build_world(tmp: Any) -> World:
         users[name] = User.objects.create_user(name, is_staff=name == "sam")  # no password: nothing to hash
         if role:
             users[name].groups.add(Group.objects.get_or_create(name=role)[0])
+            # Qualified for their role's work, as the upgrade qualifies everyone already working: the gate
+            # would otherwise hand them only screening tests (and dana no episode).
+            qualify_for_role(users[name], Role(role), by=None, reason="the fuzz test's world")
     corpus = Corpus.objects.create(name="freshwiki", document_count=100)
     report = import_questions(
         b'{"question": "Why is the sky blue?"}\n{"question": "Who won the 2022 AFL Grand Final?"}',
