@@ -302,6 +302,55 @@ BAD_REQUESTS = [
         ["--template", "ranking", "--gold", "1>2"],
         "Gold pairs are for comparison batches",
     ),
+    (
+        "a maximum overlap under the overlap",
+        {"overlap": 3, "max_overlap": 2},
+        {"overlap": 3, "max_overlap": 2},
+        ["--overlap", "3", "--max-overlap", "2"],
+        "The maximum overlap is at least the overlap (3): leave it empty for no extra judgements",
+    ),
+    (
+        "a maximum overlap over 10",
+        {"max_overlap": 11},
+        {"max_overlap": 11},
+        ["--max-overlap", "11"],
+        "The maximum overlap is 1 to 10 labelers per item",
+    ),
+    (
+        "a rank agreement threshold that is no tau",
+        {"rank_agreement_threshold": 1.5},
+        {"rank_agreement_threshold": 1.5},
+        ["--rank-agreement-threshold", "1.5"],
+        "The rank agreement threshold is a Kendall tau, -1 to 1",
+    ),
+    (
+        "an agreement cutoff over 1",
+        {"agreement_cutoff": 1.2},
+        {"agreement_cutoff": 1.2},
+        ["--agreement-cutoff", "1.2"],
+        "The agreement cutoff is a share of judgements, 0 to 1",
+    ),
+    (
+        "a flag cutoff under 0",
+        {"flag_cutoff": -0.1},
+        {"flag_cutoff": -0.1},
+        ["--flag-cutoff", "-0.1"],
+        "The flag cutoff is a share of judgements, 0 to 1",
+    ),
+    (
+        "a gold threshold over 1",
+        {"gold_threshold": 1.5},
+        {"gold_threshold": 1.5},
+        ["--gold-threshold", "1.5"],
+        "The gold accuracy threshold is a share of judgements, 0 to 1",
+    ),
+    (
+        "no gold items before a pause",
+        {"gold_min_items": 0},
+        {"gold_min_items": 0},
+        ["--gold-min-items", "0"],
+        "Gold items before a pause: 1 to 1000",
+    ),
 ]
 
 

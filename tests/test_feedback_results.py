@@ -493,7 +493,7 @@ def test_each_table_downloads_as_csv(client_for, alice, comparison):
     missing = client.get(reverse("console:feedback_results_csv", args=[comparison.pk, "rates"]))
     assert missing.status_code == 400
     assert missing.content.decode() == (
-        "This batch has no table 'rates'; its tables are preference, agreement, labelers."
+        "This batch has no table 'rates'; its tables are preference, agreement, labelers, overlap."
     )
 
 

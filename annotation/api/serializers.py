@@ -21,7 +21,13 @@ from annotation.exports.rules import (
 )
 from annotation.exports.rules import SOURCES as EXPORT_SOURCES
 from annotation.feedback.batches import MAX_NAME as MAX_BATCH_NAME
-from annotation.feedback.batches import PAIRS_PER_QUESTION, BatchError, BatchSettings, check_batch_request
+from annotation.feedback.batches import (
+    PAIRS_PER_QUESTION,
+    BatchError,
+    BatchSettings,
+    check_batch_request,
+    model_default,
+)
 from annotation.feedback.batches import SOURCES as BATCH_SOURCES
 from annotation.feedback.scales import RANKING_TAG_SETS, RATING_PRESETS, TEMPLATES
 from annotation.feedback.stats import batch_progress
@@ -168,6 +174,13 @@ class BatchSerializer(serializers.ModelSerializer):
             "always_required",
             "lease_seconds",
             "revision_seconds",
+            "is_screening",
+            "agreement_cutoff",
+            "flag_cutoff",
+            "gold_threshold",
+            "gold_min_items",
+            "max_overlap",
+            "rank_agreement_threshold",
             "is_active",
             "created_at",
             "progress",
@@ -240,6 +253,39 @@ class BatchCreateInput(StrictSerializer):
     include_declined = serializers.BooleanField(
         default=False, help_text="source=runs: pair the answers to questions a run declined too"
     )
+    is_screening = serializers.BooleanField(
+        default=model_default("is_screening"),
+        help_text="A screening test: every applicant for its kind of work judges every item (overlap and "
+        "max_overlap do not apply)",
+    )
+    agreement_cutoff = serializers.FloatField(
+        default=model_default("agreement_cutoff"),
+        help_text="Screening: soft cutoff on agreement with the references' preferences or rankings, 0-1",
+    )
+    flag_cutoff = serializers.FloatField(
+        default=model_default("flag_cutoff"),
+        help_text="Screening: soft cutoff on agreement with the references' question flags, 0-1",
+    )
+    gold_threshold = serializers.FloatField(
+        default=model_default("gold_threshold"),
+        help_text="Pause a labeler for this kind of work under this rolling gold accuracy, 0-1",
+    )
+    gold_min_items = serializers.IntegerField(
+        default=model_default("gold_min_items"),
+        help_text="Gold judgements before the pause may apply, 1-1000",
+    )
+    max_overlap = serializers.IntegerField(
+        required=False,
+        allow_null=True,
+        default=None,
+        help_text="Adaptive overlap: an item whose judgements disagree asks for one more labeler, up to this "
+        "many (overlap-10; null: never). Comparisons and rankings only: ratings never ask for more",
+    )
+    rank_agreement_threshold = serializers.FloatField(
+        default=model_default("rank_agreement_threshold"),
+        help_text="Rankings with max_overlap: two rankings disagree when their Kendall tau-b is under this "
+        "(-1 to 1)",
+    )
 
     def validate(self, data: dict[str, Any]) -> dict[str, Any]:
         settings = self._settings(data)
@@ -271,6 +317,13 @@ class BatchCreateInput(StrictSerializer):
             vs_demonstrations=data["vs_demonstrations"],
             pairs_per_question=data["pairs_per_question"],
             include_declined=data["include_declined"],
+            is_screening=data["is_screening"],
+            agreement_cutoff=data["agreement_cutoff"],
+            flag_cutoff=data["flag_cutoff"],
+            gold_threshold=data["gold_threshold"],
+            gold_min_items=data["gold_min_items"],
+            max_overlap=data["max_overlap"],
+            rank_agreement_threshold=data["rank_agreement_threshold"],
         )
 
 

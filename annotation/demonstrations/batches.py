@@ -12,6 +12,8 @@ from browser.sources import LOCAL, source_error
 from webgpt_site.models import log_action
 from webgpt_site.permissions import AnyUser
 
+GRADE_CUTOFF = (1.0, 7.0)  # InstructGPT's 1-7 demonstration grade
+
 
 def batch_source(batch: DemonstrationBatch | None) -> tuple[str, str]:
     """(provider, corpus) that an episode of ``batch`` searches; the bc-split fallback has no batch and
@@ -29,10 +31,18 @@ def create_demonstration_batch(
     *,
     corpus: str = "",
     search: str = LOCAL,
+    is_screening: bool = False,
+    grade_cutoff: float | None = None,
 ) -> DemonstrationBatch:
-    """The batch, active; ValueError saying why not (the overlap, the provider, the corpus)."""
+    """The batch, active; ValueError saying why not (the overlap, the provider, the corpus, the grade
+    cutoff). A screening test (``is_screening``) is demonstrated by every applicant, whatever the overlap,
+    and researchers grade its demonstrations 1-7 against ``grade_cutoff`` (None: the model's default)."""
     if not 1 <= overlap <= 10:
         raise ValueError("overlap must be between 1 and 10")
+    if grade_cutoff is None:
+        grade_cutoff = DemonstrationBatch._meta.get_field("grade_cutoff").default
+    if not GRADE_CUTOFF[0] <= grade_cutoff <= GRADE_CUTOFF[1]:  # also NaN
+        raise ValueError(f"the grade cutoff is a 1-7 grade, {GRADE_CUTOFF[0]:g} to {GRADE_CUTOFF[1]:g}")
     if problem := source_error(search, corpus):
         raise ValueError(problem)
     with transaction.atomic():
@@ -41,6 +51,8 @@ def create_demonstration_batch(
             overlap=overlap,
             corpus=corpus,
             search=search,
+            is_screening=is_screening,
+            grade_cutoff=grade_cutoff,
             created_by=user if getattr(user, "is_authenticated", False) else None,
         )
         batch.questions.set(questions)
@@ -52,5 +64,7 @@ def create_demonstration_batch(
             overlap=overlap,
             corpus=corpus,
             search=search,
+            is_screening=is_screening,
+            grade_cutoff=grade_cutoff,
         )
     return batch

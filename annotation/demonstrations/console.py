@@ -12,7 +12,7 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_http_methods
 
-from annotation.demonstrations.batches import create_demonstration_batch
+from annotation.demonstrations.batches import GRADE_CUTOFF, create_demonstration_batch
 from annotation.models import DemonstrationBatch, EpisodeStatus, Question, Split
 from browser.sources import LOCAL, check_source, provider_choices
 from webgpt_site.permissions import Role, role_required
@@ -26,6 +26,20 @@ class DemonstrationBatchForm(forms.Form):
         min_value=1, max_value=100_000, initial=50, help_text="At most this many questions"
     )
     overlap = forms.IntegerField(min_value=1, max_value=10, initial=1, help_text="Demonstrators per question")
+    is_screening = forms.BooleanField(
+        required=False,
+        label="Screening test",
+        help_text="Every applicant demonstrates every question, so the overlap does not apply; researchers "
+        "grade the demonstrations 1-7",
+    )
+    grade_cutoff = forms.FloatField(
+        required=False,
+        min_value=GRADE_CUTOFF[0],
+        max_value=GRADE_CUTOFF[1],
+        initial=DemonstrationBatch._meta.get_field("grade_cutoff").default,
+        widget=forms.NumberInput(attrs={"step": "any"}),
+        help_text="Screening: the soft cutoff on the mean grade (InstructGPT: 6); empty: the default",
+    )
     search = forms.ChoiceField(
         label="Search with",
         choices=(),
@@ -77,6 +91,8 @@ def batches(request: HttpRequest) -> HttpResponse:
                 form.cleaned_data["overlap"],
                 corpus=form.cleaned_data["corpus"],
                 search=form.cleaned_data["search"],
+                is_screening=form.cleaned_data["is_screening"],
+                grade_cutoff=form.cleaned_data["grade_cutoff"],
             )
             messages.success(request, f"Batch {batch.name!r} created with {len(ids)} questions.")
             return redirect("console:demonstration_batches")

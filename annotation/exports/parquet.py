@@ -40,6 +40,9 @@ RM_PAIRS = pa.schema(
         ("answer_chosen", pa.int64()),
         ("answer_rejected", pa.int64()),
         ("question_id", pa.int64()),
+        # The item's final overlap and target (platform judgements; null for imported ones).
+        ("overlap", pa.int64()),
+        ("target_overlap", pa.int64()),
     ]
 )
 SCHEMAS = {"webgpt-comparisons": WEBGPT_COMPARISONS, "rm-pairs": RM_PAIRS}

@@ -1,6 +1,8 @@
 """The rows of each export format, read from the database as streams (server-side cursors, constant
 memory). Which judgements count: submitted ones (``AssignmentStatus.SUBMITTED``), and late ones only when
-the request includes them; skipped, expired and leased ones never reach a dataset."""
+the request includes them; skipped, expired and leased ones never reach a dataset. Screening tests are
+tests, not data: their judgements and demonstrations never do either, nor a person's work of a kind
+submitted before ``Qualification.work_excluded_before`` for that kind (set on a revocation)."""
 
 from __future__ import annotations
 
@@ -9,9 +11,22 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from django.conf import settings
-from django.db.models import IntegerField, JSONField, OuterRef, QuerySet, Subquery
+from django.db.models import (
+    Case,
+    CharField,
+    Count,
+    Exists,
+    F,
+    IntegerField,
+    JSONField,
+    OuterRef,
+    QuerySet,
+    Subquery,
+    Value,
+    When,
+)
 from django.db.models.fields.json import KT
-from django.db.models.functions import Cast, Greatest, Least
+from django.db.models.functions import Cast, Concat, Greatest, Least
 
 from annotation.demonstrations.training_data import bc_examples
 from annotation.exports.formats import answer_prompt, rm_pair, score_for_first, webgpt_pair, webgpt_row
@@ -27,8 +42,10 @@ from annotation.models import (
     FeedbackBatch,
     FlagDecision,
     ImportedComparison,
+    Qualification,
     Split,
 )
+from annotation.models.workforce import DEMONSTRATION, RATING_PREFIX
 from browser.engine.browser import removed_quote_actions
 from browser.engine.trajectory import model_commands
 
@@ -69,7 +86,43 @@ def submitted_judgements(filters: dict[str, Any]) -> QuerySet[Assignment]:
         tasks = tasks.filter(item__is_gold=False)
     if filters.get("exclude_eval"):
         tasks = tasks.exclude(item__question__split=Split.EVAL)
-    return _in_rounds(tasks, filters)
+    return _in_rounds(_work_that_is_data(tasks), filters)
+
+
+def _work_that_is_data(tasks: QuerySet[Assignment]) -> QuerySet[Assignment]:
+    """Leave out screening tests' judgements, and each one made before its labeler's
+    ``work_excluded_before`` for its kind of work (``work_kind``: the template, "rating:<preset>" for a
+    rating batch), in the query: an export's count and its rows agree."""
+    kind = Case(
+        When(
+            item__batch__template="rating",
+            then=Concat(Value(RATING_PREFIX), F("item__batch__preset"), output_field=CharField()),
+        ),
+        default=F("item__batch__template"),
+        output_field=CharField(),
+    )
+    excluded = Qualification.objects.filter(
+        user=OuterRef("labeler_id"),
+        kind=OuterRef("work_kind"),
+        work_excluded_before__gt=OuterRef("submitted_at"),
+    )
+    return tasks.filter(item__batch__is_screening=False).annotate(work_kind=kind).filter(~Exists(excluded))
+
+
+def with_overlap(tasks: QuerySet[Assignment]) -> QuerySet[Assignment]:
+    """Each judgement with its item's final overlap (``overlap``: the item's SUBMITTED judgements, as the
+    batch's pages count them) and ``target_overlap`` (the batch's overlap plus those asked for on
+    disagreement: ``workforce.overlap``)."""
+    judged = (
+        Assignment.objects.filter(item_id=OuterRef("item_id"), status=AssignmentStatus.SUBMITTED)
+        .values("item_id")
+        .annotate(n=Count("pk"))
+        .values("n")
+    )
+    return tasks.annotate(
+        overlap=Subquery(judged, output_field=IntegerField()),
+        target_overlap=F("item__batch__overlap") + F("item__extra_overlap"),
+    )
 
 
 def _in_rounds(tasks: QuerySet[Assignment], filters: dict[str, Any]) -> QuerySet[Assignment]:
@@ -93,7 +146,7 @@ def _submitted_comparisons(filters: dict[str, Any]) -> Iterator[dict[str, Any]]:
     """Submitted pairwise judgements as plain values with both answers joined in the same query, lower id
     first (answer 0 of the WebGPT schema). One streamed query (a server-side cursor on PostgreSQL) and no
     model objects: this is the hot loop of every comparison export."""
-    tasks = submitted_judgements(filters).filter(item__batch__template__in=COMPARISON_TEMPLATES)
+    tasks = with_overlap(submitted_judgements(filters).filter(item__batch__template__in=COMPARISON_TEMPLATES))
     ids = [Cast(KT(f"order__{i}"), IntegerField()) for i in (0, 1)]
     tasks = tasks.annotate(first_id=Least(*ids), second_id=Greatest(*ids))
     for key in ("first", "second"):
@@ -119,6 +172,8 @@ def _submitted_comparisons(filters: dict[str, Any]) -> Iterator[dict[str, Any]]:
         "second_id",
         "second_text",
         "second_quotes",
+        "overlap",
+        "target_overlap",
     )
     return values.iterator(chunk_size=CHUNK)
 
@@ -196,6 +251,8 @@ def _platform_comparison_rows(filters: dict[str, Any], pairs: bool, rm: bool) ->
                 "answer_chosen": task["first_id"] if score >= 0 else task["second_id"],
                 "answer_rejected": task["second_id"] if score >= 0 else task["first_id"],
                 "question_id": task["item__question_id"],
+                "overlap": task["overlap"],
+                "target_overlap": task["target_overlap"],
             }
             yield rm_pair(task["item__question__text"], first, second, score, ids_row)
             continue
@@ -247,7 +304,7 @@ def row_questions(export_format: str, filters: dict[str, Any]) -> Iterator[int]:
 
 def _group_rows(filters: dict[str, Any]) -> Iterator[dict[str, Any]]:
     """K-way groups (InstructGPT): every ranked answer with its rank, to train on all K-choose-2 pairs."""
-    tasks = submitted_judgements(filters).filter(item__batch__template="ranking")
+    tasks = with_overlap(submitted_judgements(filters).filter(item__batch__template="ranking"))
     for task in tasks.select_related("item__question").order_by("id").iterator(chunk_size=CHUNK):
         ranked = _ranked(task.order, (task.response or {}).get("ranks"))
         if len(ranked) < 2:
@@ -262,11 +319,13 @@ def _group_rows(filters: dict[str, Any]) -> Iterator[dict[str, Any]]:
             "answers": [a.text for _, a in members],
             "ranks": [rank for rank, _ in members],
             "answer_ids": [a.pk for _, a in members],
+            "overlap": task.overlap,
+            "target_overlap": task.target_overlap,
         }
 
 
 def _full_rows(filters: dict[str, Any]) -> Iterator[dict[str, Any]]:
-    tasks = submitted_judgements(filters).select_related("item__batch", "item__question")
+    tasks = with_overlap(submitted_judgements(filters)).select_related("item__batch", "item__question")
     for task in tasks.order_by("id").iterator(chunk_size=CHUNK):
         yield {
             "assignment": task.pk,
@@ -285,6 +344,8 @@ def _full_rows(filters: dict[str, Any]) -> Iterator[dict[str, Any]]:
             "started_at": task.started_at.isoformat(),
             "submitted_at": task.submitted_at.isoformat() if task.submitted_at else None,
             "source": "platform",
+            "overlap": task.overlap,
+            "target_overlap": task.target_overlap,
         }
 
 
@@ -293,6 +354,11 @@ def _episodes(filters: dict[str, Any]) -> Iterator[Episode]:
     "model" or "all", or ``sampling_run`` names a run (its samples only): filters stored before model
     samples existed have neither key and keep exporting what they did."""
     episodes = Episode.objects.filter(status=EpisodeStatus.FINISHED).select_related("question", "sample")
+    # Screening demonstrations are tests, and a demonstrator's work from before their exclusion is not data.
+    excluded = Qualification.objects.filter(
+        user=OuterRef("user_id"), kind=DEMONSTRATION, work_excluded_before__gt=OuterRef("finished_at")
+    )
+    episodes = episodes.exclude(batch__is_screening=True).filter(~Exists(excluded))
     kind = filters.get("episode_kind") or "human"
     if filters.get("sampling_run") is not None:
         episodes = episodes.filter(kind=EpisodeKind.MODEL, sample__run_id=filters["sampling_run"])

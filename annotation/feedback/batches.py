@@ -50,6 +50,18 @@ LEASE_SECONDS = (60, 24 * 3600)
 REVISION_SECONDS = (0, 7 * 24 * 3600)
 MAX_RUNS = 2  # one run's samples, or two runs' chosen answers side by side
 PAIRS_PER_QUESTION = (1, 10)
+
+
+def model_default(name: str) -> Any:
+    """A batch field's default, the one the form, the API and the command fall back on."""
+    return FeedbackBatch._meta.get_field(name).default
+
+
+# The workforce's settings (PRODUCT.md section 9): screening cutoffs, gold checks, adaptive overlap.
+SHARE = (0.0, 1.0)  # agreement_cutoff, flag_cutoff, gold_threshold
+GOLD_MIN_ITEMS = (1, 1000)
+MAX_OVERLAP = OVERLAP
+RANK_AGREEMENT = (-1.0, 1.0)
 # What only the runs source reads, in words: given with another source, they are refused, not ignored.
 RUN_INPUTS = {
     "runs": "Sampling runs",
@@ -86,6 +98,15 @@ class BatchSettings:
     vs_demonstrations: bool = False
     pairs_per_question: int = 1
     include_declined: bool = False
+    # The workforce (defaults: the model's): a screening test, its soft cutoffs, the gold checks' pause, and
+    # adaptive overlap (``workforce.overlap``; max_overlap None: never more than ``overlap``).
+    is_screening: bool = field(default_factory=lambda: model_default("is_screening"))
+    agreement_cutoff: float = field(default_factory=lambda: model_default("agreement_cutoff"))
+    flag_cutoff: float = field(default_factory=lambda: model_default("flag_cutoff"))
+    gold_threshold: float = field(default_factory=lambda: model_default("gold_threshold"))
+    gold_min_items: int = field(default_factory=lambda: model_default("gold_min_items"))
+    max_overlap: int | None = None
+    rank_agreement_threshold: float = field(default_factory=lambda: model_default("rank_agreement_threshold"))
 
 
 def group_answers(answers: Iterable[Answer], template: str) -> list[list[Answer]]:
@@ -150,6 +171,42 @@ def check_batch_settings(config: BatchSettings) -> None:
         raise BatchError("The lease is 1 minute to 24 hours.", "lease_seconds")
     if not REVISION_SECONDS[0] <= config.revision_seconds <= REVISION_SECONDS[1]:
         raise BatchError("Revisions are allowed for 0 to 7 days after submitting.", "revision_seconds")
+    check_workforce_settings(config)
+
+
+def _within(value: object, bounds: tuple[float, float]) -> bool:
+    """A number (never a bool) in ``bounds``; NaN is not."""
+    return isinstance(value, int | float) and not isinstance(value, bool) and bounds[0] <= value <= bounds[1]
+
+
+def check_workforce_settings(config: BatchSettings) -> None:
+    """The screening cutoffs, the gold checks' pause and adaptive overlap: BatchError naming the field."""
+    shares = {
+        "agreement_cutoff": "The agreement cutoff",
+        "flag_cutoff": "The flag cutoff",
+        "gold_threshold": "The gold accuracy threshold",
+    }
+    for name, label in shares.items():
+        if not _within(getattr(config, name), SHARE):
+            raise BatchError(f"{label} is a share of judgements, 0 to 1.", name)
+    if not isinstance(config.gold_min_items, int) or not _within(config.gold_min_items, GOLD_MIN_ITEMS):
+        raise BatchError(
+            f"Gold items before a pause: {GOLD_MIN_ITEMS[0]} to {GOLD_MIN_ITEMS[1]}.", "gold_min_items"
+        )
+    if config.max_overlap is not None:
+        low, high = MAX_OVERLAP
+        if not isinstance(config.max_overlap, int) or not _within(config.max_overlap, MAX_OVERLAP):
+            raise BatchError(f"The maximum overlap is {low} to {high} labelers per item.", "max_overlap")
+        if config.max_overlap < config.overlap:
+            raise BatchError(
+                f"The maximum overlap is at least the overlap ({config.overlap}): leave it empty for no "
+                "extra judgements.",
+                "max_overlap",
+            )
+    if not _within(config.rank_agreement_threshold, RANK_AGREEMENT):
+        raise BatchError(
+            "The rank agreement threshold is a Kendall tau, -1 to 1.", "rank_agreement_threshold"
+        )
 
 
 def check_priority(priority: int) -> None:
@@ -301,6 +358,13 @@ def create_feedback_batch(
             always_required=always,
             lease_seconds=config.lease_seconds,
             revision_seconds=config.revision_seconds,
+            is_screening=config.is_screening,
+            agreement_cutoff=config.agreement_cutoff,
+            flag_cutoff=config.flag_cutoff,
+            gold_threshold=config.gold_threshold,
+            gold_min_items=config.gold_min_items,
+            max_overlap=config.max_overlap,
+            rank_agreement_threshold=config.rank_agreement_threshold,
             origin=origin or {},
             created_by=user if getattr(user, "is_authenticated", False) else None,
         )

@@ -12,17 +12,22 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 
 from annotation.feedback.alpha_stats import batch_alpha
 from annotation.feedback.batches import (
+    GOLD_MIN_ITEMS,
     MAX_INSTRUCTIONS,
     MAX_NAME,
+    MAX_OVERLAP,
     MAX_RUNS,
     OVERLAP,
     PAIRS_PER_QUESTION,
     PRIORITY,
+    RANK_AGREEMENT,
+    SHARE,
     SOURCES,
     BatchError,
     BatchSettings,
     check_batch_request,
     create_batch_from_source,
+    model_default,
     set_active,
     set_priority,
 )
@@ -31,7 +36,7 @@ from annotation.feedback.bulk import apply as apply_bulk
 from annotation.feedback.flag_review import flag_counts
 from annotation.feedback.run_source import PAIRINGS, run_label, sampling_runs
 from annotation.feedback.scales import RANKING_PRESET_CHOICES, RATING_PRESET_CHOICES, TEMPLATES
-from annotation.feedback.stats import batch_progress, labeler_stats, late_submissions
+from annotation.feedback.stats import batch_progress, labeler_stats, late_submissions, overlap_summary
 from annotation.models import FeedbackBatch
 from annotation.questions.formats import QuestionFileError
 from webgpt_site.inputs import parse_id
@@ -45,6 +50,11 @@ SKIPPED_SHOWN = 200  # skipped questions listed on a batch's page; the count say
 def _number(low: float, high: float, step: str = "1") -> forms.NumberInput:
     """The browser's hint of the range; the rule itself is ``batches.check_batch_settings``."""
     return forms.NumberInput(attrs={"min": low, "max": high, "step": step})
+
+
+def _or_default(data: dict[str, Any], name: str) -> Any:
+    """A blank optional field: the model's default, as the API and the command have it."""
+    return model_default(name) if data.get(name) is None else data[name]
 
 
 class RunIdsField(forms.TypedMultipleChoiceField):
@@ -134,6 +144,52 @@ class FeedbackBatchForm(forms.Form):
     )
     lease_minutes = forms.IntegerField(initial=30, widget=_number(1, 24 * 60))
     revision_minutes = forms.IntegerField(initial=60, widget=_number(0, 7 * 24 * 60))
+    max_overlap = forms.IntegerField(
+        required=False,
+        label="Maximum overlap (adaptive)",
+        widget=_number(*MAX_OVERLAP),
+        help_text="Empty: every item gets the overlap above. Otherwise an item whose judgements disagree "
+        "(comparisons: two prefer opposite answers; rankings: a Kendall tau under the threshold below) asks "
+        "for one more labeler, never one who had it, up to this many. Ratings never ask for more.",
+    )
+    rank_agreement_threshold = forms.FloatField(
+        required=False,
+        initial=model_default("rank_agreement_threshold"),
+        widget=_number(*RANK_AGREEMENT, "any"),
+        help_text="Rankings with a maximum overlap: two rankings disagree when their Kendall tau-b is under "
+        "this (-1 to 1)",
+    )
+    is_screening = forms.BooleanField(
+        required=False,
+        label="Screening test",
+        help_text="Every applicant for this kind of work judges every item, so the overlap settings do not "
+        "apply; enter researchers' reference judgements on its items (on the task page) to score them",
+    )
+    agreement_cutoff = forms.FloatField(
+        required=False,
+        initial=model_default("agreement_cutoff"),
+        widget=_number(*SHARE, "any"),
+        help_text="Screening: the soft cutoff on agreement with the references' preferences or rankings, 0-1",
+    )
+    flag_cutoff = forms.FloatField(
+        required=False,
+        initial=model_default("flag_cutoff"),
+        widget=_number(*SHARE, "any"),
+        help_text="Screening: the soft cutoff on agreement with the references' question flags, 0-1",
+    )
+    gold_threshold = forms.FloatField(
+        required=False,
+        initial=model_default("gold_threshold"),
+        widget=_number(*SHARE, "any"),
+        help_text="A labeler whose rolling gold accuracy falls under this is paused for this kind of "
+        "work, 0-1",
+    )
+    gold_min_items = forms.IntegerField(
+        required=False,
+        initial=model_default("gold_min_items"),
+        widget=_number(*GOLD_MIN_ITEMS),
+        help_text="Gold judgements a labeler makes before the pause may apply",
+    )
 
     # The check names BatchSettings' fields; these are the page's names for them.
     FIELD_NAMES = {"lease_seconds": "lease_minutes", "revision_seconds": "revision_minutes"}
@@ -185,6 +241,13 @@ class FeedbackBatchForm(forms.Form):
             vs_demonstrations=data["vs_demonstrations"],
             pairs_per_question=1 if data["pairs_per_question"] is None else data["pairs_per_question"],
             include_declined=data["include_declined"],
+            is_screening=data["is_screening"],
+            agreement_cutoff=_or_default(data, "agreement_cutoff"),
+            flag_cutoff=_or_default(data, "flag_cutoff"),
+            gold_threshold=_or_default(data, "gold_threshold"),
+            gold_min_items=_or_default(data, "gold_min_items"),
+            max_overlap=data["max_overlap"],
+            rank_agreement_threshold=_or_default(data, "rank_agreement_threshold"),
         )
         try:
             check_batch_request(
@@ -266,6 +329,7 @@ def _detail_page(request: HttpRequest, batch: FeedbackBatch, priority_error: str
         "labelers": labeler_stats(batch),
         "alphas": batch_alpha(batch),
         "late": late_submissions(batch)[:100],  # the oldest; the count above has them all
+        "overlap": overlap_summary(batch),
         "origin": origin_context(batch),
         "priority_range": PRIORITY,
         "priority_error": priority_error,

@@ -52,7 +52,7 @@ from annotation.feedback.scales import (
     OVERALL,
     dimensions_for,
 )
-from annotation.feedback.stats import labeler_stats
+from annotation.feedback.stats import labeler_stats, overlap_summary
 from annotation.models import Answer, Assignment, AssignmentStatus, FeedbackBatch, FlagDecision, Template
 from webgpt_site.inputs import parse_id
 
@@ -317,6 +317,7 @@ def batch_results(
         ),
         "agreement": agreement_figure(batch, tasks, seed=seed, resamples=resamples),
         "labelers": labeler_stats(batch),
+        "overlap": overlap_summary(batch),
     }
 
 

@@ -97,6 +97,11 @@ def result_tables(results: Mapping[str, Any]) -> dict[str, Table]:
         Column("Gold accuracy", "gold_accuracy", "figure"),
     )
     tables.append(Table("labelers", "Labelers", columns, results["labelers"]))
+    columns = (
+        Column("Final overlap (submitted judgements)", "overlap", "count"),
+        Column("Items", "items", "count"),
+    )
+    tables.append(Table("overlap", "Final overlap of the items", columns, results["overlap"]["distribution"]))
     return {table.name: table for table in tables}
 
 

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import statistics
-from collections import defaultdict
+from collections import Counter, defaultdict
 from typing import Any
 
-from django.db.models import Count, Q, QuerySet
+from django.db.models import Count, Q, QuerySet, Sum
 
 from annotation.feedback.agreement import comparison_agreement, gold_accuracy, ranking_agreement
 from annotation.feedback.scales import COMPARISON_TEMPLATES, preference_value
@@ -25,8 +25,30 @@ def batch_progress(batch: FeedbackBatch) -> dict[str, int]:
             filter=Q(assignments__status=AssignmentStatus.SUBMITTED) & ~Q(assignments__flags=[]),
         ),
     )
-    counts["needed"] = counts["items"] * batch.overlap
+    # Adaptive overlap: the judgements asked for on disagreement are needed too (a separate query: summed
+    # over the join above, each item's extra would count once per assignment).
+    extra = batch.items.aggregate(extra=Sum("extra_overlap"))["extra"] or 0
+    counts["needed"] = counts["items"] * batch.overlap + extra
     return counts
+
+
+def overlap_summary(batch: FeedbackBatch) -> dict[str, Any]:
+    """Adaptive overlap's outcome: how many items asked for extra judgements (and how many in all), and the
+    distribution of final overlaps, an item's final overlap being its number of SUBMITTED judgements (late,
+    skipped and reference ones are not judgements of the batch; an item nobody judged yet counts 0)."""
+    rows = list(
+        batch.items.annotate(
+            judged=Count("assignments", filter=Q(assignments__status=AssignmentStatus.SUBMITTED))
+        ).values_list("judged", "extra_overlap")
+    )
+    distribution = Counter(judged for judged, _ in rows)
+    return {
+        "max_overlap": batch.max_overlap,
+        "items": len(rows),
+        "extra_items": sum(1 for _, extra in rows if extra),
+        "extra_judgements": sum(extra for _, extra in rows),
+        "distribution": [{"overlap": k, "items": distribution[k]} for k in sorted(distribution)],
+    }
 
 
 def late_submissions(batch: FeedbackBatch) -> QuerySet[Assignment]:

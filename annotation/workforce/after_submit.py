@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from annotation.models import Assignment, AssignmentStatus
 from annotation.workforce.gold import check_after_gold
+from annotation.workforce.overlap import ask_more_on_disagreement
 from annotation.workforce.references import record_reference
 
 
@@ -16,3 +17,4 @@ def after_submit(task: Assignment) -> None:
         return
     if task.item.is_gold:
         check_after_gold(task)
+    ask_more_on_disagreement(task)

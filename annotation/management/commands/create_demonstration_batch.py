@@ -30,6 +30,17 @@ class Command(BaseCommand):
             default=LOCAL,
             help=f"the search provider: {', '.join(PROVIDERS)} (default: local, which searches --corpus)",
         )
+        parser.add_argument(
+            "--screening",
+            action="store_true",
+            help="a screening test: every applicant demonstrates every question (the overlap does not apply)",
+        )
+        parser.add_argument(
+            "--grade-cutoff",
+            type=float,
+            default=None,
+            help="screening: the soft cutoff on the mean 1-7 grade (default 6, InstructGPT's)",
+        )
 
     def handle(self, *args: Any, **options: Any) -> None:
         questions = Question.objects.order_by("key")
@@ -48,10 +59,13 @@ class Command(BaseCommand):
                 options["overlap"],
                 corpus=options["corpus"],
                 search=options["search"],
+                is_screening=options["screening"],
+                grade_cutoff=options["grade_cutoff"],
             )
         except ValueError as exc:
             raise CommandError(str(exc)) from None
         self.stdout.write(
             f"batch {batch.pk} {batch.name!r}: {len(ids)} questions, overlap {batch.overlap}, "
             f"{describe_source(batch.search, batch.corpus).lower()}"
+            + (f", a screening test (grade cutoff {batch.grade_cutoff:g})" if batch.is_screening else "")
         )

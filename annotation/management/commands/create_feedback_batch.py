@@ -14,6 +14,7 @@ from annotation.feedback.batches import (
     BatchSettings,
     check_batch_request,
     create_batch_from_source,
+    model_default,
 )
 from annotation.feedback.scales import RANKING_TAG_SETS, RATING_PRESETS, TEMPLATES
 from annotation.questions.formats import QuestionFileError
@@ -26,6 +27,7 @@ OPTIONS = {
     "lease_seconds": "--lease-minutes",
     "revision_seconds": "--revision-minutes",
     "runs": "--from-run",
+    "is_screening": "--screening",
 }
 
 
@@ -77,6 +79,44 @@ class Command(BaseCommand):
         parser.add_argument(
             "--include-declined", action="store_true", help="pair the answers to questions a run declined"
         )
+        parser.add_argument(
+            "--max-overlap",
+            type=int,
+            default=None,
+            metavar="K",
+            help="adaptive overlap: an item whose judgements disagree asks for one more labeler, up to K "
+            "(overlap-10; default: never); comparisons and rankings only",
+        )
+        parser.add_argument(
+            "--rank-agreement-threshold",
+            type=float,
+            default=model_default("rank_agreement_threshold"),
+            metavar="TAU",
+            help="rankings with --max-overlap: two rankings disagree under this Kendall tau-b (-1 to 1; "
+            "default %(default)s)",
+        )
+        parser.add_argument(
+            "--screening",
+            action="store_true",
+            help="a screening test: every applicant judges every item (the overlaps do not apply)",
+        )
+        for name, what in (
+            ("agreement_cutoff", "screening: soft cutoff on agreement with the references (0-1"),
+            ("flag_cutoff", "screening: soft cutoff on agreement on the question flags (0-1"),
+            ("gold_threshold", "pause a labeler under this rolling gold accuracy (0-1"),
+        ):
+            parser.add_argument(
+                "--" + name.replace("_", "-"),
+                type=float,
+                default=model_default(name),
+                help=f"{what}; default %(default)s)",
+            )
+        parser.add_argument(
+            "--gold-min-items",
+            type=int,
+            default=model_default("gold_min_items"),
+            help="gold judgements before the pause may apply (1-1000; default %(default)s)",
+        )
 
     def handle(self, *args: Any, **options: Any) -> None:
         config = BatchSettings(
@@ -94,6 +134,13 @@ class Command(BaseCommand):
             vs_demonstrations=options["vs_demonstrations"],
             pairs_per_question=options["pairs_per_question"],
             include_declined=options["include_declined"],
+            is_screening=options["screening"],
+            agreement_cutoff=options["agreement_cutoff"],
+            flag_cutoff=options["flag_cutoff"],
+            gold_threshold=options["gold_threshold"],
+            gold_min_items=options["gold_min_items"],
+            max_overlap=options["max_overlap"],
+            rank_agreement_threshold=options["rank_agreement_threshold"],
         )
         source = options["source"] or ("runs" if options["from_run"] else "demonstrations")
         gold = options["gold"].replace(";", "\n")
