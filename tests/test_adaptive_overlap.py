@@ -49,7 +49,8 @@ def test_kendall_tau_b_against_hand_computed_values():
 
 def test_opposite_preferences_disagree_and_a_tie_never_does():
     assert preferences_disagree([0.5, -1.0])
-    assert preferences_disagree([1.0, 0.0, -0.5])  # the first and the last
+    assert preferences_disagree([1.0, 0.0, -0.5])  # one each way, a tie taking no side
+    assert not preferences_disagree([1.0, -0.5, 0.5])  # 2 against 1: a majority settles it
     assert not preferences_disagree([0.5, 1.0, 0.0])  # a tie is not opposite
     assert not preferences_disagree([0.0, 0.0])
     assert not preferences_disagree([-1.0])
@@ -57,6 +58,8 @@ def test_opposite_preferences_disagree_and_a_tie_never_does():
     assert not rankings_disagree(swapped, 0.0)
     assert rankings_disagree(swapped, 0.5)
     assert not rankings_disagree(swapped, 1 / 3)  # under, not at
+    reversed_ = {"a": 4, "b": 3, "c": 2, "d": 1}
+    assert rankings_disagree([*swapped, reversed_], 0.0)  # taus 1/3, -1, -1/3: mean -1/3
 
 
 # The flow ---------------------------------------------------------------------------------------------------
@@ -135,9 +138,9 @@ def test_an_item_that_still_disagrees_asks_again_up_to_the_maximum(django_user_m
     bob, carol, dave, erin, fay = labelers(django_user_model, "bob", "carol", "dave", "erin", "fay")
     compare(bob, LOWER)
     compare(carol, HIGHER)
-    compare(dave, LOWER)  # bob and carol still disagree
+    compare(dave, TIE)  # takes no side: still one each way
     assert item_of(batch).target_overlap == 4
-    compare(erin, TIE)
+    compare(erin, HIGHER)  # 2 against 1: settled, and at the maximum anyway
     item = item_of(batch)
     assert (item.target_overlap, item.is_open) == (4, False)
     assert work.next_assignment(fay) is None
@@ -568,3 +571,15 @@ def test_demonstration_exports_leave_out_screening_tests_and_work_excluded_on_a_
     )
     assert {row["episode"] for row in export_rows("demonstrations")} == {late.pk}
     assert screening.pk not in {row["episode"] for row in export_rows("demonstrations", episode_kind="all")}
+
+
+def test_a_majority_after_the_extra_judgement_settles_the_item(django_user_model):
+    batch = make_batch("minimal_comparison", overlap=2, max_overlap=5)
+    bob, carol, dave, erin = labelers(django_user_model, "bob", "carol", "dave", "erin")
+    compare(bob, LOWER)
+    compare(carol, HIGHER)
+    assert item_of(batch).target_overlap == 3
+    compare(dave, LOWER)  # 2 against 1
+    item = item_of(batch)
+    assert (item.target_overlap, item.is_open) == (3, False)
+    assert work.next_assignment(erin) is None

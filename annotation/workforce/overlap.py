@@ -7,18 +7,20 @@ who had it before: ``assignment.eligible_items`` leaves out anyone with an assig
 became of it, and the one-assignment-per-labeler-and-item constraint backs that up).
 
 They disagree when
-- comparisons: two of them prefer opposite answers (overall preference signs opposite; a tie, "equally
-  good", is never opposite; a judgement without a preference, a flagged question, says nothing);
-- rankings: the Kendall tau-b of some pair of rankings, over the answers both ranked, is under the batch's
-  ``rank_agreement_threshold`` (a ranking that ties every answer has no tau and says nothing).
+- comparisons: the preferences are split without a majority: as many prefer one answer as the other, and
+  at least one does (a tie, "equally good", takes no side; a judgement without a preference, a flagged
+  question, says nothing). Two opposite judgements ask for a third, which breaks the tie; 2 against 1
+  settles the item;
+- rankings: the mean Kendall tau-b over the pairs of rankings, over the answers both ranked, is under the
+  batch's ``rank_agreement_threshold`` (a ranking that ties every answer has no tau and says nothing).
 Ratings never ask for more (they have no preference to disagree on), nor do screening tests (every
 applicant does every item), gold items (their reference settles a disagreement) or judgements a
 researcher excluded on flag review.
 
-The judgements after an extra one are read again the same way: while two of them still disagree, the item
-asks for another until it reaches ``max_overlap``, the cap on what one item may cost. A revision that
-resolves a disagreement never shrinks the target back: the extra labeler may already hold the item, and
-their judgement is as good as the others.
+After an extra judgement the item is read again the same way, so it asks for another only while the split
+stays even (or the mean tau low), up to ``max_overlap``, the cap on what one item may cost. A revision
+that resolves a disagreement never shrinks the target back: the extra labeler may already hold the item,
+and their judgement is as good as the others.
 """
 
 from __future__ import annotations
@@ -67,17 +69,17 @@ def kendall_tau_b(first: Ranking, second: Ranking) -> float | None:
 
 
 def preferences_disagree(preferences: Sequence[float]) -> bool:
-    """Whether two preferences (for the same answer) have opposite signs; ties are never opposite."""
-    return any(preference_agreement(x, y) == 0.0 for x, y in combinations(preferences, 2))
+    """Whether preferences (for the same answer) are split evenly between the two answers, some taking a
+    side; ties take none."""
+    for_first = sum(1 for value in preferences if value > 0 and preference_agreement(value, 0.0) == 0.5)
+    for_second = sum(1 for value in preferences if value < 0 and preference_agreement(value, 0.0) == 0.5)
+    return for_first == for_second > 0
 
 
 def rankings_disagree(rankings: Sequence[Ranking], threshold: float) -> bool:
-    """Whether some pair of rankings has a Kendall tau-b under ``threshold``."""
-    for first, second in combinations(rankings, 2):
-        tau = kendall_tau_b(first, second)
-        if tau is not None and tau < threshold:
-            return True
-    return False
+    """Whether the mean Kendall tau-b over the pairs of rankings is under ``threshold``."""
+    taus = [tau for a, b in combinations(rankings, 2) if (tau := kendall_tau_b(a, b)) is not None]
+    return bool(taus) and sum(taus) / len(taus) < threshold
 
 
 def judgements_disagree(batch: FeedbackBatch, tasks: Sequence[Assignment]) -> bool:
