@@ -30,6 +30,7 @@ from annotation.models import (
     QuestionImport,
 )
 from annotation.questions.service import import_questions
+from annotation.workforce.demo import GOLD_NAME, SCREENING_NAME
 from tests.conftest import make_user
 from webgpt_site.models import AuditEntry
 
@@ -46,7 +47,9 @@ def api(user=None) -> APIClient:
 @pytest.fixture
 def batches(freshwiki, demo_site):
     FeedbackBatch.objects.update(required_probability=0.0)  # only the always-required fields
-    return {b.template + (f":{b.preset}" if b.preset else ""): b for b in FeedbackBatch.objects.all()}
+    # The demo's production batches, one per template and preset (its screening test and gold checks aside).
+    production = FeedbackBatch.objects.exclude(name__in=(SCREENING_NAME, GOLD_NAME))
+    return {b.template + (f":{b.preset}" if b.preset else ""): b for b in production}
 
 
 def only(batches: dict, key: str) -> FeedbackBatch:
@@ -240,7 +243,11 @@ def test_a_researcher_creates_a_batch_and_an_export_and_downloads_it(batches, al
     answer = {"response": {"truthful": "yes", "informative": "yes"}, "key": str(uuid.uuid4())}
     assert api(bob).post(f"/api/tasks/{task['id']}/submit", answer, format="json").status_code == 200
 
-    queued = client.post("/api/exports", {"format": "comparisons-full"}, format="json")
+    queued = client.post(
+        "/api/exports",
+        {"format": "comparisons-full", "batch": batches["rating:truthfulqa"].pk},
+        format="json",
+    )
     assert queued.status_code == 202 and queued.json()["status"] == "queued"
     export_id = queued.json()["id"]
     assert client.get(f"/api/exports/{export_id}/download").status_code == 404  # not finished

@@ -28,10 +28,12 @@ def test_load_demo_creates_the_demo_users_and_questions_once(settings, tmp_path)
     settings.MEDIA_ROOT = tmp_path / "media"
     call_command("load_demo")
     counts = (Question.objects.count(), QuestionImport.objects.count(), get_user_model().objects.count())
-    assert counts == (790 + 3000 + 393 + 381 + 12, 5, 4)
+    assert counts == (790 + 3000 + 393 + 381 + 12, 5, 6)
     expected_roles = {
         "demonstrator": {Role.DEMONSTRATOR},
         "labeler": {Role.LABELER},
+        "applicant": {Role.LABELER},
+        "drifter": {Role.LABELER},
         "researcher": {Role.RESEARCHER},
         "admin": {Role.RESEARCHER},  # staff may use the console
     }
@@ -50,7 +52,8 @@ def test_load_demo_creates_the_demo_users_and_questions_once(settings, tmp_path)
     ) == counts
     assert TrainingRun.objects.count() == 1  # the demo reward model is queued once
     # The demo batches and their FreshWiki answers (tests/test_demo_answers.py) are made once too.
-    assert FeedbackBatch.objects.filter(name__startswith="FreshWiki demo: ").count() == 6
+    # Six batches, one per template and preset, then the workforce's screening test and gold checks.
+    assert FeedbackBatch.objects.filter(name__startswith="FreshWiki demo: ").count() == 8
     assert Answer.objects.filter(source__dataset="freshwiki_demo_answers").count() == 48
 
 
