@@ -1,6 +1,6 @@
 """The README's screenshots, taken from a running app (`make run`):
 python scripts/screenshots.py [URL [STEP...]] (steps: demonstration, feedback, people, training, sampling,
-loop, operations; all of them, in that order, by default)."""
+loop, operations, workforce; all of them, in that order, by default)."""
 
 from __future__ import annotations
 
@@ -174,6 +174,7 @@ def main(base: str, steps: list[str]) -> None:
         sampling(browser.new_page(viewport={"width": 1280, "height": 1000}), base)
         loop(browser, base)
         operations(browser.new_page(viewport={"width": 1280, "height": 1000}), base)
+        workforce(browser.new_page(viewport={"width": 1280, "height": 1000}), base)
         browser.close()
 
 
@@ -343,6 +344,46 @@ def operations(page: Page, base: str) -> None:
     page.screenshot(path=OUT / "queues.png", full_page=True)
 
 
+def workforce(page: Page, base: str) -> None:
+    """The workforce journey on the demo: the applicant meets the screening test and takes it, the researcher
+    reads the candidates page and qualifies them, the drifter (paused by their gold checks) reads why on My
+    quality, and the researcher reinstates them; the team, quality and time-sheet pages."""
+    sign_in(page, base, "applicant")
+    page.goto(f"{base}/tasks/")
+    page.screenshot(path=OUT / "workforce-gate.png", full_page=True)
+    for _ in range(6):  # the screening test: six WebGPT comparisons, only the overall rating required
+        page.goto(f"{base}/tasks/")
+        page.get_by_role("button", name=re.compile("Start next task|Continue")).first.click()
+        page.wait_for_load_state("load")
+        page.get_by_role("radiogroup", name="Overall usefulness").get_by_label("A better", exact=True).check()
+        page.get_by_role("button", name="Submit and back to the list").click()
+        page.wait_for_load_state("load")
+    page.context.clear_cookies()
+    sign_in(page, base, "researcher")
+    page.goto(f"{base}/console/workforce/")
+    page.screenshot(path=OUT / "workforce.png", full_page=True)
+    page.goto(f"{base}/console/workforce/candidates/webgpt_comparison/")
+    page.screenshot(path=OUT / "workforce-candidates.png", full_page=True)
+    page.get_by_role("button", name="Qualify").first.click()
+    page.wait_for_load_state("load")
+    page.context.clear_cookies()
+    sign_in(page, base, "drifter")
+    page.goto(f"{base}/quality/")
+    page.screenshot(path=OUT / "my-quality.png", full_page=True)
+    page.context.clear_cookies()
+    sign_in(page, base, "researcher")
+    page.goto(f"{base}/console/workforce/kinds/minimal_comparison/")
+    page.screenshot(path=OUT / "workforce-kind.png", full_page=True)
+    page.goto(f"{base}/console/workforce/")
+    page.get_by_label("Reason to reinstate drifter").fill("Talked it through: read the guidelines again")
+    page.get_by_role("button", name="Reinstate").click()
+    page.wait_for_load_state("load")
+    page.goto(f"{base}/console/team/")
+    page.screenshot(path=OUT / "team.png", full_page=True)
+    page.goto(f"{base}/console/workforce/timesheets/")
+    page.screenshot(path=OUT / "timesheets.png", full_page=True)
+
+
 JOURNEYS = {
     "operations": operations,
     "demonstration": demonstration,
@@ -350,6 +391,7 @@ JOURNEYS = {
     "people": people,
     "training": training,
     "sampling": sampling,
+    "workforce": workforce,
 }
 
 if __name__ == "__main__":
