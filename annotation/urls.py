@@ -3,6 +3,7 @@ from django.urls import path
 from annotation.demonstrations import views as demo
 from annotation.feedback import guidelines
 from annotation.feedback import views as tasks
+from annotation.workforce import feedback_views as workforce
 
 app_name = "annotation"
 urlpatterns = [
@@ -20,6 +21,7 @@ urlpatterns = [
     path("demonstrations/episodes/<int:pk>/browse-again/", demo.browse_again, name="browse_again"),
     path("demonstrations/episodes/<int:pk>/note/", demo.note, name="note"),
     path("demonstrations/episodes/<int:pk>/skip/", demo.skip, name="skip"),
+    path("demonstrations/episodes/<int:pk>/review/", workforce.episode_review, name="episode_review"),
     path("tasks/", tasks.landing, name="next_task"),
     path("tasks/start/", tasks.start, name="task_start"),
     path("tasks/<int:pk>/", tasks.task_page, name="task"),
@@ -27,6 +29,7 @@ urlpatterns = [
     path("tasks/<int:pk>/submit/", tasks.submit, name="task_submit"),
     path("tasks/<int:pk>/skip/", tasks.skip, name="task_skip"),
     path("tasks/<int:pk>/heartbeat/", tasks.heartbeat, name="task_heartbeat"),
+    path("quality/", workforce.my_quality, name="my_quality"),
     path("tasks/guidelines/", guidelines.index, name="guidelines"),
     path("tasks/guidelines/<slug:template>/", guidelines.template_guidelines, name="template_guidelines"),
     path(

@@ -105,6 +105,8 @@ OBJECT_OF = {
     "console:feedback_results_csv": "batch",
     "console:feedback_flags": "batch",
     "console:feedback_flag_decision": "task",  # the judgement (an assignment) decided on
+    "console:feedback_gold": "batch",
+    "console:feedback_reference": "batch",
     "api-batch": "batch",
     "api-batch-results": "batch",
     "api-batch-flags": "batch",
@@ -140,6 +142,7 @@ OBJECT_OF = {
     "api-round": "round",
     "api-answer": "answer",
     "api-episode": "episode",
+    "api-episode-review": "episode",
     "api-task": "task",
     "api-task-submit": "task",
     "api-task-draft": "task",

@@ -187,7 +187,13 @@ def _build_world(tmp: Any) -> World:
         item.save()
     # A judgement flagged for review (its overall rating against its coherence one), last among the tasks:
     # the flag review page then shows its decision form, whose fields the decision routes are fuzzed with.
-    flagged = FeedbackItem.objects.create(batch=tasks[0].item.batch, question=answers[0].question)
+    # It is a gold item too, so the batch's gold page shows its explanation form (read for the fuzz).
+    flagged = FeedbackItem.objects.create(
+        batch=tasks[0].item.batch,
+        question=answers[0].question,
+        is_gold=True,
+        gold_expected={"preference": 1.0},
+    )
     flagged.answers.set(group_answers(answers, "webgpt_comparison")[1])
     tasks.append(
         Assignment.objects.create(

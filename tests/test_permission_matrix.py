@@ -76,6 +76,11 @@ API_EPISODE = (OK, GONE, OK, GONE, AUTH, GONE)
 API_LABELER = (FORBIDDEN, OK, FORBIDDEN, FORBIDDEN, AUTH, FORBIDDEN)
 LABELER_OR_RESEARCHER = (OK, OK, FORBIDDEN, FORBIDDEN, LOGIN, FORBIDDEN)  # the labelers' guidelines
 API_TIMESHEETS = (OK, OK, OK, FORBIDDEN, AUTH, FORBIDDEN)  # a labeler or demonstrator: their own rows only
+# A task's own actions: labelers, and researchers on their own reference tasks (bob's task: 404 for alice).
+TASK_ACTION = (GONE, OK, FORBIDDEN, FORBIDDEN, LOGIN, FORBIDDEN)
+API_TASK = (GONE, OK, FORBIDDEN, FORBIDDEN, AUTH, FORBIDDEN)
+WORKER = (FORBIDDEN, OK, OK, FORBIDDEN, LOGIN, FORBIDDEN)  # "My quality": labelers and demonstrators
+API_WORKER = (FORBIDDEN, OK, OK, FORBIDDEN, AUTH, FORBIDDEN)
 # The guidelines pages name a template (and a rating preset), not an object: their URL's arguments.
 GUIDELINES = {
     "guidelines": {"template": "webgpt_comparison"},
@@ -116,6 +121,8 @@ EXPECTED: dict[str, tuple] = {
     "console:feedback_results_csv": RESEARCHER,  # the table the matrix names does not exist: a 400
     "console:feedback_flags": RESEARCHER,
     "console:feedback_flag_decision": RESEARCHER,  # on bob's task, not flagged: a 400
+    "console:feedback_gold": RESEARCHER,
+    "console:feedback_reference": RESEARCHER,
     "console:exports": RESEARCHER,
     "console:export": RESEARCH_OBJECT,
     "console:export_download": RESEARCH_OBJECT,
@@ -165,6 +172,8 @@ EXPECTED: dict[str, tuple] = {
     "api-question": API_RESEARCH_OBJECT,
     "api-episodes": API_EPISODES,
     "api-episode": API_EPISODE,
+    "api-episode-review": API_RESEARCHER,  # dana's episode, finished first (PREPARE)
+    "api-me-quality": API_WORKER,
     "api-answers": API_RESEARCHER,
     "api-answer": API_RESEARCH_OBJECT,
     "api-batches": API_RESEARCHER,
@@ -174,10 +183,10 @@ EXPECTED: dict[str, tuple] = {
     "api-assignment-flag-decision": API_RESEARCHER,
     "api-task-next": API_LABELER,
     "api-task-waiting": API_LABELER,
-    "api-task": API_LABELER,
-    "api-task-submit": API_LABELER,
-    "api-task-draft": API_LABELER,
-    "api-task-skip": API_LABELER,
+    "api-task": API_TASK,
+    "api-task-submit": API_TASK,
+    "api-task-draft": API_TASK,
+    "api-task-skip": API_TASK,
     "api-exports": API_RESEARCHER,
     "api-export": API_RESEARCH_OBJECT,
     "api-corpus-imports": API_RESEARCHER,
@@ -216,13 +225,15 @@ EXPECTED: dict[str, tuple] = {
     "annotation:browse_again": DEMONSTRATOR,
     "annotation:note": DEMONSTRATOR,
     "annotation:skip": DEMONSTRATOR,
+    "annotation:episode_review": RESEARCHER,  # dana's episode, finished first (PREPARE)
+    "annotation:my_quality": WORKER,
     "annotation:next_task": LABELER,
     "annotation:task_start": LABELER,
     "annotation:task": TASK_PAGE,
-    "annotation:task_draft": LABELER,
-    "annotation:task_submit": LABELER,
-    "annotation:task_skip": LABELER,
-    "annotation:task_heartbeat": LABELER,
+    "annotation:task_draft": TASK_ACTION,
+    "annotation:task_submit": TASK_ACTION,
+    "annotation:task_skip": TASK_ACTION,
+    "annotation:task_heartbeat": TASK_ACTION,
     "annotation:guidelines": LABELER_OR_RESEARCHER,
     "annotation:template_guidelines": LABELER_OR_RESEARCHER,
     "annotation:preset_guidelines": LABELER_OR_RESEARCHER,
@@ -361,6 +372,12 @@ PAGE_FIELDS: dict[str, Any] = {
     "console:feedback_priority": lambda s, o: {"priority": "2"},
     "questions:import": lambda s, o: {"file": _upload("q.jsonl", b'{"question": "Is the sky blue?"}')},
     "annotation:draft": lambda s, o: {"answer": "Geelong won the 2022 AFL Grand Final."},
+    "annotation:episode_review": lambda s, o: {"grade": "6", "comment": "Well sourced."},
+    "console:feedback_gold": lambda s, o: {
+        "item": _gold_item(s).pk,
+        "explanation": "Why the reference holds.",
+    },
+    "console:feedback_reference": lambda s, o: {"item": _gold_item(s).pk},
     "training:round_create": lambda s, o: {"name": "round two", "sampling_runs": [s["sampling_run"].pk]},
     "training:round_add_runs": lambda s, o: {"sampling_runs": [s["sampling_run"].pk]},
     "console:team_add": lambda s, o: {"add-username": "matrix", "add-roles": ["labeler"], "add-days": "7"},
@@ -393,9 +410,30 @@ def _at_the_answer_step(shared: dict, own: dict) -> None:
     assert Episode.objects.get(pk=episode.pk).status == EpisodeStatus.ANSWERING
 
 
+def _finished(shared: dict, own: dict) -> None:
+    """Dana's episode finished (a review is of a finished demonstration), inside the request's savepoint."""
+    Episode.objects.filter(pk=own["dana"]["episode"].pk).update(status=EpisodeStatus.FINISHED)
+
+
+def _gold_item(shared: dict) -> FeedbackItem:
+    """A gold item of the shared batch (made gold in the request's savepoint by PREPARE)."""
+    return FeedbackItem.objects.filter(batch=shared["batch"]).order_by("id").first()
+
+
+def _gold(shared: dict, own: dict) -> None:
+    FeedbackItem.objects.filter(pk=_gold_item(shared).pk).update(
+        is_gold=True, gold_expected={"preference": 1.0}
+    )
+
+
 # Set up inside the request's savepoint (rolled back with it), for routes that need the world in a state
 # the other routes must not see.
-PREPARE = {"annotation:draft": _at_the_answer_step}
+PREPARE = {
+    "annotation:draft": _at_the_answer_step,
+    "annotation:episode_review": _finished,
+    "api-episode-review": _finished,
+    "console:feedback_gold": _gold,
+}
 API_BODIES: dict[str, Any] = {
     "api-question-import": lambda s, o: {"file": _upload("q.jsonl", b'{"question": "Is the sky blue?"}')},
     "api-batches": lambda s, o: {"name": "API batch", "template": "webgpt_comparison", "source": "bank"},
@@ -423,6 +461,7 @@ API_BODIES: dict[str, Any] = {
         "minutes": 30,
         "reason": "matrix",
     },
+    "api-episode-review": lambda s, o: {"grade": 6, "comment": "Well sourced."},
 }
 MULTIPART = {"api-question-import", "api-corpus-imports"}
 PAGE = b'{"url": "https://example.org/alpha", "title": "Alpha", "text": "alpha bravo charlie"}\n'

@@ -5,7 +5,18 @@ from __future__ import annotations
 
 from django.urls import path
 
-from annotation.api import corpora, exports, flags, results, tasks, team, timesheets, views, workforce
+from annotation.api import (
+    corpora,
+    exports,
+    flags,
+    quality,
+    results,
+    tasks,
+    team,
+    timesheets,
+    views,
+    workforce,
+)
 from training.evaluation import proxy_api as proxy
 from training.evaluation import rounds_api as rounds
 from training.runs import api as training
@@ -17,6 +28,8 @@ urlpatterns = [
     path("questions/<int:pk>", views.QuestionDetail.as_view(), name="api-question"),
     path("episodes", views.EpisodeList.as_view(), name="api-episodes"),
     path("episodes/<int:pk>", views.EpisodeDetail.as_view(), name="api-episode"),
+    path("episodes/<int:pk>/review", quality.EpisodeReview.as_view(), name="api-episode-review"),
+    path("me/quality", quality.MyQuality.as_view(), name="api-me-quality"),
     path("answers", views.AnswerList.as_view(), name="api-answers"),
     path("answers/<int:pk>", views.AnswerDetail.as_view(), name="api-answer"),
     path("batches", views.BatchList.as_view(), name="api-batches"),

@@ -9,6 +9,7 @@ from annotation.exports import views as export_views
 from annotation.feedback import console as feedback_console
 from annotation.feedback import flag_review_views as flag_review
 from annotation.feedback import results_views as feedback_results
+from annotation.workforce import feedback_views as workforce_feedback
 from annotation.workforce import invite_views, team_views
 from annotation.workforce import timesheet_views as timesheets
 from annotation.workforce import views as workforce
@@ -37,6 +38,10 @@ console_patterns = (
             name="feedback_results_csv",
         ),
         path("feedback/<int:pk>/flags/", flag_review.flags_page, name="feedback_flags"),
+        path("feedback/<int:pk>/gold/", workforce_feedback.gold_page, name="feedback_gold"),
+        path(
+            "feedback/<int:pk>/gold/reference/", workforce_feedback.reference_start, name="feedback_reference"
+        ),
         path(
             "feedback/judgements/<int:pk>/flag-decision/", flag_review.decide, name="feedback_flag_decision"
         ),

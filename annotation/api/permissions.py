@@ -36,3 +36,13 @@ class IsWorkerOrResearcher(_HasRole):
     """Time sheets: researchers read everyone's, labelers and demonstrators their own (the view narrows)."""
 
     roles = (Role.RESEARCHER, Role.LABELER, Role.DEMONSTRATOR)
+
+
+class IsLabelerOrResearcher(_HasRole):
+    """A task's own endpoints: a labeler's tasks, and a researcher's reference tasks (their own only)."""
+
+    roles = (Role.LABELER, Role.RESEARCHER)
+
+
+class IsLabelerOrDemonstrator(_HasRole):
+    roles = (Role.LABELER, Role.DEMONSTRATOR)

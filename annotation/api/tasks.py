@@ -15,7 +15,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from annotation.api.permissions import IsLabeler
+from annotation.api.permissions import IsLabeler, IsLabelerOrResearcher
 from annotation.api.strict import StrictSerializer
 from annotation.feedback import assignment as work
 from annotation.feedback import progress
@@ -150,7 +150,7 @@ class TaskNext(APIView):
 
 
 class TaskDetail(APIView):
-    permission_classes = (IsLabeler,)
+    permission_classes = (IsLabelerOrResearcher,)  # a researcher: their own reference tasks
 
     @extend_schema(responses={200: OpenApiTypes.OBJECT})
     def get(self, request: Request, pk: int) -> Response:
@@ -164,7 +164,7 @@ class TaskSubmit(APIView):
     After the lease ran out the slot is taken back if free; if someone else has it the response is stored
     all the same as a late submission (``"late": true``: researchers see it, exports leave it out)."""
 
-    permission_classes = (IsLabeler,)
+    permission_classes = (IsLabelerOrResearcher,)  # a researcher: their own reference tasks
 
     @extend_schema(
         request=SubmitInput,
@@ -196,7 +196,7 @@ class TaskSubmit(APIView):
 class TaskDraft(APIView):
     """Keep work in progress ``{"draft": {...}}`` on the server (renews the lease)."""
 
-    permission_classes = (IsLabeler,)
+    permission_classes = (IsLabelerOrResearcher,)  # a researcher: their own reference tasks
 
     @extend_schema(request=DraftInput, responses={200: OpenApiTypes.OBJECT})
     def post(self, request: Request, pk: int) -> Response:
@@ -217,7 +217,7 @@ class TaskSkip(APIView):
     is never handed to you again (also after the lease ran out). 200; 400 by field; 409 when the task is
     not in progress (submitted, late, skipped)."""
 
-    permission_classes = (IsLabeler,)
+    permission_classes = (IsLabelerOrResearcher,)  # a researcher: their own reference tasks
 
     @extend_schema(request=SkipInput, responses={200: OpenApiTypes.OBJECT, 409: OpenApiTypes.OBJECT})
     def post(self, request: Request, pk: int) -> Response:

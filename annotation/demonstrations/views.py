@@ -26,6 +26,7 @@ from annotation.demonstrations.presenter import active_time, panel_context
 from annotation.demonstrations.trajectory import trajectory
 from annotation.models import Episode, EpisodeStatus
 from annotation.workforce.gate import demonstration_notice
+from annotation.workforce.reviews import review_context
 from browser.services import load_snapshot
 from browser.sources import describe_source
 from webgpt_site.permissions import Role, get_visible_or_404, role_required
@@ -98,6 +99,7 @@ def _detail(request: HttpRequest, episode: Episode, refused: dict) -> HttpRespon
     }
     # A model's sample has no demonstrator: the page names its policy and links back to its run.
     context["sample"] = getattr(episode, "sample", None)
+    context.update(review_context(episode, request.user))  # researchers' grades and comments
     return render(request, "demonstrations/detail.html", {**context, "refused": refused})
 
 

@@ -9,6 +9,7 @@ from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
+from django.urls import reverse
 from django.utils import timezone
 from django.views.decorators.http import require_GET, require_POST
 
@@ -19,7 +20,7 @@ from annotation.feedback.presenter import task_context
 from annotation.feedback.validation import input_errors, skip_reason_error
 from annotation.models import Assignment, AssignmentStatus
 from annotation.workforce import gate
-from webgpt_site.permissions import Role, get_visible_or_404, role_required
+from webgpt_site.permissions import Role, any_role_required, get_visible_or_404, role_required
 
 TEMPLATE_PAGES = {
     "webgpt_comparison": "tasks/webgpt_comparison.html",
@@ -111,8 +112,9 @@ def _render_task(request: HttpRequest, task: Assignment, refused: dict) -> HttpR
     context["mine"] = mine
     context["read_only"] = not mine or task.status not in EDITABLE or closed
     context["slot_gone"] = work.SLOT_GONE if mine and task.status == AssignmentStatus.EXPIRED else ""
-    # The labeler's own progress line; a researcher looking at someone's task sees none.
-    context["progress"] = progress.task_progress(task) if mine else None
+    # The labeler's own progress line; a researcher looking at someone's task, or entering a reference,
+    # sees none.
+    context["progress"] = progress.task_progress(task) if mine and not task.is_reference else None
     return render(request, TEMPLATE_PAGES[task.item.batch.template], context)
 
 
@@ -122,6 +124,7 @@ EDITABLE = (
     AssignmentStatus.SUBMITTED,
     AssignmentStatus.EXPIRED,
     AssignmentStatus.LATE,
+    AssignmentStatus.REFERENCE,  # a researcher's reference may be revised at any time
 )
 
 
@@ -143,7 +146,7 @@ def _version(request: HttpRequest) -> int | None:
 
 
 @require_POST
-@role_required(Role.LABELER)
+@any_role_required(Role.LABELER, Role.RESEARCHER)  # a researcher's own reference task
 def draft(request: HttpRequest, pk: int) -> HttpResponse:
     task = _own(request, pk)
     response = _response(request, task)
@@ -162,7 +165,7 @@ def draft(request: HttpRequest, pk: int) -> HttpResponse:
 
 
 @require_POST
-@role_required(Role.LABELER)
+@any_role_required(Role.LABELER, Role.RESEARCHER)  # a researcher's own reference task
 def submit(request: HttpRequest, pk: int) -> HttpResponse:
     task = _own(request, pk)
     version = _version(request)
@@ -187,7 +190,15 @@ def submit(request: HttpRequest, pk: int) -> HttpResponse:
         return _refuse(request, task, response=response)
     if result.validation is not None and not result.validation.complete:
         return _refuse(request, task, errors=result.validation.errors)  # the response is kept as the draft
+    if task.is_reference:
+        messages.success(request, f"Reference of item {task.item_id} saved.")
+        return _back_to_gold(task)
     return _after_submit(request, late=result.late)
+
+
+def _back_to_gold(task: Assignment) -> HttpResponse:
+    """A researcher's reference task leads back to its batch's gold items, not to a labeler's next task."""
+    return redirect(reverse("console:feedback_gold", args=[task.item.batch_id]) + f"#item-{task.item_id}")
 
 
 def _after_submit(request: HttpRequest, *, late: bool) -> HttpResponse:
@@ -212,7 +223,7 @@ def _after_submit(request: HttpRequest, *, late: bool) -> HttpResponse:
 
 
 @require_POST
-@role_required(Role.LABELER)
+@any_role_required(Role.LABELER, Role.RESEARCHER)  # a researcher's own reference task
 def skip(request: HttpRequest, pk: int) -> HttpResponse:
     task = _own(request, pk)
     reason = request.POST.get("reason", "")
@@ -226,11 +237,13 @@ def skip(request: HttpRequest, pk: int) -> HttpResponse:
         messages.error(request, str(exc))
         return redirect("annotation:task", pk=task.pk)
     messages.info(request, "Task skipped.")
+    if task.is_reference:
+        return _back_to_gold(task)
     return redirect("annotation:next_task")
 
 
 @require_POST
-@role_required(Role.LABELER)
+@any_role_required(Role.LABELER, Role.RESEARCHER)  # a researcher's own reference task
 def heartbeat(request: HttpRequest, pk: int) -> HttpResponse:
     try:
         work.keep_alive(_own(request, pk).pk, request.user)
