@@ -86,8 +86,8 @@ def test_an_applicant_gets_only_the_screening_test_and_a_qualified_labeler_only_
     screening = comparison_batch("screen", 2, is_screening=True)
     applicant = make_user(django_user_model, "newbie", "labeler", applicant=True)
     veteran = make_user(django_user_model, "veteran", "labeler")
-    assert gate.open_batches(applicant) == [screening.pk]
-    assert gate.open_batches(veteran) == [production.pk]
+    assert [row["pk"] for row in gate.open_batches(applicant)] == [screening.pk]
+    assert [row["pk"] for row in gate.open_batches(veteran)] == [production.pk]
     assert work.next_assignment(applicant).item.batch == screening
     assert work.next_assignment(veteran).item.batch == production
     [notice] = gate.notices(applicant)
