@@ -207,13 +207,18 @@ def fresh_site(db_url: str, var: Path) -> tuple[dict[str, str], dict[str, str]]:
 
 
 def add_users(env: dict[str, str], group: str, names: list[str]) -> None:
-    """Users ``names`` (password PASSWORD) in the role group ``group``."""
+    """Users ``names`` (password PASSWORD) in the role group ``group``, qualified for its work."""
     snippet = (
         "from django.contrib.auth.models import Group, User\n"
+        "from annotation.workforce.states import qualify_for_role\n"
+        "from webgpt_site.permissions import Role\n"
         f"group = Group.objects.get(name={group!r})\n"
         f"for name in {names!r}:\n"
         "    user = User.objects.create(username=name)\n"
         f"    user.set_password({PASSWORD!r}); user.save(); user.groups.add(group)\n"
+        # Qualified for their role's work, as people already working are: the gate would hand an
+        # applicant only screening tests.
+        f"    qualify_for_role(user, Role({group!r}), by=None, reason='benchmark')\n"
     )
     manage(env, "shell", "-c", snippet)
 

@@ -47,6 +47,9 @@ MARK = "# layer:"
 # Plain Python engines: no Django, nothing of the project's Django side.
 DJANGO_FREE = ("browser.engine",)
 DJANGO_FREE_MODULES = (
+    "annotation.feedback.agreement",
+    "annotation.feedback.alpha",
+    "annotation.workforce.judgements",
     "training.errors",
     "training.evaluation.proxy",
     "training.runs.bc",
