@@ -148,16 +148,17 @@ class FeedbackBatchForm(forms.Form):
         required=False,
         label="Maximum overlap (adaptive)",
         widget=_number(*MAX_OVERLAP),
-        help_text="Empty: every item gets the overlap above. Otherwise an item whose judgements disagree "
-        "(comparisons: two prefer opposite answers; rankings: a Kendall tau under the threshold below) asks "
-        "for one more labeler, never one who had it, up to this many. Ratings never ask for more.",
+        help_text="Empty: every item gets the overlap above. Otherwise an item whose judgements are split "
+        "(comparisons: as many prefer one answer as the other; rankings: their mean Kendall tau under the "
+        "threshold below) asks for one more labeler, never one who had it, up to this many. Ratings never "
+        "ask for more.",
     )
     rank_agreement_threshold = forms.FloatField(
         required=False,
         initial=model_default("rank_agreement_threshold"),
         widget=_number(*RANK_AGREEMENT, "any"),
-        help_text="Rankings with a maximum overlap: two rankings disagree when their Kendall tau-b is under "
-        "this (-1 to 1)",
+        help_text="Rankings with a maximum overlap: the rankings disagree when their mean Kendall tau-b is "
+        "under this (-1 to 1)",
     )
     is_screening = forms.BooleanField(
         required=False,

@@ -57,12 +57,12 @@ class Migration(migrations.Migration):
         migrations.AddField(
             model_name='feedbackbatch',
             name='max_overlap',
-            field=models.PositiveSmallIntegerField(blank=True, help_text='Adaptive overlap: an item whose judgements disagree asks for one more, up to this many (blank: never)', null=True, validators=[django.core.validators.MinValueValidator(1), django.core.validators.MaxValueValidator(10)]),
+            field=models.PositiveSmallIntegerField(blank=True, help_text='Adaptive overlap: an item whose judgements are split asks for one more, up to this many (blank: never)', null=True, validators=[django.core.validators.MinValueValidator(1), django.core.validators.MaxValueValidator(10)]),
         ),
         migrations.AddField(
             model_name='feedbackbatch',
             name='rank_agreement_threshold',
-            field=models.FloatField(default=0.0, help_text='Adaptive overlap for rankings: two rankings disagree when their Kendall tau is under this', validators=[django.core.validators.MinValueValidator(-1.0), django.core.validators.MaxValueValidator(1.0)]),
+            field=models.FloatField(default=0.0, help_text='Adaptive overlap for rankings: they disagree when their mean Kendall tau is under this', validators=[django.core.validators.MinValueValidator(-1.0), django.core.validators.MaxValueValidator(1.0)]),
         ),
         migrations.AddField(
             model_name='feedbackitem',

@@ -125,13 +125,13 @@ class FeedbackBatch(models.Model):
         null=True,
         blank=True,
         validators=[MinValueValidator(1), MaxValueValidator(10)],
-        help_text="Adaptive overlap: an item whose judgements disagree asks for one more, up to this many "
+        help_text="Adaptive overlap: an item whose judgements are split asks for one more, up to this many "
         "(blank: never)",
     )
     rank_agreement_threshold = models.FloatField(
         default=0.0,
         validators=[MinValueValidator(-1.0), MaxValueValidator(1.0)],
-        help_text="Adaptive overlap for rankings: two rankings disagree when their Kendall tau is under this",
+        help_text="Adaptive overlap for rankings: they disagree when their mean Kendall tau is under this",
     )
     created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
     created_at = models.DateTimeField(auto_now_add=True)
