@@ -90,7 +90,8 @@ def test_nobody_else_can_beat_for_bobs_task(client_for, django_user_model, alice
     erin = make_user(django_user_model, "erin", "labeler")
     task = take_task(client_for(bob), bob)
     assert heartbeat(client_for(erin), task).status_code == 404  # another labeler's task does not exist
-    assert heartbeat(client_for(alice), task).status_code == 403  # researchers read tasks, never hold them
+    # Researchers hold only their own reference tasks: anyone else's task does not exist for them either.
+    assert heartbeat(client_for(alice), task).status_code == 404
     assert heartbeat(client_for(charlie), task).status_code == 403
     anonymous = heartbeat(client_for(None), task)
     assert anonymous.status_code == 302 and anonymous.url.startswith(reverse("login"))
