@@ -245,6 +245,15 @@ def demo_site(settings, freshwiki, monkeypatch):
     settings.DEBUG = False
 
 
+def demo_production_batches():
+    """The demo's batches of real work, one per template and preset: its workforce batches (the screening
+    test and the gold checks, annotation.workforce.demo) aside."""
+    from annotation.models import FeedbackBatch
+    from annotation.workforce.demo import GOLD_NAME, SCREENING_NAME
+
+    return FeedbackBatch.objects.exclude(name__in=(SCREENING_NAME, GOLD_NAME))
+
+
 @pytest.fixture
 def midday(settings):
     """The clock at noon today in the site's time zone, and running: a test that counts "today" with the

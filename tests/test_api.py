@@ -30,8 +30,7 @@ from annotation.models import (
     QuestionImport,
 )
 from annotation.questions.service import import_questions
-from annotation.workforce.demo import GOLD_NAME, SCREENING_NAME
-from tests.conftest import make_user
+from tests.conftest import demo_production_batches, make_user
 from webgpt_site.models import AuditEntry
 
 pytestmark = pytest.mark.django_db
@@ -48,7 +47,7 @@ def api(user=None) -> APIClient:
 def batches(freshwiki, demo_site):
     FeedbackBatch.objects.update(required_probability=0.0)  # only the always-required fields
     # The demo's production batches, one per template and preset (its screening test and gold checks aside).
-    production = FeedbackBatch.objects.exclude(name__in=(SCREENING_NAME, GOLD_NAME))
+    production = demo_production_batches()
     return {b.template + (f":{b.preset}" if b.preset else ""): b for b in production}
 
 

@@ -40,6 +40,8 @@ from rest_framework.authtoken.models import Token
 from annotation.feedback.answers_import import import_answers
 from annotation.feedback.batches import BatchSettings, create_feedback_batch, group_answers
 from annotation.questions.service import import_questions
+from annotation.workforce.states import qualify_for_role
+from webgpt_site.permissions import Role
 questions = [{"question": f"Is claim {i} true?"} for i in range(%(items)d)]
 import_questions("\\n".join(json.dumps(q) for q in questions).encode(), filename="q.jsonl")
 rows = [{"question": f"Is claim {i} true?", "answer": f"Answer {i}.", "quotes": []} for i in range(%(items)d)]
@@ -49,6 +51,7 @@ labelers = Group.objects.get_or_create(name="labeler")[0]
 for n in range(%(labelers)d):
     user = User.objects.create_user(f"labeler{n}", password="x")
     user.groups.add(labelers)
+    qualify_for_role(user, Role.LABELER, by=None, reason="already working")
     print(Token.objects.create(user=user).key)
 """
 

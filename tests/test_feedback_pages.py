@@ -12,8 +12,7 @@ from django.urls import reverse
 
 from annotation.feedback import assignment as work
 from annotation.models import Answer, Assignment, AssignmentStatus, FeedbackBatch
-from annotation.workforce.demo import GOLD_NAME, SCREENING_NAME
-from tests.conftest import make_user
+from tests.conftest import demo_production_batches, make_user
 
 pytestmark = pytest.mark.django_db
 
@@ -26,7 +25,7 @@ def demo_batches(freshwiki, demo_site):
     return {
         batch.template + (f":{batch.preset}" if batch.preset else ""): batch
         # The demo's production batches (its screening test and gold checks aside).
-        for batch in FeedbackBatch.objects.exclude(name__in=(SCREENING_NAME, GOLD_NAME))
+        for batch in demo_production_batches()
     }
 
 

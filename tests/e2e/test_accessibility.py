@@ -12,7 +12,7 @@ from django.utils import timezone
 from playwright.sync_api import Page, expect
 
 from annotation.models import Assignment, AssignmentStatus, ExportFormat, FeedbackBatch
-from tests.conftest import make_user
+from tests.conftest import demo_production_batches, make_user
 from tests.e2e.axe import describe, run_axe
 from tests.e2e.test_demonstration import SELECT_SENTENCE
 from tests.e2e.test_feedback import only
@@ -155,7 +155,7 @@ def console_world(
     here, test_sampling.py covers the worker), and a round with the run."""
     settings.MEDIA_ROOT = tmp_path / "media"
     researcher = django_user_model.objects.get(username="researcher")
-    comparison = FeedbackBatch.objects.get(template="webgpt_comparison")
+    comparison = demo_production_batches().get(template="webgpt_comparison")
     judgements(comparison, 4, django_user_model)
     export = finished_export(researcher, ExportFormat.RM_PAIRS, [{"chosen": "a", "rejected": "b"}])
     run = finished_rm_run(researcher, log="12:00:01 1 row from export\n")

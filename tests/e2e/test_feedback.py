@@ -11,6 +11,7 @@ import pytest
 from playwright.sync_api import Page, expect
 
 from annotation.models import Assignment, AssignmentStatus, FeedbackBatch
+from tests.conftest import demo_production_batches
 
 pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True)]
 
@@ -49,7 +50,7 @@ def demo(demo_site):
 
 def only(template: str, preset: str = "") -> None:
     """Leave one demo batch active, so "Start next task" hands out that template."""
-    batch = FeedbackBatch.objects.get(template=template, preset=preset)
+    batch = demo_production_batches().get(template=template, preset=preset)
     FeedbackBatch.objects.exclude(pk=batch.pk).update(is_active=False)
     FeedbackBatch.objects.filter(pk=batch.pk).update(is_active=True)
 

@@ -11,13 +11,14 @@ from playwright.sync_api import Page, expect
 
 from annotation.feedback import scales
 from annotation.models import FeedbackBatch
+from tests.conftest import demo_production_batches
 
 pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True)]
 
 
 def only(template: str, preset: str = "") -> None:
     """Leave one demo batch active, so "Start next task" hands out that template."""
-    batch = FeedbackBatch.objects.get(template=template, preset=preset)
+    batch = demo_production_batches().get(template=template, preset=preset)
     FeedbackBatch.objects.exclude(pk=batch.pk).update(is_active=False)
     FeedbackBatch.objects.filter(pk=batch.pk).update(is_active=True)
 

@@ -9,6 +9,7 @@ import pytest
 from playwright.sync_api import Page, expect
 
 from annotation.models import Assignment, AssignmentStatus, FeedbackBatch
+from tests.conftest import demo_production_batches
 from tests.e2e.test_feedback import sign_in_and_start
 
 pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True)]
@@ -17,7 +18,7 @@ pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True)]
 @pytest.fixture
 def everything_required(demo_site):
     """Only the minimal comparison is handed out, and every one of its scales is required."""
-    batch = FeedbackBatch.objects.get(template="minimal_comparison")
+    batch = demo_production_batches().get(template="minimal_comparison")
     FeedbackBatch.objects.exclude(pk=batch.pk).update(is_active=False)
     FeedbackBatch.objects.filter(pk=batch.pk).update(is_active=True, required_probability=1.0)
 
