@@ -562,7 +562,24 @@ def test_the_qualify_command_changes_all_or_nothing(team):
         call_command("qualify", "bob", "--kind", "nope", "--reason", "x", verbosity=0)
 
 
-def test_the_navigation_links_the_team_page_for_researchers(team):
-    assert reverse("console:team") in signed_in(team["alice"]).get(reverse("console:home")).content.decode()
+def test_the_workforce_page_links_the_team_page_for_researchers(team):
+    assert reverse("console:team") in signed_in(team["alice"]).get(reverse("console:workforce")).content.decode()
     page = signed_in(team["bob"]).get(reverse("annotation:next_task")).content.decode()
     assert reverse("console:team") not in page
+
+
+def test_the_team_page_shows_agreement_with_the_others_with_its_interval(django_user_model, alice, client):
+    from tests.test_workforce_gate import comparison_batch, judge
+
+    comparison_batch("shared", 2, overlap=2)
+    first, second = (make_user(django_user_model, name, "labeler") for name in ("first", "second"))
+    for _ in range(2):
+        judge(first, True)
+        judge(second, True)  # the same answer preferred on both shared items: 2 of 2
+    client.force_login(alice)
+    page = client.get(reverse("console:team")).content.decode()
+    # Wilson for 2 of 2: (1 + z²/4)/(1 + z²/2) ± ...: low 34%, high 100%.
+    assert "100% of 2 shared items (95% interval 34%-100%)" in page
+    body = client.get(reverse("api-team")).json()
+    row = next(person for person in body["people"] if person["username"] == "first")
+    assert row["agreement"]["count"] == 2 and row["agreement"]["value"] == 1.0

@@ -36,6 +36,12 @@ def member_data(member: people.Member) -> dict[str, Any]:
         "roles": [role.value for role in member.roles],
         "states": {state.kind: state.state for state in member.states},
         "gold": {"accuracy": gold.accuracy, "count": gold.count, "low": gold.low, "high": gold.high},
+        "agreement": {
+            "value": member.agreement.accuracy,
+            "count": member.agreement.count,
+            "low": member.agreement.low,
+            "high": member.agreement.high,
+        },
         "seconds_this_week": round(member.week_seconds, 1),
         "hours_this_week": round(member.week_hours, 2),
         "last_activity": member.last_activity,

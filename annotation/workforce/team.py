@@ -21,7 +21,8 @@ from django.db.models import Max
 from annotation.models import Assignment, Episode, Qualification
 from annotation.models.workforce import DEMONSTRATION
 from annotation.workforce.gold import Accuracy, accuracy_of, gold_checks
-from annotation.workforce.states import State, feedback_kinds, kind_label, kinds_for
+from annotation.workforce.quality import agreement_scores, share
+from annotation.workforce.states import State, all_kinds, kind_label, kinds_for
 from annotation.workforce.timesheets import seconds_by_user, this_week
 from webgpt_site.models import log_action
 from webgpt_site.permissions import AnyUser, Role
@@ -29,11 +30,6 @@ from webgpt_site.permissions import AnyUser, Role
 User = get_user_model()
 WORKER_ROLES = (Role.LABELER, Role.DEMONSTRATOR)
 ROLE_ORDER = (Role.LABELER, Role.DEMONSTRATOR, Role.RESEARCHER)
-
-
-def all_kinds() -> list[str]:
-    """Every kind of work there is: the feedback kinds, then demonstrations."""
-    return [*feedback_kinds(), DEMONSTRATION]
 
 
 class RoleError(ValueError):
@@ -55,6 +51,7 @@ class Member:
     roles: list[Role]
     states: list[KindState] = field(default_factory=list)
     gold: Accuracy = field(default_factory=lambda: accuracy_of([]))
+    agreement: Accuracy = field(default_factory=lambda: accuracy_of([]))
     week_seconds: float = 0.0
     last_activity: datetime | None = None
 
@@ -66,12 +63,16 @@ class Member:
     def gold_text(self) -> str:
         return accuracy_text(self.gold)
 
+    @property
+    def agreement_text(self) -> str:
+        return accuracy_text(self.agreement, "shared item")
 
-def accuracy_text(gold: Accuracy) -> str:
+
+def accuracy_text(gold: Accuracy, unit: str = "gold item") -> str:
     """ "75% of 4 gold items (95% interval 30%-95%)", or that there are none yet."""
     if gold.accuracy is None:
-        return "no gold items yet"
-    items = "gold item" if gold.count == 1 else "gold items"
+        return f"no {unit}s yet"
+    items = unit if gold.count == 1 else f"{unit}s"
     return f"{gold.accuracy:.0%} of {gold.count} {items} (95% interval {gold.low:.0%}-{gold.high:.0%})"
 
 
@@ -136,6 +137,9 @@ def _members(users: list[AnyUser]) -> list[Member]:
         ]
         if Role.LABELER in roles or any(kind != DEMONSTRATION for kind in mine):
             member.gold = accuracy_of(gold_checks(user))
+            member.agreement = share(
+                score for scored in agreement_scores(user).values() for _, score in scored
+            )
         members.append(member)
     return members
 

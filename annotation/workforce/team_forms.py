@@ -10,8 +10,8 @@ from django.contrib.auth import get_user_model, password_validation
 from django.contrib.auth.validators import UnicodeUsernameValidator
 
 from annotation.workforce.invitations import DEFAULT_DAYS, MAX_DAYS, MIN_DAYS
-from annotation.workforce.states import ACTION_STATES, kind_label
-from annotation.workforce.team import WORKER_ROLES, all_kinds, may_change_role
+from annotation.workforce.states import ACTION_STATES, all_kinds, kind_label
+from annotation.workforce.team import WORKER_ROLES, may_change_role
 from webgpt_site.permissions import AnyUser, Role
 
 User = get_user_model()

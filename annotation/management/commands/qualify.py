@@ -10,8 +10,16 @@ from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db import transaction
 
-from annotation.workforce.states import State, StateError, kind_label, kinds_for, set_state, states_of
-from annotation.workforce.team import all_kinds, roles_of
+from annotation.workforce.states import (
+    State,
+    StateError,
+    all_kinds,
+    kind_label,
+    kinds_for,
+    set_state,
+    states_of,
+)
+from annotation.workforce.team import roles_of
 
 STATES = (State.QUALIFIED, State.PAUSED, State.REVOKED)
 VIA = {"via": "command line"}  # the audit trail's "who" when no --by is given
