@@ -28,7 +28,8 @@ trap 'kill $workers 2>/dev/null || true; wait $workers 2>/dev/null || true' EXIT
 cat <<BANNER
 
   WebGPT feedback platform: http://127.0.0.1:${PORT}/
-  Demo logins (user name = password): demonstrator, labeler, researcher, admin
+  Demo logins (user name = password): demonstrator, labeler, researcher, admin;
+  applicant (a labeler still to pass the screening test), drifter (a labeler paused by gold checks)
   Celery worker logs: var/celery-worker.log (default, exports), var/celery-training.log (training),
                       var/celery-sampling.log (sampling)
 
