@@ -563,7 +563,9 @@ def test_the_qualify_command_changes_all_or_nothing(team):
 
 
 def test_the_workforce_page_links_the_team_page_for_researchers(team):
-    assert reverse("console:team") in signed_in(team["alice"]).get(reverse("console:workforce")).content.decode()
+    assert (
+        reverse("console:team") in signed_in(team["alice"]).get(reverse("console:workforce")).content.decode()
+    )
     page = signed_in(team["bob"]).get(reverse("annotation:next_task")).content.decode()
     assert reverse("console:team") not in page
 
