@@ -189,9 +189,17 @@ def test_the_researcher_console_pages(console_world, page):
     expect(page.locator("#worker-status")).to_contain_text("waiting")
     audit.check("console home, workers checked")
     nav = page.get_by_role("navigation", name="Main")
-    for link in ("Questions", "Demonstrations", "Feedback", "Exports", "Training"):
+    for link in ("Questions", "Demos", "Feedback", "Workforce", "Exports", "Training"):
         nav.get_by_role("link", name=link, exact=True).click()
         audit.check(link)
+    for path in (
+        "/console/workforce/candidates/webgpt_comparison/",
+        "/console/workforce/kinds/webgpt_comparison/",
+        "/console/team/",
+        "/console/workforce/timesheets/",
+    ):
+        page.goto(path)
+        audit.check(path)
     batch = console_world["comparison"]
     page.goto(f"/console/feedback/{batch.pk}/")
     audit.check("feedback batch")
