@@ -39,7 +39,7 @@ def qualify_demo_accounts(usernames: list[str]) -> None:
                 qualify_for_role(user, role, by=None, reason=DEMO_REASON)
 
 
-def _pairs_with_a_better_answer() -> list[list]:
+def pairs_with_a_better_answer() -> list[list]:
     """Pairs of demo answers one quality step apart (complete/partial, ...): the better one is known."""
     kept = loop_question_ids()
     answers = [answer for answer in load_demo_answers() if answer.question_id not in kept]
@@ -59,12 +59,12 @@ def _response(task: Assignment, lower_id_better: bool, strength: str = "better")
 
 
 @transaction.atomic
-def create_screening_test(researcher) -> FeedbackBatch | None:
+def create_screening_test(researcher, pairs: list[list]) -> FeedbackBatch | None:
     """The WebGPT-comparison screening test: six pairs whose better answer the researcher entered as the
     reference, on the task page's own path (start_reference, submit), with an explanation each."""
     if FeedbackBatch.objects.filter(name=SCREENING_NAME).exists():
         return None
-    pairs = _pairs_with_a_better_answer()[-SCREENING_ITEMS:]
+    pairs = pairs[-SCREENING_ITEMS:]
     config = BatchSettings(
         name=SCREENING_NAME,
         template=Template.WEBGPT_COMPARISON,
@@ -89,13 +89,13 @@ def create_screening_test(researcher) -> FeedbackBatch | None:
 
 
 @transaction.atomic
-def create_gold_checks(drifter) -> FeedbackBatch | None:
+def create_gold_checks(drifter, pairs: list[list]) -> FeedbackBatch | None:
     """A minimal-comparison batch of gold pairs (the better answer known), pausing under 60% after 3 gold
     judgements, and the drifter's careless judgements on it (the first shown always preferred, in four
     seconds each), submitted on the real path: their third wrong gold check pauses them."""
     if FeedbackBatch.objects.filter(name=GOLD_NAME).exists():
         return None
-    pairs = _pairs_with_a_better_answer()[:GOLD_ITEMS]
+    pairs = pairs[:GOLD_ITEMS]
     config = BatchSettings(
         name=GOLD_NAME, template=Template.MINIMAL_COMPARISON, required_probability=0.0, priority=5
     )

@@ -130,8 +130,37 @@ def set_state(
 
 def qualify_for_role(user: AnyUser, role: Role, *, by: AnyUser | None, reason: str) -> None:
     """Qualify a person for every kind of their role's work at once (a researcher's call, e.g. someone whose
-    work they know; also the demo's accounts). Kinds they are already qualified for are left alone."""
-    current = states_of(user)
-    for kind in kinds_for(role):
-        if current.get(kind, State.APPLICANT) != State.QUALIFIED:
-            set_state(user, kind, State.QUALIFIED, by=by, reason=reason)
+    work they know; also the demo's accounts). Kinds they are already qualified for are left alone. Kinds
+    without a row yet (applicants) are written in bulk, with their events and one audit entry."""
+    reason = reason.strip()
+    if not reason:
+        raise StateError("Say why: the reason is kept in the audit trail.")
+    now = timezone.now()
+    decider = by if by is not None and by.is_authenticated else None
+    with transaction.atomic():
+        current = dict(
+            Qualification.objects.select_for_update().filter(user=user).values_list("kind", "state")
+        )
+        new = [kind for kind in kinds_for(role) if kind not in current]
+        Qualification.objects.bulk_create(
+            Qualification(
+                user=user, kind=kind, state=State.QUALIFIED, reason=reason, decided_by=decider, decided_at=now
+            )
+            for kind in new
+        )
+        QualificationEvent.objects.bulk_create(
+            QualificationEvent(
+                user=user,
+                kind=kind,
+                from_state=State.APPLICANT,
+                to_state=State.QUALIFIED,
+                by=decider,
+                reason=reason,
+            )
+            for kind in new
+        )
+        if new:
+            log_action(by, "qualification.change", user, kinds=new, state=State.QUALIFIED, reason=reason)
+        for kind, state in current.items():
+            if kind in kinds_for(role) and state != State.QUALIFIED:
+                set_state(user, kind, State.QUALIFIED, by=by, reason=reason, now=now)
