@@ -80,7 +80,8 @@ class Labeler(Client):
         key = _SUBMIT_KEY.search(page).group(1)
         self.think()
         status, headers, _, submit_ms = self.request(
-            "POST", f"{task}submit/", {"submit_key": key, **RESPONSE}
+            # "Submit and back to the list": the default button would open the next task (timed as its own step).
+            "POST", f"{task}submit/", {"submit_key": key, "then": "list", **RESPONSE}
         )
         if status != 302 or urlsplit(headers.get("Location", "")).path != "/tasks/":
             raise RuntimeError(f"{self.username}: submit of {task} not accepted ({status})")
