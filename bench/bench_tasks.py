@@ -80,7 +80,7 @@ class Labeler(Client):
         key = _SUBMIT_KEY.search(page).group(1)
         self.think()
         status, headers, _, submit_ms = self.request(
-            # "Submit and back to the list": the default button would open the next task (timed as its own step).
+            # "Submit and back to the list": the default button would open the next task.
             "POST", f"{task}submit/", {"submit_key": key, "then": "list", **RESPONSE}
         )
         if status != 302 or urlsplit(headers.get("Location", "")).path != "/tasks/":
