@@ -81,7 +81,9 @@ class Labeler(Client):
         self.think()
         status, headers, _, submit_ms = self.request(
             # "Submit and back to the list": the default button would open the next task.
-            "POST", f"{task}submit/", {"submit_key": key, "then": "list", **RESPONSE}
+            "POST",
+            f"{task}submit/",
+            {"submit_key": key, "then": "list", **RESPONSE},
         )
         if status != 302 or urlsplit(headers.get("Location", "")).path != "/tasks/":
             raise RuntimeError(f"{self.username}: submit of {task} not accepted ({status})")
