@@ -55,6 +55,7 @@ RESPONSE = {"field-truthful": "yes", "field-informative": "no"}  # a complete tr
 _TASK = re.compile(r"^/tasks/(\d+)/$")
 _PICK = re.compile(r'FROM "annotation_feedbackitem".*SKIP LOCKED', re.S)
 _SUBMIT_KEY = re.compile(r'name="submit_key" value="([0-9a-f-]{36})"')
+_VERSION = re.compile(r'name="version" value="(\d+)"')
 
 
 class Labeler(Client):
@@ -77,13 +78,13 @@ class Labeler(Client):
         if status != 302 or not _TASK.match(task):
             raise RuntimeError(f"{self.username}: no task ({status} {headers.get('Location')})")
         _, _, page, page_ms = self.request("GET", task)
-        key = _SUBMIT_KEY.search(page).group(1)
+        key, version = _SUBMIT_KEY.search(page).group(1), _VERSION.search(page).group(1)
         self.think()
         status, headers, _, submit_ms = self.request(
             # "Submit and back to the list": the default button would open the next task.
             "POST",
             f"{task}submit/",
-            {"submit_key": key, "then": "list", **RESPONSE},
+            {"submit_key": key, "version": version, "then": "list", **RESPONSE},
         )
         if status != 302 or urlsplit(headers.get("Location", "")).path != "/tasks/":
             raise RuntimeError(f"{self.username}: submit of {task} not accepted ({status})")
