@@ -108,13 +108,14 @@ def has_room(item: FeedbackItem) -> bool:
     return item.batch.is_screening or item.slots_taken < item.target_overlap
 
 
-def batch_turns(labeler: AnyUser) -> list[int]:
+def batch_turns(labeler: AnyUser, open_ids: list[int] | None = None) -> list[int]:
     """The active batches in the order this labeler is to be offered them: each batch's share of the
     labeler's tasks follows its priority (a batch of priority 2 comes up twice as often as one of 1), so
     active batches are interleaved instead of drained in id order. The batch with the fewest of this
     labeler's assignments per unit of priority is first; ties go to the older batch. Deterministic, and
     cheap: it counts the labeler's own assignments, never the pool."""
-    active = dict(FeedbackBatch.objects.filter(pk__in=open_batches(labeler)).values_list("pk", "priority"))
+    allowed = open_batches(labeler) if open_ids is None else open_ids
+    active = dict(FeedbackBatch.objects.filter(pk__in=allowed).values_list("pk", "priority"))
     taken = dict(
         Assignment.objects.filter(labeler=labeler, item__batch__in=list(active))
         .values_list("item__batch")
@@ -125,8 +126,10 @@ def batch_turns(labeler: AnyUser) -> list[int]:
 
 
 def _pick_item(labeler: AnyUser, now: datetime) -> FeedbackItem | None:
-    pool = available_items(labeler, now)
-    for batch in batch_turns(labeler):
+    # The gate read once: the per-batch pool queries below then compile a list, not its subquery.
+    open_ids = list(open_batches(labeler).values_list("pk", flat=True))
+    pool = available_items(labeler, now, open_ids)
+    for batch in batch_turns(labeler, open_ids):
         item = (
             pool.filter(batch_id=batch)
             .select_related("batch")
@@ -142,12 +145,13 @@ def _pick_item(labeler: AnyUser, now: datetime) -> FeedbackItem | None:
 JUDGED = (AssignmentStatus.SUBMITTED, AssignmentStatus.LATE)
 
 
-def eligible_items(labeler: AnyUser) -> QuerySet[FeedbackItem]:
+def eligible_items(labeler: AnyUser, open_ids: list[int] | None = None) -> QuerySet[FeedbackItem]:
     """The items the labeler may be given, the same-question window aside: open, in an active batch the gate
     lets them take (``gate.open_batches``), never theirs before (whatever became of it), none of their own
     answers in it."""
     had_it = Assignment.objects.filter(item=OuterRef("pk"), labeler=labeler)
-    items = FeedbackItem.objects.filter(is_open=True, batch__in=open_batches(labeler)).filter(~Exists(had_it))
+    allowed = open_batches(labeler) if open_ids is None else open_ids
+    items = FeedbackItem.objects.filter(is_open=True, batch__in=allowed).filter(~Exists(had_it))
     # The labeler's own answers as a list, not a join: with the join PostgreSQL misjudged how many items
     # it removes and sorted the whole pool (250 ms at 100k items) instead of walking the index.
     own = list(Answer.objects.filter(episode__user=labeler).values_list("id", flat=True))
@@ -182,10 +186,12 @@ def same_question_clash(labeler: AnyUser, now: datetime) -> Exists | None:
     )
 
 
-def available_items(labeler: AnyUser, now: datetime) -> QuerySet[FeedbackItem]:
+def available_items(
+    labeler: AnyUser, now: datetime, open_ids: list[int] | None = None
+) -> QuerySet[FeedbackItem]:
     """What "next task" may hand the labeler now: the one rule for the page, the API and the counts of
-    waiting work."""
-    items = eligible_items(labeler)
+    waiting work. ``open_ids``: the gate's batches when the caller has read them already."""
+    items = eligible_items(labeler, open_ids)
     clash = same_question_clash(labeler, now)
     return items if clash is None else items.filter(~clash)
 
