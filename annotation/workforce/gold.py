@@ -3,6 +3,7 @@ automatic pause when it falls under the batch's threshold (nothing already submi
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -71,12 +72,18 @@ class Accuracy:
     high: float
 
 
-def accuracy_of(checks: list[GoldCheck]) -> Accuracy:
-    """Mean score with its 95% Wilson interval (a half-agreement counts half)."""
-    if not checks:
+def share(scores: Iterable[float]) -> Accuracy:
+    """The mean of scores in [0, 1] with its count and 95% Wilson interval (a half counts half)."""
+    scores = list(scores)
+    if not scores:
         return Accuracy(None, 0, 0.0, 1.0)
-    total = sum(check.score for check in checks)
-    return Accuracy(total / len(checks), len(checks), *wilson_interval(total, len(checks)))
+    total = sum(scores)
+    return Accuracy(total / len(scores), len(scores), *wilson_interval(total, len(scores)))
+
+
+def accuracy_of(checks: list[GoldCheck]) -> Accuracy:
+    """Mean score of gold judgements with its 95% Wilson interval."""
+    return share(check.score for check in checks)
 
 
 def rolling_window(min_items: int) -> int:

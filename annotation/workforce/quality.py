@@ -14,7 +14,7 @@ from datetime import date, datetime
 
 from django.utils import timezone
 
-from annotation.feedback.agreement import comparison_agreement, ranking_agreement, wilson_interval
+from annotation.feedback.agreement import comparison_agreement, ranking_agreement
 from annotation.feedback.scales import COMPARISON_TEMPLATES
 from annotation.models import (
     Assignment,
@@ -26,7 +26,7 @@ from annotation.models import (
     work_kind,
 )
 from annotation.workforce.as_seen import GoldDisagreement, disagreements
-from annotation.workforce.gold import Accuracy, gold_checks
+from annotation.workforce.gold import Accuracy, gold_checks, share
 from annotation.workforce.judgements import FIELDS, FLAGS, MEASURE_LABELS, canonical, compare, main_measure
 from annotation.workforce.references import referenced_items
 from annotation.workforce.states import State, kind_label, kinds_for
@@ -34,16 +34,6 @@ from webgpt_site.permissions import AnyUser, Role, has_role
 
 # The states whose recorded reason the person reads: why they cannot work now.
 EXPLAINED = (State.PAUSED, State.REVOKED)
-
-
-def share(scores: Iterable[float]) -> Accuracy:
-    """The mean of scores in [0, 1] with its count and 95% Wilson interval (a half counts half), as gold
-    accuracy is computed (``gold.accuracy_of``)."""
-    scores = list(scores)
-    if not scores:
-        return Accuracy(None, 0, 0.0, 1.0)
-    total = sum(scores)
-    return Accuracy(total / len(scores), len(scores), *wilson_interval(total, len(scores)))
 
 
 @dataclass(frozen=True)
