@@ -5,9 +5,14 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 
 def _no_progress(step: int, total: int, logs: dict[str, float]) -> None:
+    return None
+
+
+def _no_samples(step: int, samples: list[Any]) -> None:
     return None
 
 
@@ -19,6 +24,8 @@ class Hooks:
 
     on_progress: Callable[[int, int, dict[str, float]], None] = _no_progress
     should_stop: Callable[[], bool] = lambda: False
+    # An RL run's episodes of the step just taken (training.rl.types.EpisodeReport), for the run page.
+    on_samples: Callable[[int, list[Any]], None] = _no_samples
 
 
 @dataclass

@@ -1,0 +1,107 @@
+"""What an RL run is told: plain values only (stored as JSON on the run), each number with its range.
+
+Defaults are the paper's where it gives one (WebGPT section 3.2 and appendix E: a KL coefficient of 0.02 to
+the BC policy, 15 answer-only episodes per browsing episode, sampling temperature 0.8) and small-scale
+elsewhere, so that a run on the CPU defaults (SmolLM2-135M, the demo reward model) ends in minutes.
+Nothing here loads torch: the web app imports it to check a request."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, fields
+from typing import Any
+
+from training.runs.config import SMOLLM2, Bound, _check_type
+
+ANSWER, BROWSE = "answer", "browse"
+EPISODE_KINDS = (ANSWER, BROWSE)
+PROMPTED, BC = "prompted", "bc"  # how the policy is asked (training.sampling.policies)
+POLICY_FORMATS = (PROMPTED, BC)
+
+
+@dataclass
+class RLConfig:
+    # Filled in by the job, never by whoever asks for the run.
+    output_dir: str = ""  # where the trained policy folder is written
+    base_model: str = SMOLLM2  # the starting policy: a preset name or a local model folder
+    policy_format: str = PROMPTED  # "prompted" (chat, the instruct default) or "bc" (raw BC prompts)
+    reward_model: str = ""  # a reward-model folder (training.runs.reward)
+
+    # What an episode is. "answer": the prompt is a question with the quotes of a finished episode or
+    # answer, the completion is the answer. "browse": the policy browses the text environment (commands
+    # and answer are its tokens, pages are not), then answers; each browsing episode with quotes is
+    # followed by ``answers_per_browse`` answer-only episodes on its quotes (the paper: 15).
+    episodes: str = ANSWER
+    answers_per_browse: int = 15
+    max_actions: int = 10  # browsing actions per episode (the paper drew 20-100; small for the CPU)
+
+    steps: int = 20  # optimizer steps
+    questions_per_step: int = 2  # prompts (answer) or questions (browse) per step
+    group_size: int = 4  # episodes per prompt: the advantage is an episode's reward minus its group's mean
+    learning_rate: float = 1e-5
+    kl_coef: float = 0.02  # beta: the per-token KL penalty to the starting policy
+    kl_budget: float = 0.0  # stop once the mean KL per episode (nats) exceeds this; 0 = no budget
+    clip_epsilon: float = 0.2  # the policy ratio's clip range
+    updates_per_step: int = 1  # passes over each step's episodes (more than 1: the clip matters)
+    scale_rewards: bool = False  # divide advantages by the group's standard deviation (GRPO) or not
+    no_answer_reward: float = -1.0  # the reward of an episode that ends without an answer
+    temperature: float = 0.8
+    max_answer_tokens: int = 64
+    max_command_tokens: int = 32
+    max_length: int = 512  # tokens of prompt + completion in the loss; prompts are cut in the middle
+    micro_batch: int = 4  # sequences per forward/backward pass (memory), gradients accumulated
+    threads: int = 0  # CPU threads; 0 = torch's default
+    seed: int = 0
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, values: dict[str, Any]) -> RLConfig:
+        """Build from stored JSON; unknown keys are an error (a typo must not be silently ignored)."""
+        defaults = cls()
+        unknown = sorted(set(values) - {f.name for f in fields(cls)})
+        if unknown:
+            raise ValueError(f"unknown setting(s): {', '.join(unknown)}")
+        for name, value in values.items():
+            _check_type(name, value, getattr(defaults, name))
+        return cls(
+            **{n: float(v) if isinstance(getattr(defaults, n), float) else v for n, v in values.items()}
+        )
+
+    def check(self) -> None:
+        """Raise ValueError naming the first impossible setting and the range it must be in."""
+        if not self.output_dir:
+            raise ValueError("output_dir: required")
+        if not self.reward_model:
+            raise ValueError("reward_model: required")
+        if self.episodes not in EPISODE_KINDS:
+            raise ValueError(f"episodes: expected one of {', '.join(EPISODE_KINDS)}, not {self.episodes!r}")
+        if self.policy_format not in POLICY_FORMATS:
+            raise ValueError(f"policy_format: expected one of {', '.join(POLICY_FORMATS)}")
+        for name, bound in RL_BOUNDS.items():
+            bound.check(name, getattr(self, name))
+
+
+RL_BOUNDS: dict[str, Bound] = {
+    "answers_per_browse": Bound(0, 256),
+    "max_actions": Bound(1, 1_000),
+    "steps": Bound(1, 1_000_000),
+    "questions_per_step": Bound(1, 4_096),
+    "group_size": Bound(2, 256),  # one episode has no group to compare with
+    "learning_rate": Bound(0, 1, low_open=True, high_open=True),
+    "kl_coef": Bound(0, 100),
+    "kl_budget": Bound(0, 1_000_000),
+    "clip_epsilon": Bound(0, 10, low_open=True),
+    "updates_per_step": Bound(1, 64),
+    "no_answer_reward": Bound(-1_000, 1_000),
+    "temperature": Bound(0, 10, low_open=True),  # sampling must be random for a policy gradient
+    "max_answer_tokens": Bound(1, 4_096),
+    "max_command_tokens": Bound(1, 1_024),
+    "max_length": Bound(32, 32_768),
+    "micro_batch": Bound(1, 4_096),
+    "threads": Bound(0, 1_024),
+    "seed": Bound(0, 2**32 - 1),
+}
+# Filled in by the job from the registry and the model store; a request may set the rest.
+RL_JOB_SETTINGS = frozenset({"output_dir", "base_model", "policy_format", "reward_model"})
+RL_SETTABLE = tuple(f.name for f in fields(RLConfig) if f.name not in RL_JOB_SETTINGS)
