@@ -30,12 +30,20 @@ def encode_example(tokenizer: Any, prompt: str, completion: str, max_length: int
     The completion keeps at least 3/4 of the room; the prompt is cut in the middle."""
     prompt_ids = tokenizer(prompt, add_special_tokens=False)["input_ids"]
     completion_ids = tokenizer(completion, add_special_tokens=False)["input_ids"] + [tokenizer.eos_token_id]
-    completion_ids = completion_ids[: max(1, max_length - min(len(prompt_ids), max_length // 4))]
-    prompt_ids = cut_middle(prompt_ids, max_length - len(completion_ids))
+    prompt_ids, completion_ids = fit_to_length(prompt_ids, completion_ids, max_length)
     return {
         "input_ids": prompt_ids + completion_ids,
         "labels": [IGNORE] * len(prompt_ids) + completion_ids,
     }
+
+
+def fit_to_length(
+    prompt_ids: list[int], completion_ids: list[int], max_length: int
+) -> tuple[list[int], list[int]]:
+    """(prompt, completion) in at most ``max_length`` tokens: the completion keeps at least 3/4 of the
+    room, the prompt is cut in the middle (its head and its latest part both matter)."""
+    completion_ids = completion_ids[: max(1, max_length - min(len(prompt_ids), max_length // 4))]
+    return cut_middle(prompt_ids, max_length - len(completion_ids)), completion_ids
 
 
 class PadCollator:

@@ -20,6 +20,7 @@ from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import torch
@@ -52,9 +53,24 @@ class LocalBackend:
         if threads > 0:
             torch.set_num_threads(threads)
         path = Path(model_dir) if model_dir else resolve_base_model(SMOLLM2, store or default_store())
-        self.device = torch.device(device or ("cuda" if torch.cuda.is_available() else "cpu"))
-        self.tokenizer = AutoTokenizer.from_pretrained(path)
-        self.model = AutoModelForCausalLM.from_pretrained(path, dtype=torch.float32).to(self.device).eval()
+        device_ = torch.device(device or ("cuda" if torch.cuda.is_available() else "cpu"))
+        model = AutoModelForCausalLM.from_pretrained(path, dtype=torch.float32).to(device_).eval()
+        self._use(model, AutoTokenizer.from_pretrained(path), prompt_cache)
+
+    @classmethod
+    def over(cls, model: Any, tokenizer: Any, prompt_cache: int = 16) -> LocalBackend:
+        """A backend over a model already in memory: an RL run samples from the policy it trains (call
+        ``forget_prompts`` after each update: cached keys and values are the old weights')."""
+        backend = cls.__new__(cls)
+        backend._use(model, tokenizer, prompt_cache)
+        return backend
+
+    def forget_prompts(self) -> None:
+        self.prompts = PromptCache(self.prompts.size)
+
+    def _use(self, model: Any, tokenizer: Any, prompt_cache: int) -> None:
+        self.model, self.tokenizer = model, tokenizer
+        self.device = next(model.parameters()).device
         self.pad_id = (
             self.tokenizer.pad_token_id
             if self.tokenizer.pad_token_id is not None

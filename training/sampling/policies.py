@@ -91,18 +91,32 @@ class BCPolicy:
     backend: Backend
 
     def command_request(self, browser: Browser, settings: SamplingSettings, seed: int) -> CompletionRequest:
+        return self.command_request_for(
+            browser.observation(), settings, seed, constraint_for(browser, settings)
+        )
+
+    def command_request_for(
+        self, observation: str, settings: SamplingSettings, seed: int, constraint: Constraint | None = None
+    ) -> CompletionRequest:
+        """The request for a command on ``observation`` (an RL run rebuilds an episode's prompts from it)."""
         return CompletionRequest(
-            prompt=browser.observation(),
+            prompt=observation,
             max_new_tokens=settings.max_command_tokens,
             temperature=settings.temperature,
             seed=seed,
             stop=BC_STOP,
-            constraint=constraint_for(browser, settings),
+            constraint=constraint,
         )
 
     def answer_request(self, browser: Browser, settings: SamplingSettings, seed: int) -> CompletionRequest:
+        return self.answer_request_for(browser.answer_prompt(), settings, seed)
+
+    def answer_request_for(
+        self, answer_prompt: str, settings: SamplingSettings, seed: int
+    ) -> CompletionRequest:
+        """The request for an answer to ``answer_prompt`` (the question and its quotes, as in rm-pairs)."""
         return CompletionRequest(
-            prompt=browser.answer_prompt(),
+            prompt=answer_prompt,
             max_new_tokens=settings.max_answer_tokens,
             temperature=settings.temperature,
             seed=seed,
@@ -146,22 +160,35 @@ class PromptedPolicy:
     instructions: str = INSTRUCTIONS
 
     def command_request(self, browser: Browser, settings: SamplingSettings, seed: int) -> CompletionRequest:
+        constraint = constraint_for(browser, settings, default=True, guided=True)
+        return self.command_request_for(browser.observation(), settings, seed, constraint)
+
+    def command_request_for(
+        self, observation: str, settings: SamplingSettings, seed: int, constraint: Constraint | None = None
+    ) -> CompletionRequest:
+        """The request for a command on ``observation`` (an RL run rebuilds an episode's prompts from it)."""
         messages = [Message("system", self.instructions)]
-        for observation, command in self.demonstrations:
-            messages += [Message("user", observation), Message("assistant", command)]
-        messages.append(Message("user", browser.observation()))
+        for example, command in self.demonstrations:
+            messages += [Message("user", example), Message("assistant", command)]
+        messages.append(Message("user", observation))
         return CompletionRequest(
             messages=tuple(messages),
             max_new_tokens=settings.max_command_tokens,
             temperature=settings.temperature,
             seed=seed,
             stop=("\n",),  # one action, one line
-            constraint=constraint_for(browser, settings, default=True, guided=True),
+            constraint=constraint,
         )
 
     def answer_request(self, browser: Browser, settings: SamplingSettings, seed: int) -> CompletionRequest:
+        return self.answer_request_for(browser.answer_prompt(), settings, seed)
+
+    def answer_request_for(
+        self, answer_prompt: str, settings: SamplingSettings, seed: int
+    ) -> CompletionRequest:
+        """The request for an answer to ``answer_prompt`` (the question and its quotes, as in rm-pairs)."""
         return CompletionRequest(
-            messages=(Message("system", ANSWER_INSTRUCTIONS), Message("user", browser.answer_prompt())),
+            messages=(Message("system", ANSWER_INSTRUCTIONS), Message("user", answer_prompt)),
             max_new_tokens=settings.max_answer_tokens,
             temperature=settings.temperature,
             seed=seed,

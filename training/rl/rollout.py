@@ -1,0 +1,199 @@
+"""One step's episodes, sampled from the policy being trained and scored by the reward model.
+
+An episode's tokens are the policy's own: each browsing command and the answer, each as a (prompt,
+completion) pair encoded as the policy is asked (``training.sampling.policies``: raw BC prompts or the
+prompted model's chat) and as BC trains (the completion's text, then end of sequence when the model ended
+it); page text is only ever prompt. The loss runs on those pairs (``training.rl.trainer``)."""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from browser.engine.browser import Browser
+from browser.engine.observation import format_answer_prompt
+from browser.engine.page import Quote
+from training.rl.config import ANSWER, RLConfig
+from training.rl.types import EpisodeReport, RLQuestion
+from training.sampling.best_of_n import RewardScorer
+from training.sampling.episode import EpisodeSample, SamplingSettings, derive_seed, run_episodes
+from training.sampling.local import LocalBackend
+from training.sampling.types import Completion
+
+
+@dataclass
+class Rollout:
+    """Episode e has ``rewards[e]``, group ``groups[e]`` and report ``reports[e]``; ``pairs`` are the
+    (prompt ids, completion ids, episode) the loss runs over."""
+
+    rewards: list[float] = field(default_factory=list)
+    groups: list[int] = field(default_factory=list)
+    reports: list[EpisodeReport] = field(default_factory=list)
+    pairs: list[tuple[list[int], list[int], int]] = field(default_factory=list)
+    actions: int = 0
+    valid_actions: int = 0
+
+    def add(self, report: EpisodeReport, group: int) -> int:
+        self.reports.append(report)
+        self.rewards.append(report.reward)
+        self.groups.append(group)
+        return len(self.reports) - 1
+
+    @property
+    def group_count(self) -> int:
+        return max(self.groups) + 1 if self.groups else 0
+
+
+class Plan:
+    """What each step works on, drawn in a seeded shuffled order and cycled: (question, quotes) prompts for
+    answer-only runs, questions for browsing runs."""
+
+    def __init__(self, cfg: RLConfig, questions: Sequence[RLQuestion]) -> None:
+        self.per_step = cfg.questions_per_step
+        if cfg.episodes == ANSWER:
+            items: list[Any] = [(q, quotes) for q in questions for quotes in q.references if quotes]
+            if not items:
+                raise ValueError(
+                    "no question of the run has a reference (an answer or finished episode with quotes): "
+                    "answer-only episodes need one; choose browsing episodes or questions with answers"
+                )
+        else:
+            items = list(questions)
+            if not items:
+                raise ValueError("no questions to browse")
+        random.Random(cfg.seed).shuffle(items)  # noqa: S311 (an order of work, nothing secret)
+        self.items = items
+
+    def for_step(self, step: int) -> list[Any]:
+        start = (step - 1) * self.per_step
+        return [self.items[(start + k) % len(self.items)] for k in range(self.per_step)]
+
+
+class Roller:
+    """Samples a step's episodes with ``policy`` (a BC or prompted policy over ``backend``, which wraps the
+    model being trained) and scores them with ``scorer``."""
+
+    def __init__(
+        self,
+        cfg: RLConfig,
+        policy: Any,
+        backend: LocalBackend,
+        scorer: RewardScorer,
+        browser_factory: Callable[[], Browser] | None,
+    ) -> None:
+        self.cfg, self.policy, self.backend, self.scorer = cfg, policy, backend, scorer
+        self.browser_factory = browser_factory
+        self.eos = backend.tokenizer.eos_token_id
+
+    def settings(self, step: int) -> SamplingSettings:
+        return SamplingSettings(
+            temperature=self.cfg.temperature,
+            max_actions=self.cfg.max_actions,
+            max_command_tokens=self.cfg.max_command_tokens,
+            max_answer_tokens=self.cfg.max_answer_tokens,
+            seed=derive_seed(self.cfg.seed, step, "rl-step"),
+        )
+
+    def step(self, step: int, items: list[Any]) -> Rollout:
+        rollout = Rollout()
+        if self.cfg.episodes == ANSWER:
+            prompts = [(question, quotes, self.cfg.group_size) for question, quotes in items]
+            self.answer_groups(rollout, prompts, step)
+        else:
+            self.browse(rollout, items, step)
+        return rollout
+
+    def answer_groups(
+        self, rollout: Rollout, prompts: list[tuple[RLQuestion, tuple[Quote, ...], int]], step: int
+    ) -> None:
+        """Answer-only episodes: ``size`` answers to each (question, quotes), one group per prompt, all
+        decoded as one batch."""
+        settings = self.settings(step)
+        requests, texts, where = [], [], []
+        for question, quotes, size in prompts:
+            text = format_answer_prompt(question.text, quotes)
+            group = rollout.group_count + len({g for g, _ in where})
+            for _ in range(size):
+                seed = derive_seed(settings.seed, len(requests), "answer")
+                requests.append(self.policy.answer_request_for(text, settings, seed))
+                texts.append(text)
+                where.append((group, question))
+        completions = self.backend.complete(requests)
+        answers = [completion.text.strip() for completion in completions]
+        rewards = self.scorer.score(texts, answers)
+        for request, completion, answer, reward, (group, question) in zip(
+            requests, completions, answers, rewards, where, strict=True
+        ):
+            report = EpisodeReport(question.id, question.text, ANSWER, answer, reward, completion.tokens)
+            episode = rollout.add(report, group)
+            rollout.pairs.append((self.backend.encode(request), self.completion_ids(completion), episode))
+
+    def browse(self, rollout: Rollout, questions: list[RLQuestion], step: int) -> None:
+        """Browsing episodes, ``group_size`` per question (one group each), then for each that gathered
+        quotes a group of ``answers_per_browse`` answer-only episodes on them (WebGPT's mix)."""
+        if self.browser_factory is None:
+            raise ValueError("browsing episodes need a browser (a search source)")
+        settings, size = self.settings(step), self.cfg.group_size
+        browsers = [self.browser_factory() for _ in range(len(questions) * size)]
+        samples = run_episodes(
+            self.policy,
+            browsers,
+            [q.text for q in questions for _ in range(size)],
+            settings,
+            reference_answers=[list(q.reference_answers) for q in questions for _ in range(size)],
+        )
+        rewards = self.scorer.score_samples(samples)
+        extra = []
+        for index, (sample, reward) in enumerate(zip(samples, rewards, strict=True)):
+            question = questions[index // size]
+            self.add_browsing(rollout, sample, question, reward, group=index // size, settings=settings)
+            if sample.quotes and self.cfg.answers_per_browse >= 2:
+                extra.append((question, sample.quotes, self.cfg.answers_per_browse))
+        if extra:
+            self.answer_groups(rollout, extra, step)
+
+    def add_browsing(
+        self,
+        rollout: Rollout,
+        sample: EpisodeSample,
+        question: RLQuestion,
+        reward: float | None,
+        group: int,
+        settings: SamplingSettings,
+    ) -> None:
+        answer_tokens = 0
+        pairs = []
+        for action in sample.steps:
+            request = self.policy.command_request_for(action.observation, settings, 0)
+            pairs.append((self.backend.encode(request), self.text_ids(action.command)))
+        if sample.answer is not None:
+            request = self.policy.answer_request_for(sample.answer_prompt, settings, 0)
+            answer_ids = self.text_ids(sample.answer)
+            answer_tokens = len(answer_ids)
+            pairs.append((self.backend.encode(request), answer_ids))
+        report = EpisodeReport(
+            question.id,
+            question.text,
+            "browse",
+            sample.answer,
+            reward if reward is not None else self.cfg.no_answer_reward,
+            answer_tokens,
+            commands=sample.commands,
+            invalid_actions=sample.invalid_actions,
+        )
+        episode = rollout.add(report, group)
+        rollout.pairs += [(prompt, completion, episode) for prompt, completion in pairs]
+        rollout.actions += len(sample.steps)
+        rollout.valid_actions += len(sample.steps) - sample.invalid_actions
+
+    def completion_ids(self, completion: Completion) -> list[int]:
+        """The completion as BC encodes one: its text's tokens, then end of sequence if the model ended it
+        (a stop string or end of sequence; a completion cut at the token limit has none)."""
+        ids = self.backend.tokenizer(completion.text, add_special_tokens=False)["input_ids"]
+        return [*ids, self.eos] if completion.finish_reason == "stop" else ids
+
+    def text_ids(self, text: str) -> list[int]:
+        """A command or answer of a browsing episode (the text the environment took), ended."""
+        return self.backend.tokenizer(text, add_special_tokens=False)["input_ids"] + [self.eos]
