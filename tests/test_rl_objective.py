@@ -89,31 +89,33 @@ def test_episode_kl_sums_each_episodes_tokens():
     assert kl == pytest.approx([per_token[1], per_token[0] + per_token[2], 0.0])
 
 
-class _Fixed(torch.nn.Module):
-    """A "model" whose next-token logits are a fixed table by position, to check the bookkeeping."""
+def test_completion_logprobs_computes_the_shared_prompt_once_and_equals_whole_sequences(tiny_llama_dir):
+    from transformers import AutoModelForCausalLM
 
-    def __init__(self, logits: torch.Tensor) -> None:
-        super().__init__()
-        self.logits = logits
+    torch.manual_seed(0)
+    model = AutoModelForCausalLM.from_pretrained(tiny_llama_dir, dtype=torch.float32).eval()
+    prompt = [5, 17, 300, 42, 9]
+    completions = [[11, 12, 13], [7], [2000, 3, 4, 5]]
+    logp, entropy = completion_logprobs(model, prompt, completions, temperature=0.5)
+    expected_logp, expected_entropy = [], []
+    with torch.no_grad():
+        for completion in completions:
+            sequence = torch.tensor([prompt + completion])
+            logits = model(input_ids=sequence).logits[0, len(prompt) - 1 : -1].float() / 0.5
+            log_probs = torch.log_softmax(logits, -1)
+            expected_logp += log_probs.gather(1, torch.tensor(completion)[:, None]).squeeze(1).tolist()
+            expected_entropy += (-(log_probs.exp() * log_probs).sum(-1)).tolist()
+    assert logp.tolist() == pytest.approx(expected_logp, abs=1e-4)
+    assert entropy.tolist() == pytest.approx(expected_entropy, abs=1e-4)
 
-    def forward(self, input_ids, attention_mask, logits_to_keep):
-        class Out:
-            pass
-
-        out = Out()
-        out.logits = self.logits[logits_to_keep]
-        return out
-
-
-def test_completion_logprobs_reads_the_targets_positions_at_the_temperature():
-    vocab_logits = torch.tensor([[[0.0, 0.0, 0.0], [2.0, 0.0, 0.0], [0.0, 0.0, 4.0]]])
-    targets = torch.tensor([[-100, 0, 2]])  # position 1 predicts token 0, position 2 token 2
-    logp, entropy = completion_logprobs(
-        _Fixed(vocab_logits), torch.zeros((1, 3), dtype=torch.long), torch.ones((1, 3)), targets, 2.0
-    )
-    # at temperature 2 the logits halve: [1, 0, 0] and [0, 0, 2]
-    expected_first = 1 - math.log(math.e + 2)
-    expected_second = 2 - math.log(2 + math.e**2)
-    assert logp.tolist() == pytest.approx([expected_first, expected_second])
-    p = torch.softmax(torch.tensor([1.0, 0.0, 0.0]), 0)
-    assert entropy[0].item() == pytest.approx(float(-(p * p.log()).sum()))
+    # and the gradient flows into the prompt's computation once per completion: equal to the sum of the
+    # whole sequences' gradients
+    model.zero_grad()
+    completion_logprobs(model, prompt, completions, 0.5)[0].sum().backward()
+    shared = [p.grad.clone() for p in model.parameters()]
+    model.zero_grad()
+    for completion in completions:
+        logits = model(input_ids=torch.tensor([prompt + completion])).logits[0, len(prompt) - 1 : -1] / 0.5
+        torch.log_softmax(logits.float(), -1).gather(1, torch.tensor(completion)[:, None]).sum().backward()
+    for mine, whole in zip(shared, (p.grad for p in model.parameters()), strict=True):
+        assert torch.allclose(mine, whole, atol=1e-4)

@@ -18,9 +18,11 @@ unbiased, k3 is never negative and varies less, so a budget is not crossed or me
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import torch
+from transformers import DynamicCache
 
 
 def group_advantages(rewards: torch.Tensor, groups: torch.Tensor, scale: bool = False) -> torch.Tensor:
@@ -66,26 +68,47 @@ def episode_kl(
     logp: torch.Tensor, ref_logp: torch.Tensor, episodes: torch.Tensor, count: int
 ) -> torch.Tensor:
     """sum_t k3_t per episode (``episodes[t]``: the episode of token t)."""
-    return torch.zeros(count, dtype=logp.dtype).index_add_(0, episodes, k3_kl(logp, ref_logp))
+    return torch.zeros(count, dtype=logp.dtype, device=logp.device).index_add_(
+        0, episodes, k3_kl(logp, ref_logp)
+    )
 
 
 def completion_logprobs(
-    model: Any,
-    input_ids: torch.Tensor,
-    attention_mask: torch.Tensor,
-    targets: torch.Tensor,
-    temperature: float,
+    model: Any, prompt: list[int], completions: Sequence[list[int]], temperature: float
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """Log-probabilities (at ``temperature``, as sampled) of the completion tokens and the entropy of the
-    distribution they were drawn from, flattened over the batch in row order. ``targets`` (batch, length):
-    the token each position is followed by where that token is the policy's, else -100. Only those
-    positions are projected onto the vocabulary (``logits_to_keep`` as a mask): a browsing prompt is most of
-    the sequence, and the output layer over every position would be most of the cost."""
-    keep = targets != -100
-    outputs = model(input_ids=input_ids, attention_mask=attention_mask, logits_to_keep=keep)
-    logits = outputs.logits.float() / temperature
-    logits = logits.reshape(-1, logits.shape[-1])
+    """Log-probabilities (at ``temperature``, as sampled) of each completion's tokens after ``prompt``, and
+    the entropy of the distribution each was drawn from, flattened in row order.
+
+    The prompt is computed once for all the completions (a group's episodes share it; a browsing
+    prompt is most of the sequence): its keys and values, with their gradients, are expanded to one row
+    per completion, and only the completions run row by row. Equal, to float rounding, to running each
+    whole sequence (tests/test_rl_objective.py), at 1/G of the prompt's cost."""
+    device = next(model.parameters()).device
+    rows = len(completions)
+    cache = DynamicCache()
+    head = prompt[:-1]  # the last prompt token is fed with the completions: it predicts their first token
+    if head:
+        model(input_ids=torch.tensor([head], device=device), cache=cache, use_cache=True, logits_to_keep=1)
+        expanded = DynamicCache()
+        for index, layer in enumerate(cache.layers):
+            shape = (rows, *layer.keys.shape[1:])
+            expanded.update(layer.keys.expand(shape), layer.values.expand(shape), index)
+        cache = expanded
+    width = max(len(c) for c in completions)
+    inputs = torch.full((rows, width), prompt[-1], device=device)
+    keep = torch.zeros((rows, width), dtype=torch.bool, device=device)
+    for row, completion in enumerate(completions):
+        tail = [prompt[-1], *completion[:-1]]
+        inputs[row, : len(tail)] = torch.tensor(tail, device=device)
+        keep[row, : len(completion)] = True
+    # Right padding past a row's end is never attended to by its real tokens (causal), so no mask is needed.
+    positions = torch.arange(len(head), len(head) + width, device=device).expand(rows, width)
+    outputs = model(
+        input_ids=inputs, position_ids=positions, cache=cache, use_cache=True, logits_to_keep=keep
+    )
+    logits = outputs.logits.float().reshape(-1, outputs.logits.shape[-1]) / temperature
     log_probs = torch.log_softmax(logits, dim=-1)
-    chosen = log_probs.gather(1, targets[keep][:, None]).squeeze(1)
+    targets = torch.tensor([t for completion in completions for t in completion], device=device)
+    chosen = log_probs.gather(1, targets[:, None]).squeeze(1)
     entropy = -(log_probs.exp() * log_probs).sum(-1)
     return chosen, entropy

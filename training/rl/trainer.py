@@ -13,6 +13,7 @@ from __future__ import annotations
 import copy
 import time
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -23,9 +24,9 @@ from training.rl.config import BC, RLConfig
 from training.rl.objective import completion_logprobs, episode_kl, group_advantages, token_loss
 from training.rl.rollout import Plan, Roller, Rollout
 from training.rl.types import RLQuestion
-from training.runs.bc import IGNORE, fit_to_length, load_policy
+from training.runs.bc import fit_to_length, load_policy
 from training.runs.hooks import Hooks, RunResult
-from training.runs.runtime import save_model, set_threads
+from training.runs.runtime import save_model, set_threads, use_cuda
 from training.runs.store import default_store, resolve_base_model
 from training.sampling.best_of_n import RewardScorer
 from training.sampling.local import LocalBackend
@@ -59,6 +60,7 @@ def train_rl(
     torch.manual_seed(cfg.seed)
     base_path = resolve_base_model(cfg.base_model, store or default_store())
     model, tokenizer = load_policy(base_path)
+    model.to("cuda" if use_cuda() else "cpu")
     model.eval()  # no dropout: the loss's probabilities must be the ones the episodes were sampled from
     reference = copy.deepcopy(model).requires_grad_(False)
     backend = LocalBackend.over(model, tokenizer)
@@ -71,7 +73,7 @@ def train_rl(
         started = time.perf_counter()
         rollout = roller.step(step, plan.for_step(step))
         logs = {"step": float(step)} | rollout_figures(rollout)
-        within = update(model, reference, optimizer, rollout, cfg, tokenizer.pad_token_id, logs)
+        within = update(model, reference, optimizer, rollout, cfg, logs)
         backend.forget_prompts()  # the cached keys and values are the old weights'
         logs["seconds"] = time.perf_counter() - started
         history.append(logs)
@@ -119,24 +121,21 @@ def update(
     optimizer: torch.optim.Optimizer,
     rollout: Rollout,
     cfg: RLConfig,
-    pad_id: int,
     logs: dict[str, float],
 ) -> bool:
     """``cfg.updates_per_step`` passes of the loss over the step's pairs in micro-batches, each pass one
     optimizer step; the first pass's figures (the policy that sampled: ratio 1) go into ``logs``. False,
     with no update made, when the episodes' KL is over ``cfg.kl_budget``: the run stops there."""
+    device = next(model.parameters()).device
     advantages = group_advantages(
         torch.tensor(rollout.rewards), torch.tensor(rollout.groups), cfg.scale_rewards
-    )
-    batches = [
-        _batch(rollout.pairs[i : i + cfg.micro_batch], cfg.max_length, pad_id)
-        for i in range(0, len(rollout.pairs), cfg.micro_batch)
-    ]
-    tokens = max(1, sum(int((b["targets"] != IGNORE).sum()) for b in batches))
+    ).to(device)
+    batches = shared_prompt_batches(rollout.pairs, cfg.max_length, cfg.micro_batch)
+    tokens = max(1, sum(len(c) for batch in batches for c in batch.completions))
     with torch.no_grad():
         references = [_logprobs(reference, b, cfg.temperature)[0] for b in batches]
     olds: list[torch.Tensor] = []
-    kl = torch.zeros(len(rollout.rewards))
+    kl = torch.zeros(len(rollout.rewards), device=device)
     for update_pass in range(cfg.updates_per_step):
         optimizer.zero_grad(set_to_none=True)
         loss_total, entropy_total = 0.0, 0.0
@@ -144,10 +143,10 @@ def update(
             logp, entropy = _logprobs(model, b, cfg.temperature)
             if update_pass == 0:
                 olds.append(logp.detach())
-                kl += episode_kl(logp.detach(), ref_logp, b["episodes"], len(kl))
+                kl += episode_kl(logp.detach(), ref_logp, b.episodes.to(device), len(kl))
                 entropy_total += float(entropy.detach().sum())
             per_token = token_loss(
-                logp, olds[index], ref_logp, advantages[b["episodes"]], cfg.clip_epsilon, cfg.kl_coef
+                logp, olds[index], ref_logp, advantages[b.episodes.to(device)], cfg.clip_epsilon, cfg.kl_coef
             )
             loss = per_token.sum() / tokens
             loss.backward()
@@ -162,30 +161,40 @@ def update(
     return True
 
 
-def _logprobs(model: Any, batch: dict[str, torch.Tensor], temperature: float) -> tuple[torch.Tensor, Any]:
-    return completion_logprobs(
-        model, batch["input_ids"], batch["attention_mask"], batch["targets"], temperature
-    )
+@dataclass
+class SharedPromptBatch:
+    """Completions of one prompt (a micro-batch), and the episode of each of their tokens in order."""
+
+    prompt: list[int]
+    completions: list[list[int]]
+    episodes: torch.Tensor
 
 
-def _batch(pairs: Sequence[tuple[list[int], list[int], int]], max_length: int, pad_id: int) -> dict:
-    """Right-padded ids, the mask, the targets (the next token where it is the policy's, else IGNORE)
-    and the episode of each policy token, in the order ``completion_logprobs`` returns them."""
-    rows = [fit_to_length(prompt, completion, max_length) for prompt, completion, _ in pairs]
-    width = max(len(prompt) + len(completion) for prompt, completion in rows)
-    ids = torch.full((len(rows), width), pad_id)
-    mask = torch.zeros((len(rows), width), dtype=torch.long)
-    targets = torch.full((len(rows), width), IGNORE)
-    episodes = []
-    for row, ((prompt_ids, completion_ids), (_, _, episode)) in enumerate(zip(rows, pairs, strict=True)):
-        sequence = prompt_ids + completion_ids
-        ids[row, : len(sequence)] = torch.tensor(sequence)
-        mask[row, : len(sequence)] = 1
-        # position t predicts token t + 1: the completion's tokens are predicted from len(prompt) - 1 on
-        start = len(prompt_ids) - 1
-        targets[row, start : start + len(completion_ids)] = torch.tensor(completion_ids)
-        episodes += [episode] * len(completion_ids)
-    return {"input_ids": ids, "attention_mask": mask, "targets": targets, "episodes": torch.tensor(episodes)}
+def shared_prompt_batches(
+    pairs: Sequence[tuple[list[int], list[int], int]], max_length: int, micro_batch: int
+) -> list[SharedPromptBatch]:
+    """The step's (prompt, completion, episode) pairs as micro-batches of at most ``micro_batch``
+    completions of the same prompt (a group's episodes share theirs), each fitted into ``max_length`` as
+    BC fits an example: the completions keep at least 3/4 of the room, the prompt is cut in the middle to
+    what the longest completion leaves."""
+    by_prompt: dict[tuple[int, ...], list[tuple[list[int], int]]] = {}
+    for prompt, completion, episode in pairs:
+        if completion:
+            by_prompt.setdefault(tuple(prompt), []).append((completion, episode))
+    batches = []
+    for prompt_key, members in by_prompt.items():
+        for start in range(0, len(members), micro_batch):
+            chunk = members[start : start + micro_batch]
+            fitted = [fit_to_length(list(prompt_key), completion, max_length) for completion, _ in chunk]
+            completions = [completion for _, completion in fitted]
+            prompt = min((prompt for prompt, _ in fitted), key=len)  # room for the longest completion
+            episodes = [episode for (_, episode), c in zip(chunk, completions, strict=True) for _ in c]
+            batches.append(SharedPromptBatch(prompt, completions, torch.tensor(episodes)))
+    return batches
+
+
+def _logprobs(model: Any, batch: SharedPromptBatch, temperature: float) -> tuple[torch.Tensor, torch.Tensor]:
+    return completion_logprobs(model, batch.prompt, batch.completions, temperature)
 
 
 def final_metrics(history: list[dict[str, float]], stopped: str) -> dict[str, Any]:
