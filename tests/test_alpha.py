@@ -21,6 +21,7 @@ from annotation.models import (
     FeedbackBatch,
     FeedbackItem,
     FlagDecision,
+    Qualification,
     Question,
     Split,
 )
@@ -280,6 +281,28 @@ def test_a_comparison_batch_has_the_ordinal_alpha_of_its_preference_for_the_same
     assert preference.alpha != pytest.approx(
         reference([[0.5, 1.0, -1.0], [-0.5, 0.0, -0.5]], "ordinal", domain)
     )
+
+
+@pytest.mark.django_db
+def test_work_a_revocation_excluded_is_left_out_as_exports_leave_it_out(comparisons, people):
+    _, carol, _ = people
+    cutoff = timezone.now() - timedelta(days=1)
+    Assignment.objects.filter(item__question__text="q1", labeler=carol).update(
+        submitted_at=cutoff - timedelta(days=1)
+    )
+    # An exclusion of another kind of work leaves this kind's alpha alone.
+    Qualification.objects.filter(user=carol, kind="ranking").update(work_excluded_before=timezone.now())
+    assert batch_alpha(comparisons)[0].result.items == 3
+    excluded = Qualification.objects.filter(user=carol, kind="webgpt_comparison")
+    assert excluded.update(work_excluded_before=cutoff) == 1
+    preference = batch_alpha(comparisons)[0].result
+    # carol's judgement of item 1 came before the cutoff: bob's alone is no pairable unit.
+    domain = [-1.0, -0.5, 0.0, 0.5, 1.0]
+    assert preference.alpha == pytest.approx(
+        reference([[-0.5, 1.0, -1.0, None], [None, 0.0, -0.5, 0.0]], "ordinal", domain)
+    )
+    assert (preference.units, preference.items) == (2, 2)
+    assert template_alpha("webgpt_comparison")[0].result.items == 2
 
 
 @pytest.mark.django_db

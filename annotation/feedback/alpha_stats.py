@@ -2,7 +2,8 @@
 production batches (``alpha.krippendorff_alpha`` on what the labelers submitted).
 
 Read: SUBMITTED assignments only (a researcher's reference is REFERENCE, never here), less those excluded
-on flag review; gold items count like any other (several labelers judge them too). The coders are the
+on flag review and the work a revocation excluded (``workforce.excluded``, as exports); gold items count like
+any other (several labelers judge them too). The coders are the
 labelers. The measures:
 
 - comparisons: each dimension's 5-point preference (overall first), ordinal, a unit per item, the value
@@ -41,6 +42,7 @@ from annotation.feedback.scales import (
     rating_fields,
 )
 from annotation.models import Assignment, AssignmentStatus, FeedbackBatch, FlagDecision
+from annotation.workforce.excluded import without_excluded_work
 
 PREFERENCE_DOMAIN = sorted(preference_value(code) for code in codes(COMPARISON_SCALE))
 LEVEL_LABELS = {"nominal": "nominal", "ordinal": "ordinal"}
@@ -108,8 +110,9 @@ def template_alpha(
 
 def _rows(template: str, preset: str, batch_ids: list[int], *, resamples: int, seed: int) -> list[AlphaRow]:
     measures = _measures(template, preset)
+    submitted = Assignment.objects.filter(item__batch_id__in=batch_ids, status=AssignmentStatus.SUBMITTED)
     tasks = (
-        Assignment.objects.filter(item__batch_id__in=batch_ids, status=AssignmentStatus.SUBMITTED)
+        without_excluded_work(submitted)
         .exclude(flag_decision=FlagDecision.EXCLUDE)
         .order_by("id")
         .values_list("item_id", "labeler_id", "order", "response")

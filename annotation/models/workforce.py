@@ -10,6 +10,8 @@ from __future__ import annotations
 from django.conf import settings
 from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
+from django.db.models import Case, CharField, F, Value, When
+from django.db.models.functions import Concat
 
 from annotation.models.demonstrations import Episode
 
@@ -20,6 +22,16 @@ RATING_PREFIX = "rating:"
 def work_kind(template: str, preset: str = "") -> str:
     """The kind of work of a feedback batch: its template, or "rating:<preset>" for a rating batch."""
     return f"{RATING_PREFIX}{preset}" if template == "rating" else template
+
+
+def work_kind_expression(batch: str = "") -> Case:
+    """``work_kind(template, preset)`` in SQL, of a feedback batch or, across a relation, of the batch at
+    ``batch`` (the lookup path with its "__", e.g. "item__batch__" from an assignment)."""
+    return Case(
+        When(**{f"{batch}template": "rating"}, then=Concat(Value(RATING_PREFIX), F(f"{batch}preset"))),
+        default=F(f"{batch}template"),
+        output_field=CharField(),
+    )
 
 
 class QualificationState(models.TextChoices):
