@@ -14,6 +14,7 @@ from django.db.models import Case, CharField, F, Value, When
 from django.db.models.functions import Concat
 
 from annotation.models.demonstrations import Episode
+from webgpt_site.permissions import ResearchTeamQuerySet
 
 DEMONSTRATION = "demonstration"
 RATING_PREFIX = "rating:"
@@ -156,6 +157,8 @@ class Invitation(models.Model):
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )
     accepted_at = models.DateTimeField(null=True, blank=True)
+
+    objects = ResearchTeamQuerySet.as_manager()  # the research team's: to anyone else none exists (404)
 
     class Meta:
         ordering = ("-created_at", "-id")
