@@ -9,11 +9,12 @@ from datetime import timedelta
 import krippendorff
 import numpy as np
 import pytest
+from django.core.cache import cache
 from django.urls import reverse
 from django.utils import timezone
 
-from annotation.feedback.alpha import krippendorff_alpha
-from annotation.feedback.alpha_stats import batch_alpha, template_alpha
+from annotation.feedback.alpha import DEFAULT_RESAMPLES, DEFAULT_SEED, krippendorff_alpha
+from annotation.feedback.alpha_stats import batch_alpha, cache_key, template_alpha
 from annotation.models import (
     Answer,
     Assignment,
@@ -372,6 +373,39 @@ def test_the_template_alpha_pools_production_batches_and_leaves_screening_tests_
     assert preference.alpha == pytest.approx(expected)
     assert preference.items == 4
     assert template_alpha("webgpt_comparison", include_screening=True)[0].result.items == 5
+
+
+@pytest.mark.django_db
+def test_the_bootstrap_is_cached_until_the_judgements_change(comparisons, people):
+    bob, carol, _ = people
+
+    def cached() -> list:
+        # What the cache holds for the batch's judgements as they are now (None: not computed yet).
+        tasks = list(
+            Assignment.objects.filter(item__batch=comparisons, status=AssignmentStatus.SUBMITTED)
+            .exclude(flag_decision=FlagDecision.EXCLUDE)
+            .order_by("id")
+            .values_list("item_id", "labeler_id", "order", "response")
+        )
+        key = cache_key("webgpt_comparison", "", tasks, resamples=DEFAULT_RESAMPLES, seed=DEFAULT_SEED)
+        return cache.get(key)
+
+    assert cached() is None
+    first = batch_alpha(comparisons)
+    assert cached() == first and batch_alpha(comparisons) == first
+    # New judgements: bob and carol on a fifth item; the figures are computed again.
+    item, (low, high) = item_with(comparisons, 2, "q5")
+    judge(item, bob, [low, high], overall("a_much_better"))
+    assert cached() is None
+    assert batch_alpha(comparisons) == first  # bob's alone pairs with nobody: the same figures
+    judge(item, carol, [high, low], overall("b_better"))
+    assert cached() is None
+    second = batch_alpha(comparisons)
+    assert second[0].result.items == first[0].result.items + 1 and second != first
+    assert cached() == second
+    # A judgement excluded on flag review is another set of judgements too.
+    Assignment.objects.filter(item=item, labeler=carol).update(flag_decision=FlagDecision.EXCLUDE)
+    assert batch_alpha(comparisons) == first
 
 
 @pytest.mark.django_db
