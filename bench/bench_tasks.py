@@ -5,9 +5,10 @@
 Builds a throw-away PostgreSQL database (``--db``, dropped and recreated; its name must contain "bench")
 and a VAR_DIR next to --out (``tasks/``) with bench_http's helpers, adds labelers ``labeler01``.., and fills
 the pool through the app's own services: ``import_questions`` (100,000 plain-JSONL questions),
-``import_answers`` (one model answer with a quote per question) and ``create_feedback_batch`` (a rating
-batch, preset truthfulqa, overlap 1, required probability 0: one item per answer, open, no slot taken),
-then ANALYZE, as autovacuum would after a load of that size. Setup is timed apart from the measurements.
+``import_answers`` (one model answer with a quote per question), each fed files within its size limit
+(``file_parts``), and ``create_feedback_batch`` (a rating batch, preset truthfulqa, overlap 1, required
+probability 0: one item per answer, open, no slot taken), then ANALYZE, as autovacuum would after a load of
+that size. Setup is timed apart from the measurements.
 
 Two levels, both timed with perf_counter:
 
@@ -39,6 +40,7 @@ import sys
 import threading
 import time
 import uuid
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -102,8 +104,25 @@ def start_django(env: dict[str, str]) -> None:
     django.setup()
 
 
+def file_parts(lines: Iterable[str], max_bytes: int) -> Iterator[bytes]:
+    """JSONL files of whole lines, each within ``max_bytes``: the import services refuse a larger file (at
+    100,000 items the answers alone are about 73 MB), so a large pool is imported as several files."""
+    part: list[bytes] = []
+    size = 0
+    for line in lines:
+        row = line.encode() + b"\n"
+        if part and size + len(row) > max_bytes:
+            yield b"".join(part)
+            part, size = [], 0
+        part.append(row)
+        size += len(row)
+    if part:
+        yield b"".join(part)
+
+
 def build_pool(items: int, seed: int) -> dict:
     """``items`` questions, one answer each, and a rating batch with one open item per answer."""
+    from django.conf import settings
     from django.db import connection
 
     from annotation.feedback.answers_import import import_answers
@@ -120,17 +139,19 @@ def build_pool(items: int, seed: int) -> dict:
         )
         for i in range(1, items + 1)
     )
-    report = import_questions(
-        ("\n".join(rows) + "\n").encode(), filename="bench-questions.jsonl", dataset="bench"
-    )
+    ids = []
+    for number, part in enumerate(file_parts(rows, settings.QUESTION_IMPORT_MAX_BYTES), start=1):
+        report = import_questions(part, filename=f"bench-questions-{number}.jsonl", dataset="bench")
+        ids += Question.objects.filter(source_import=report).order_by("id").values_list("id", flat=True)
     questions_s = time.perf_counter() - began
-    ids = list(Question.objects.filter(source_import=report).values_list("id", flat=True))
     lines = []
     for qid in ids:
         text = " ".join(rng.choices(words, k=60)).capitalize() + "."
         quote = {"title": f"Page {qid}", "url": f"https://example.org/{qid}", "extract": text[:200]}
         lines.append(json.dumps({"question_id": qid, "answer": text, "quotes": [quote]}))
-    answers = import_answers(("\n".join(lines) + "\n").encode())
+    answers = []
+    for part in file_parts(lines, settings.ANSWERS_IMPORT_MAX_BYTES):
+        answers += import_answers(part)
     answers_s = time.perf_counter() - began - questions_s
     config = BatchSettings(
         name=f"bench: {items:,} ratings", template="rating", preset="truthfulqa", required_probability=0.0

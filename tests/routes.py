@@ -155,6 +155,8 @@ OBJECT_OF = {
     "console:team_link": "person",
     "api-team-state": "person",
     "account:invite": "invitation",
+    "console:team_withdraw_invitation": "pending_invitation",
+    "api-team-invitation": "pending_invitation",
     # The guidelines pages name a task template (and a rating preset), not an object: the tables give
     # these kinds the URL's keyword arguments instead.
     "annotation:template_guidelines": "guidelines",

@@ -9,11 +9,12 @@ from datetime import timedelta
 import krippendorff
 import numpy as np
 import pytest
+from django.core.cache import cache
 from django.urls import reverse
 from django.utils import timezone
 
-from annotation.feedback.alpha import krippendorff_alpha
-from annotation.feedback.alpha_stats import batch_alpha, template_alpha
+from annotation.feedback.alpha import DEFAULT_RESAMPLES, DEFAULT_SEED, krippendorff_alpha
+from annotation.feedback.alpha_stats import batch_alpha, cache_key, template_alpha
 from annotation.models import (
     Answer,
     Assignment,
@@ -21,6 +22,7 @@ from annotation.models import (
     FeedbackBatch,
     FeedbackItem,
     FlagDecision,
+    Qualification,
     Question,
     Split,
 )
@@ -283,6 +285,28 @@ def test_a_comparison_batch_has_the_ordinal_alpha_of_its_preference_for_the_same
 
 
 @pytest.mark.django_db
+def test_work_a_revocation_excluded_is_left_out_as_exports_leave_it_out(comparisons, people):
+    _, carol, _ = people
+    cutoff = timezone.now() - timedelta(days=1)
+    Assignment.objects.filter(item__question__text="q1", labeler=carol).update(
+        submitted_at=cutoff - timedelta(days=1)
+    )
+    # An exclusion of another kind of work leaves this kind's alpha alone.
+    Qualification.objects.filter(user=carol, kind="ranking").update(work_excluded_before=timezone.now())
+    assert batch_alpha(comparisons)[0].result.items == 3
+    excluded = Qualification.objects.filter(user=carol, kind="webgpt_comparison")
+    assert excluded.update(work_excluded_before=cutoff) == 1
+    preference = batch_alpha(comparisons)[0].result
+    # carol's judgement of item 1 came before the cutoff: bob's alone is no pairable unit.
+    domain = [-1.0, -0.5, 0.0, 0.5, 1.0]
+    assert preference.alpha == pytest.approx(
+        reference([[-0.5, 1.0, -1.0, None], [None, 0.0, -0.5, 0.0]], "ordinal", domain)
+    )
+    assert (preference.units, preference.items) == (2, 2)
+    assert template_alpha("webgpt_comparison")[0].result.items == 2
+
+
+@pytest.mark.django_db
 def test_the_question_flags_are_a_nominal_yes_or_no_per_item_and_flag(comparisons):
     flags = {row.measure: row for row in batch_alpha(comparisons)}["flags"].result
     # Units (item, flag): bob and carol both say no on items 1-3 for both flags, and on item 4 for
@@ -349,6 +373,39 @@ def test_the_template_alpha_pools_production_batches_and_leaves_screening_tests_
     assert preference.alpha == pytest.approx(expected)
     assert preference.items == 4
     assert template_alpha("webgpt_comparison", include_screening=True)[0].result.items == 5
+
+
+@pytest.mark.django_db
+def test_the_bootstrap_is_cached_until_the_judgements_change(comparisons, people):
+    bob, carol, _ = people
+
+    def cached() -> list:
+        # What the cache holds for the batch's judgements as they are now (None: not computed yet).
+        tasks = list(
+            Assignment.objects.filter(item__batch=comparisons, status=AssignmentStatus.SUBMITTED)
+            .exclude(flag_decision=FlagDecision.EXCLUDE)
+            .order_by("id")
+            .values_list("item_id", "labeler_id", "order", "response")
+        )
+        key = cache_key("webgpt_comparison", "", tasks, resamples=DEFAULT_RESAMPLES, seed=DEFAULT_SEED)
+        return cache.get(key)
+
+    assert cached() is None
+    first = batch_alpha(comparisons)
+    assert cached() == first and batch_alpha(comparisons) == first
+    # New judgements: bob and carol on a fifth item; the figures are computed again.
+    item, (low, high) = item_with(comparisons, 2, "q5")
+    judge(item, bob, [low, high], overall("a_much_better"))
+    assert cached() is None
+    assert batch_alpha(comparisons) == first  # bob's alone pairs with nobody: the same figures
+    judge(item, carol, [high, low], overall("b_better"))
+    assert cached() is None
+    second = batch_alpha(comparisons)
+    assert second[0].result.items == first[0].result.items + 1 and second != first
+    assert cached() == second
+    # A judgement excluded on flag review is another set of judgements too.
+    Assignment.objects.filter(item=item, labeler=carol).update(flag_decision=FlagDecision.EXCLUDE)
+    assert batch_alpha(comparisons) == first
 
 
 @pytest.mark.django_db

@@ -236,6 +236,7 @@ def _build_world(tmp: Any) -> World:
     objects = {
         "person": [users["bob"]],  # made without a password: a new invitation link for him is allowed
         "invitation": [{"token": invitation.token}],
+        "pending_invitation": [invitation.invitation],  # withdrawn by a request that goes through
         "task": tasks,
         "flagged": [tasks[-1], tasks[0]],
         "guidelines": [{"template": name} for name in ("webgpt_comparison", "rating", "nope")],

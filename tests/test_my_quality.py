@@ -163,6 +163,33 @@ def test_the_page_shows_the_figures_and_each_disagreement_in_the_labelers_own_or
         assert secret not in html
 
 
+def test_the_weekly_figures_are_drawn_as_a_chart_above_their_table(
+    gold_world, client_for, bob, django_user_model
+):
+    kind = next(k for k in quality.report(bob).kinds if k.kind == "webgpt_comparison")
+    then, now = (week.starts for week in kind.gold_weeks)
+    html = client_for(bob).get(reverse("annotation:my_quality")).content.decode()
+    over_time = html[html.index("<h2>Over time</h2>") : html.index("<h2>Gold items")]
+    chart = re.search(r'<svg class="chart".*?</svg>', over_time, re.S).group(0)
+    assert over_time.index("<svg") < over_time.index("<table>")  # the table keeps the numbers
+    assert "WebGPT comparison: your gold accuracy and agreement per week" in chart
+    # Gold accuracy three weeks ago 1 (one item), this week 0.5; agreement this week 0.75; each point its
+    # interval bar, and each week labelled by its Monday.
+    desc = re.search(r"<desc>(.*?)</desc>", chart).group(1)
+    starts = [f"{day.day} {day:%b}" for day in (then, now)]
+    assert desc == (
+        f"gold accuracy: 1 at week starting {starts[0]} to 0.5 at week starting {starts[1]}; "
+        f"agreement with other labelers: 0.75 at week starting {starts[1]}"
+    )
+    assert chart.count('<g class="interval"') == 2 and all(f">{label}</text>" in chart for label in starts)
+    table = over_time[over_time.index("<table>") :]
+    assert "n = 3" in table and "n = 2" in table  # this week's gold and agreement figures, with their counts
+    # Nothing weekly yet: no chart, the page says so.
+    newcomer = make_user(django_user_model, "newcomer", "labeler")
+    empty = client_for(newcomer).get(reverse("annotation:my_quality")).content.decode()
+    assert "No figures yet." in empty and "<svg" not in empty
+
+
 def test_the_api_gives_the_same_figures_and_nothing_of_others(gold_world, client_for, bob):
     response = client_for(bob).get("/api/me/quality")
     assert response.status_code == 200

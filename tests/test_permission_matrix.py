@@ -139,6 +139,7 @@ EXPECTED: dict[str, tuple] = {
     "console:team_qualify_role": RESEARCHER,
     "console:team_roles": RESEARCHER,
     "console:team_link": RESEARCHER,  # gwen's account has no password yet: a new link
+    "console:team_withdraw_invitation": RESEARCH_OBJECT,  # the research team's: to others it does not exist
     "account:invite": PUBLIC,  # the invitation's page: whoever has the link (signed in or not)
     "questions:list": RESEARCHER,
     "questions:detail": RESEARCH_OBJECT,
@@ -205,6 +206,7 @@ EXPECTED: dict[str, tuple] = {
     "api-proxy-evaluation-cancel": API_RESEARCH_OBJECT,
     "api-team": API_RESEARCHER,
     "api-team-state": API_RESEARCHER,  # the role first, then the person (a 404 for a researcher only)
+    "api-team-invitation": API_RESEARCH_OBJECT,
     "api-rounds": API_RESEARCHER,
     "api-round": API_RESEARCH_OBJECT,
     "api-models": API_RESEARCHER,
@@ -302,6 +304,7 @@ def _build_world(tmp) -> tuple[dict, dict, dict]:
     shared = {
         "person": gwen,
         "invitation": invitations.invite(alice, [Role.LABELER], "matrix").token,
+        "pending_invitation": invitations.invite(alice, [Role.LABELER], "matrix, to withdraw").invitation,
         "flagged": flagged,
         "batch": FeedbackBatch.objects.first(),
         "export": export,

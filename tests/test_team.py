@@ -442,6 +442,60 @@ def test_a_new_link_for_an_account_ends_the_earlier_one(team, client):
     assert response.status_code == 400 and "has a password already" in response.content.decode()
 
 
+def test_a_researcher_withdraws_a_pending_invitation_and_its_link_stops_working(team, client):
+    alice = team["alice"]
+    link = invitations.invite(alice, [Role.LABELER], "Frank from the agency")
+    url = reverse("account:invite", args=[link.token])
+    assert client.get(url).status_code == 200
+    withdraw = reverse("console:team_withdraw_invitation", args=[link.invitation.pk])
+    page = signed_in(alice).get(reverse("console:team")).content.decode()
+    assert withdraw in page and "Withdraw the link for Frank from the agency" in page
+
+    response = signed_in(alice).post(withdraw)
+    assert response.status_code == 302 and response.url == reverse("console:team")
+    assert client.get(url).status_code == 410
+    post = client.post(url, {"username": "frank", "password1": PASSWORD, "password2": PASSWORD})
+    assert post.status_code == 410 and not User.objects.filter(username="frank").exists()
+    assert withdraw not in signed_in(alice).get(reverse("console:team")).content.decode()
+    entry = AuditEntry.objects.get(action="team.withdraw_invitation")
+    assert entry.actor == alice and entry.object_id == str(link.invitation.pk)
+    assert entry.data["note"] == "Frank from the agency" and entry.data["roles"] == ["labeler"]
+    # Withdrawn, used or expired: nothing pending to withdraw.
+    assert signed_in(alice).post(withdraw).status_code == 404
+    used = invitations.invite(alice, [Role.LABELER])
+    invitations.accept(used.invitation.pk, "gina", PASSWORD)
+    used_url = reverse("console:team_withdraw_invitation", args=[used.invitation.pk])
+    assert signed_in(alice).post(used_url).status_code == 404
+    assert AuditEntry.objects.filter(action="team.withdraw_invitation").count() == 1
+
+
+def test_an_outsider_cannot_withdraw_an_invitation(team, client):
+    link = invitations.invite(team["alice"], [Role.LABELER])
+    withdraw = reverse("console:team_withdraw_invitation", args=[link.invitation.pk])
+    api_url = reverse("api-team-invitation", args=[link.invitation.pk])
+    for outsider in ("bob", "dana", "charlie"):
+        assert signed_in(team[outsider]).post(withdraw).status_code == 404
+        assert api(team[outsider]).delete(api_url).status_code == 404
+    assert client.post(withdraw).status_code == 302  # to the sign-in page
+    assert api(None).delete(api_url).status_code == 401
+    assert client.get(reverse("account:invite", args=[link.token])).status_code == 200
+    assert not AuditEntry.objects.filter(action="team.withdraw_invitation").exists()
+
+
+def test_the_api_withdraws_an_accounts_link_and_the_account_may_get_a_new_one(team, client):
+    alice = team["alice"]
+    jo, link = invitations.add_person(alice, "jo", "", [Role.DEMONSTRATOR])
+    url = reverse("api-team-invitation", args=[link.invitation.pk])
+    response = api(alice).delete(url)
+    assert response.status_code == 204
+    assert client.get(reverse("account:invite", args=[link.token])).status_code == 410
+    assert AuditEntry.objects.get(action="team.withdraw_invitation").data["account"] == "jo"
+    assert api(alice).delete(url).status_code == 404
+    assert api(alice).delete(reverse("api-team-invitation", args=[10**6])).status_code == 404
+    again = link_on(signed_in(alice).post(reverse("console:team_link", args=[jo.pk])))
+    assert client.get(again).status_code == 200
+
+
 @pytest.mark.parametrize(
     "data",
     [

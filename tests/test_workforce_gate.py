@@ -95,6 +95,36 @@ def test_an_applicant_gets_only_the_screening_test_and_a_qualified_labeler_only_
     assert gate.notices(veteran) == []
 
 
+def test_the_pick_reads_the_same_open_batches_as_the_gates_query(django_user_model):
+    """``open_batch_priorities`` (the next task's read of the gate) agrees with ``open_batches`` (the SQL
+    form) for every state, on screening and production batches of two kinds, a rating preset among them."""
+    production = comparison_batch("work", 1, priority=3)
+    screening = comparison_batch("screen", 1, is_screening=True)
+    ratings = comparison_batch("ratings", 1, template="rating", preset="truthfulqa")
+    rating_test = comparison_batch("test", 1, template="rating", preset="truthfulqa", is_screening=True)
+    comparison_batch("closed", 1, is_active=False)
+    person = make_user(django_user_model, "bob", "labeler", applicant=True)
+    seen = []
+    for comparisons, truthfulqa in [(None, None), *[(state, "qualified") for state in QualificationState]]:
+        for kind, state in ((KIND, comparisons), ("rating:truthfulqa", truthfulqa)):
+            Qualification.objects.filter(user=person, kind=kind).delete()
+            if state is not None:
+                Qualification.objects.create(user=person, kind=kind, state=state)
+        priorities = gate.open_batch_priorities(person)
+        assert set(priorities) == {row["pk"] for row in gate.open_batches(person)}
+        assert all(priorities[pk] == FeedbackBatch.objects.get(pk=pk).priority for pk in priorities)
+        seen.append(set(priorities))
+    # No row is an applicant; then applicant, qualified, paused, revoked for comparisons.
+    expected_ratings = {ratings.pk}
+    assert seen == [
+        {screening.pk, rating_test.pk},
+        {screening.pk} | expected_ratings,
+        {production.pk} | expected_ratings,
+        expected_ratings,
+        expected_ratings,
+    ]
+
+
 def test_a_screening_item_takes_every_applicant_whatever_the_overlap(django_user_model):
     screening = comparison_batch("screen", 1, is_screening=True)
     people = [make_user(django_user_model, f"applicant{i}", "labeler", applicant=True) for i in range(3)]

@@ -19,6 +19,7 @@ from annotation.models import (
     FeedbackBatch,
     FeedbackItem,
     FlagDecision,
+    Qualification,
     SourceKind,
 )
 from annotation.questions.service import import_questions
@@ -177,6 +178,26 @@ def test_a_judgement_excluded_on_review_still_counts_as_work_but_not_its_content
     assert_share(signals[carol.pk].constant_rating, 2, 5)
     assert_share(signals[carol.pk].agreement, 3 + 1, 5)
     assert_share(signals[bob.pk].agreement, 3 + 1, 5)  # item 0 is no longer shared
+
+
+@pytest.mark.django_db
+def test_work_a_revocation_excluded_is_left_out_as_exports_leave_it_out(comparisons):
+    batch, bob, carol, _ = comparisons
+    first, second = batch.items.order_by("id")[:2]
+    cutoff = timezone.now() - timedelta(days=1)
+    Assignment.objects.filter(item__in=[first, second], labeler=carol).update(
+        submitted_at=cutoff - timedelta(days=1)
+    )
+    # An exclusion of another kind of work leaves this kind's signals alone.
+    Qualification.objects.filter(user=carol, kind="ranking").update(work_excluded_before=timezone.now())
+    assert signals_for_kind(KIND)[carol.pk].submitted == 6
+    assert Qualification.objects.filter(user=carol, kind=KIND).update(work_excluded_before=cutoff) == 1
+    signals = signals_for_kind(KIND)
+    assert signals[carol.pk].submitted == 4  # items 2-5: her work on items 0 and 1 came before the cutoff
+    assert_share(signals[carol.pk].contradictions, 0, 4)  # her contradiction was on item 0
+    assert_share(signals[carol.pk].position_bias, 0.5 * 2, 4)
+    assert_share(signals[bob.pk].agreement, 2 + 0.5 * 2, 4)  # items 0 and 1 are no longer shared
+    assert signals[bob.pk].submitted == 6
 
 
 @pytest.mark.django_db

@@ -81,6 +81,7 @@ urlpatterns = [
     ),
     path("team", team.TeamList.as_view(), name="api-team"),
     path("team/<int:pk>/state", team.TeamState.as_view(), name="api-team-state"),
+    path("team/invitations/<int:pk>", team.InvitationDetail.as_view(), name="api-team-invitation"),
     path("rounds", rounds.RoundList.as_view(), name="api-rounds"),
     path("rounds/<int:pk>", rounds.RoundDetail.as_view(), name="api-round"),
     path("workforce/paused", workforce.WorkforcePaused.as_view(), name="api-workforce-paused"),

@@ -56,6 +56,11 @@ console_patterns = (
         path("team/", team_views.team_page, name="team"),
         path("team/add/", team_views.add_person, name="team_add"),
         path("team/invite/", team_views.invite, name="team_invite"),
+        path(
+            "team/invitations/<int:pk>/withdraw/",
+            team_views.withdraw_invitation,
+            name="team_withdraw_invitation",
+        ),
         path("team/<int:pk>/", team_views.person_page, name="team_person"),
         path("team/<int:pk>/state/", team_views.person_state, name="team_state"),
         path("team/<int:pk>/qualify-role/", team_views.person_qualify_role, name="team_qualify_role"),

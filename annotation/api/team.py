@@ -1,7 +1,8 @@
 """The team over the API (researchers): everyone's roles, state per kind of work, gold accuracy with its
 count and 95% interval, hours this week and last activity (``api-team``); and a change of one person's
 state for one kind of work, with the reason (``api-team-state``), checked and recorded by
-``workforce.states.set_state`` exactly as the team page does."""
+``workforce.states.set_state`` exactly as the team page does; and the withdrawal of a pending invitation
+(``api-team-invitation``)."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from django.shortcuts import get_object_or_404
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema
 from rest_framework import serializers, status
+from rest_framework.exceptions import NotFound
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
@@ -19,10 +21,12 @@ from rest_framework.views import APIView
 from annotation.api.permissions import IsResearcher
 from annotation.api.strict import StrictSerializer
 from annotation.models import Qualification
+from annotation.workforce import invitations
 from annotation.workforce import team as people
 from annotation.workforce.states import ACTION_STATES, State, StateError, set_state
 from annotation.workforce.team_forms import MAX_REASON
 from annotation.workforce.timesheets import this_week
+from webgpt_site.permissions import get_visible_or_404
 
 User = get_user_model()
 
@@ -129,3 +133,18 @@ class TeamState(APIView):
         except StateError as error:
             return Response({"action": [f"{error} Nothing was changed."]}, status=status.HTTP_400_BAD_REQUEST)
         return Response(qualification_data(row))
+
+
+class InvitationDetail(APIView):
+    """A pending invitation (an open one, or the link of an account made on the team page): ``DELETE``
+    withdraws it, so its link stops working (204), with an audit entry. One used, expired or withdrawn is a
+    404, and so is any invitation to anyone but a researcher (the research team's: it does not exist)."""
+
+    @extend_schema(responses={204: None})
+    def delete(self, request: Request, pk: int) -> Response:
+        invitation = get_visible_or_404(invitations.valid(), request.user, pk=pk)
+        try:
+            invitations.withdraw(request.user, invitation.pk)
+        except invitations.InvitationError:  # used or withdrawn since it was read
+            raise NotFound from None
+        return Response(status=status.HTTP_204_NO_CONTENT)

@@ -12,8 +12,6 @@ from typing import Any
 
 from django.conf import settings
 from django.db.models import (
-    Case,
-    CharField,
     Count,
     Exists,
     F,
@@ -22,11 +20,9 @@ from django.db.models import (
     OuterRef,
     QuerySet,
     Subquery,
-    Value,
-    When,
 )
 from django.db.models.fields.json import KT
-from django.db.models.functions import Cast, Concat, Greatest, Least
+from django.db.models.functions import Cast, Greatest, Least
 
 from annotation.demonstrations.training_data import bc_examples
 from annotation.exports.formats import answer_prompt, rm_pair, score_for_first, webgpt_pair, webgpt_row
@@ -45,7 +41,8 @@ from annotation.models import (
     Qualification,
     Split,
 )
-from annotation.models.workforce import DEMONSTRATION, RATING_PREFIX
+from annotation.models.workforce import DEMONSTRATION
+from annotation.workforce.excluded import without_excluded_work
 from browser.engine.browser import removed_quote_actions
 from browser.engine.trajectory import model_commands
 
@@ -90,23 +87,8 @@ def submitted_judgements(filters: dict[str, Any]) -> QuerySet[Assignment]:
 
 
 def _work_that_is_data(tasks: QuerySet[Assignment]) -> QuerySet[Assignment]:
-    """Leave out screening tests' judgements, and each one made before its labeler's
-    ``work_excluded_before`` for its kind of work (``work_kind``: the template, "rating:<preset>" for a
-    rating batch), in the query: an export's count and its rows agree."""
-    kind = Case(
-        When(
-            item__batch__template="rating",
-            then=Concat(Value(RATING_PREFIX), F("item__batch__preset"), output_field=CharField()),
-        ),
-        default=F("item__batch__template"),
-        output_field=CharField(),
-    )
-    excluded = Qualification.objects.filter(
-        user=OuterRef("labeler_id"),
-        kind=OuterRef("work_kind"),
-        work_excluded_before__gt=OuterRef("submitted_at"),
-    )
-    return tasks.filter(item__batch__is_screening=False).annotate(work_kind=kind).filter(~Exists(excluded))
+    """Leave out screening tests' judgements and the work a revocation excluded (``excluded``)."""
+    return without_excluded_work(tasks.filter(item__batch__is_screening=False))
 
 
 def with_overlap(tasks: QuerySet[Assignment]) -> QuerySet[Assignment]:

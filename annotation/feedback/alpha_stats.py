@@ -2,7 +2,8 @@
 production batches (``alpha.krippendorff_alpha`` on what the labelers submitted).
 
 Read: SUBMITTED assignments only (a researcher's reference is REFERENCE, never here), less those excluded
-on flag review; gold items count like any other (several labelers judge them too). The coders are the
+on flag review and the work a revocation excluded (``workforce.excluded``, as exports); gold items count like
+any other (several labelers judge them too). The coders are the
 labelers. The measures:
 
 - comparisons: each dimension's 5-point preference (overall first), ordinal, a unit per item, the value
@@ -21,10 +22,14 @@ field), which is always listed so a page can say there is nothing yet.
 
 from __future__ import annotations
 
+import hashlib
+import json
 from collections import defaultdict
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
+
+from django.core.cache import cache
 
 from annotation.feedback.alpha import DEFAULT_RESAMPLES, DEFAULT_SEED, Alpha, Level, krippendorff_alpha
 from annotation.feedback.scales import (
@@ -41,7 +46,12 @@ from annotation.feedback.scales import (
     rating_fields,
 )
 from annotation.models import Assignment, AssignmentStatus, FeedbackBatch, FlagDecision
+from annotation.workforce.excluded import without_excluded_work
 
+# Results are cached by a digest of the judgements read; CACHE_VERSION is part of it (raise it when the
+# computation changes, so a shared cache never serves a figure computed the old way).
+CACHE_VERSION = 1
+CACHE_SECONDS = 24 * 3600
 PREFERENCE_DOMAIN = sorted(preference_value(code) for code in codes(COMPARISON_SCALE))
 LEVEL_LABELS = {"nominal": "nominal", "ordinal": "ordinal"}
 
@@ -107,13 +117,32 @@ def template_alpha(
 
 
 def _rows(template: str, preset: str, batch_ids: list[int], *, resamples: int, seed: int) -> list[AlphaRow]:
-    measures = _measures(template, preset)
-    tasks = (
-        Assignment.objects.filter(item__batch_id__in=batch_ids, status=AssignmentStatus.SUBMITTED)
+    """The alphas of what the batches hold now, from the cache when exactly these judgements were measured
+    before: the bootstrap (``resamples`` draws per measure) is the cost, the read is cheap, so the key is a
+    digest of everything read. A new, revised or excluded judgement is another key: never a stale figure."""
+    submitted = Assignment.objects.filter(item__batch_id__in=batch_ids, status=AssignmentStatus.SUBMITTED)
+    tasks = list(
+        without_excluded_work(submitted)
         .exclude(flag_decision=FlagDecision.EXCLUDE)
         .order_by("id")
         .values_list("item_id", "labeler_id", "order", "response")
     )
+    key = cache_key(template, preset, tasks, resamples=resamples, seed=seed)
+    rows = cache.get(key)
+    if rows is None:
+        rows = _measured(template, preset, tasks, resamples=resamples, seed=seed)
+        cache.set(key, rows, CACHE_SECONDS)
+    return rows
+
+
+def cache_key(template: str, preset: str, tasks: list[tuple], *, resamples: int, seed: int) -> str:
+    """The cache key of the alphas of ``tasks`` (item, labeler, order, response rows, in id order)."""
+    read = json.dumps([CACHE_VERSION, template, preset, resamples, seed, tasks], sort_keys=True, default=str)
+    return f"alpha:{hashlib.sha256(read.encode()).hexdigest()}"
+
+
+def _measured(template: str, preset: str, tasks: list[tuple], *, resamples: int, seed: int) -> list[AlphaRow]:
+    measures = _measures(template, preset)
     for item, labeler, order, response in tasks:
         if isinstance(response, dict) and isinstance(order, list):
             _collect(template, measures, item, labeler, order, response)

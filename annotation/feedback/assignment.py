@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import random
 import uuid
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
@@ -24,11 +25,10 @@ from annotation.models import (
     Assignment,
     AssignmentRevision,
     AssignmentStatus,
-    FeedbackBatch,
     FeedbackItem,
 )
 from annotation.workforce.after_submit import after_submit
-from annotation.workforce.gate import open_batches
+from annotation.workforce.gate import open_batch_priorities, open_batches
 from webgpt_site.models import log_action
 from webgpt_site.permissions import AnyUser
 
@@ -85,17 +85,17 @@ def next_assignment(labeler: AnyUser, *, now: datetime | None = None) -> Assignm
         batch = item.batch
         order = list(item.answers.order_by("id").values_list("id", flat=True))
         random.SystemRandom().shuffle(order)  # blinding: A/B and ranking order differ per assignment
+        # Drawn before the row is written (its seed once held the new pk): one statement, not an insert
+        # and an update.
+        required_all = draw_required_all(f"{item.pk}:{labeler.pk}:{uuid.uuid4()}", batch.required_probability)
         assignment = Assignment.objects.create(
             item=item,
             labeler=labeler,
             order=order,
+            required_all=required_all,
             leased_until=now + batch.lease,
             last_seen_at=now,
         )
-        assignment.required_all = draw_required_all(
-            f"{assignment.pk}:{uuid.uuid4()}", batch.required_probability
-        )
-        assignment.save(update_fields=["required_all"])
         item.slots_taken += 1
         item.is_open = has_room(item)
         item.save(update_fields=["slots_taken", "is_open"])
@@ -108,14 +108,15 @@ def has_room(item: FeedbackItem) -> bool:
     return item.batch.is_screening or item.slots_taken < item.target_overlap
 
 
-def batch_turns(labeler: AnyUser, open_ids: list[int] | None = None) -> list[int]:
-    """The active batches in the order this labeler is to be offered them: each batch's share of the
-    labeler's tasks follows its priority (a batch of priority 2 comes up twice as often as one of 1), so
-    active batches are interleaved instead of drained in id order. The batch with the fewest of this
-    labeler's assignments per unit of priority is first; ties go to the older batch. Deterministic, and
-    cheap: it counts the labeler's own assignments, never the pool."""
-    allowed = open_batches(labeler) if open_ids is None else open_ids
-    active = dict(FeedbackBatch.objects.filter(pk__in=allowed).values_list("pk", "priority"))
+def batch_turns(labeler: AnyUser, active: Mapping[int, int]) -> list[int]:
+    """The batches ``active`` ({id: priority}, those the gate opens to this labeler) in the order this
+    labeler is to be offered them: each batch's share of the labeler's tasks follows its priority (a batch
+    of priority 2 comes up twice as often as one of 1), so active batches are interleaved instead of drained
+    in id order. The batch with the fewest of this labeler's assignments per unit of priority is first; ties
+    go to the older batch. Deterministic, and cheap: it counts the labeler's own assignments, never the
+    pool, and not even those when there is one batch to offer."""
+    if len(active) < 2:
+        return list(active)
     taken = dict(
         Assignment.objects.filter(labeler=labeler, item__batch__in=list(active))
         .values_list("item__batch")
@@ -126,17 +127,18 @@ def batch_turns(labeler: AnyUser, open_ids: list[int] | None = None) -> list[int
 
 
 def _pick_item(labeler: AnyUser, now: datetime) -> FeedbackItem | None:
-    # The gate read once: the per-batch pool queries below then compile a list, not its subquery.
-    open_ids = list(open_batches(labeler).values_list("pk", flat=True))
-    pool = available_items(labeler, now, open_ids)
-    for batch in batch_turns(labeler, open_ids):
-        item = (
-            pool.filter(batch_id=batch)
-            .select_related("batch")
-            .order_by("is_open", "batch_id", "id")
-            .select_for_update(skip_locked=True, of=("self",))
-            .first()
-        )
+    # The gate read once, with the priorities: the pool queries below then compile a list, not its subquery.
+    active = open_batch_priorities(labeler)
+    if not active:
+        return None
+    pick = (
+        available_items(labeler, now, list(active))
+        .select_related("batch")
+        .order_by("is_open", "batch_id", "id")
+        .select_for_update(skip_locked=True, of=("self",))
+    )
+    for batch in batch_turns(labeler, active):
+        item = pick.filter(batch_id=batch).first()
         if item is not None:
             return item
     return None

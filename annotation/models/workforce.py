@@ -10,8 +10,11 @@ from __future__ import annotations
 from django.conf import settings
 from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
+from django.db.models import Case, CharField, F, Value, When
+from django.db.models.functions import Concat
 
 from annotation.models.demonstrations import Episode
+from webgpt_site.permissions import ResearchTeamQuerySet
 
 DEMONSTRATION = "demonstration"
 RATING_PREFIX = "rating:"
@@ -20,6 +23,16 @@ RATING_PREFIX = "rating:"
 def work_kind(template: str, preset: str = "") -> str:
     """The kind of work of a feedback batch: its template, or "rating:<preset>" for a rating batch."""
     return f"{RATING_PREFIX}{preset}" if template == "rating" else template
+
+
+def work_kind_expression(batch: str = "") -> Case:
+    """``work_kind(template, preset)`` in SQL, of a feedback batch or, across a relation, of the batch at
+    ``batch`` (the lookup path with its "__", e.g. "item__batch__" from an assignment)."""
+    return Case(
+        When(**{f"{batch}template": "rating"}, then=Concat(Value(RATING_PREFIX), F(f"{batch}preset"))),
+        default=F(f"{batch}template"),
+        output_field=CharField(),
+    )
 
 
 class QualificationState(models.TextChoices):
@@ -144,6 +157,8 @@ class Invitation(models.Model):
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )
     accepted_at = models.DateTimeField(null=True, blank=True)
+
+    objects = ResearchTeamQuerySet.as_manager()  # the research team's: to anyone else none exists (404)
 
     class Meta:
         ordering = ("-created_at", "-id")

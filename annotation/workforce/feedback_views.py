@@ -13,6 +13,7 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from annotation.models import Answer, Assignment, AssignmentStatus, Episode, FeedbackBatch, FeedbackItem
 from annotation.workforce import quality
 from annotation.workforce.as_seen import reference_lines, slot_names
+from annotation.workforce.quality_chart import week_chart
 from annotation.workforce.references import ReferenceError, start_reference
 from annotation.workforce.reviews import ReviewError, parse_grade, save_review
 from webgpt_site.inputs import parse_id
@@ -26,7 +27,10 @@ GOLD_SHOWN = 200  # items listed on a batch's gold page; the count says how many
 @require_GET
 @any_role_required(Role.LABELER, Role.DEMONSTRATOR)
 def my_quality(request: HttpRequest) -> HttpResponse:
-    return render(request, "workforce/my_quality.html", {"report": quality.report(request.user)})
+    report = quality.report(request.user)
+    # Each kind with weekly figures and its chart (the table under it keeps the numbers).
+    over_time = [(kind, week_chart(kind)) for kind in report.kinds if kind.weeks]
+    return render(request, "workforce/my_quality.html", {"report": report, "over_time": over_time})
 
 
 def gold_items(batch: FeedbackBatch):

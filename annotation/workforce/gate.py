@@ -6,9 +6,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from django.db.models import CharField, F, OuterRef, Q, QuerySet, Subquery, Value
-from django.db.models.expressions import Case, When
-from django.db.models.functions import Coalesce, Concat
+from django.db.models import OuterRef, Q, QuerySet, Subquery, Value
+from django.db.models.functions import Coalesce
 
 from annotation.models import (
     DEMONSTRATION,
@@ -21,7 +20,7 @@ from annotation.models import (
     Qualification,
     work_kind,
 )
-from annotation.models.workforce import RATING_PREFIX
+from annotation.models.workforce import work_kind_expression
 from annotation.workforce.states import State, kind_label, states_of
 from webgpt_site.permissions import AnyUser
 
@@ -31,25 +30,32 @@ def may_take(state: str, is_screening: bool) -> bool:
     return state == (State.APPLICANT if is_screening else State.QUALIFIED)
 
 
-def kind_expression() -> Case:
-    """A feedback batch's kind of work in SQL: ``work_kind(template, preset)``."""
-    return Case(
-        When(template="rating", then=Concat(Value(RATING_PREFIX), F("preset"))),
-        default=F("template"),
-        output_field=CharField(),
-    )
-
-
 def open_batches(labeler: AnyUser) -> QuerySet[FeedbackBatch]:
     """The active feedback batches the gate lets this labeler take items from (their ids, as a subquery:
     the pool's query stays one query, and the state is read in the same statement as the items)."""
     state = Qualification.objects.filter(user_id=labeler.pk, kind=OuterRef("kind")).values("state")[:1]
     batches = FeedbackBatch.objects.filter(is_active=True).annotate(
-        kind=kind_expression(), state=Coalesce(Subquery(state), Value(State.APPLICANT.value))
+        kind=work_kind_expression(), state=Coalesce(Subquery(state), Value(State.APPLICANT.value))
     )
     return batches.filter(
         Q(is_screening=True, state=State.APPLICANT) | Q(is_screening=False, state=State.QUALIFIED)
     ).values("pk")
+
+
+def open_batch_priorities(labeler: AnyUser) -> dict[int, int]:
+    """The batches of ``open_batches`` with their priority, for the pick of a next task: the labeler's
+    states and the active batches read in two plain queries and ``may_take`` applied here (the same batches,
+    tested: the SQL form is for queries that embed it). Compiling that form's subqueries cost more Python
+    than both queries together take (2.0 ms against 1.0 ms a call, and it still needed the priorities)."""
+    states = states_of(labeler)
+    active = FeedbackBatch.objects.filter(is_active=True).values_list(
+        "pk", "priority", "template", "preset", "is_screening"
+    )
+    return {
+        pk: priority
+        for pk, priority, template, preset, is_screening in active
+        if may_take(states.get(work_kind(template, preset), State.APPLICANT), is_screening)
+    }
 
 
 def demonstration_state(user: AnyUser) -> str:

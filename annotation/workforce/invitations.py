@@ -124,6 +124,31 @@ def renew(actor: AnyUser, user: AnyUser, days: int = DEFAULT_DAYS) -> Link:
     return link
 
 
+def withdraw(actor: AnyUser, invitation_id: int) -> Invitation:
+    """End a pending invitation now (an open one, or an account's link): its link opens nothing from then
+    on, like an expired one. The row stays, with the audit entry. InvitationError when it was used, expired
+    or withdrawn meanwhile; an account whose link is withdrawn keeps its roles and may get a new link."""
+    now = timezone.now()
+    with transaction.atomic():
+        # Under the row's lock: an accept at the same moment either comes first (then this refuses) or
+        # finds the invitation ended.
+        invitation = valid(now).select_for_update().filter(pk=invitation_id).first()
+        if invitation is None:
+            raise InvitationError("This invitation was used, has expired or was withdrawn.")
+        invitation.expires_at = now
+        invitation.save(update_fields=["expires_at"])
+        account = invitation.accepted_by.get_username() if invitation.accepted_by else None
+        log_action(
+            actor,
+            "team.withdraw_invitation",
+            invitation,
+            roles=invitation.roles,
+            note=invitation.note,
+            account=account,
+        )
+    return invitation
+
+
 def valid(now: datetime | None = None) -> QuerySet[Invitation]:
     """The invitations that still open something: unused, unexpired, with an account or a role."""
     rows = Invitation.objects.filter(accepted_at__isnull=True, expires_at__gt=now or timezone.now())

@@ -3,9 +3,10 @@ interval, and whether it is "notable": its interval lies wholly on the careless 
 gives.
 
 Read: the SUBMITTED assignments of the kind's production batches (screening tests left out; a researcher's
-reference is never SUBMITTED). Counts of work (speed, contradictions) take every submission; the signals
-read from a judgement's content (position bias, a constant rating, agreement) leave out judgements
-excluded on flag review, as the batch page's agreement does. The signals:
+reference is never SUBMITTED), less the work a revocation excluded (``workforce.excluded``, as exports).
+Counts of work (speed, contradictions) take every submission; the signals read from a judgement's content
+(position bias, a constant rating, agreement) leave out judgements excluded on flag review, as the batch
+page's agreement does. The signals:
 
 - ``position_bias`` (comparisons): the share of comparisons where the answer SHOWN FIRST is preferred, an
   "equal" counting half. The order is drawn per assignment, so careful work gives 50% whatever the
@@ -41,6 +42,8 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
+from django.db.models import QuerySet
+
 from annotation.feedback.agreement import preference_agreement, ranking_pair_agreement, wilson_interval
 from annotation.feedback.scales import (
     COMPARISON_TEMPLATES,
@@ -51,6 +54,7 @@ from annotation.feedback.scales import (
 )
 from annotation.models import Assignment, AssignmentStatus, FeedbackBatch, FlagDecision
 from annotation.models.workforce import RATING_PREFIX
+from annotation.workforce.excluded import without_excluded_work
 from webgpt_site.permissions import AnyUser
 
 Side = Literal["above", "below", "either"]
@@ -198,9 +202,9 @@ class _Task:
     judged: bool  # not excluded on flag review: its content counts
 
 
-def _tasks(assignments: Any) -> list[_Task]:
+def _tasks(assignments: QuerySet[Assignment]) -> list[_Task]:
     rows = (
-        assignments.filter(status=AssignmentStatus.SUBMITTED)
+        without_excluded_work(assignments.filter(status=AssignmentStatus.SUBMITTED))
         .order_by("id")
         .values_list("labeler_id", "item_id", "order", "response", "active_seconds", "flags", "flag_decision")
     )

@@ -9,7 +9,8 @@ from typing import Any
 
 from django.contrib import messages
 from django.contrib.auth import get_user_model
-from django.http import HttpRequest, HttpResponse
+from django.contrib.auth.decorators import login_required
+from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.utils.cache import add_never_cache_headers
@@ -28,7 +29,7 @@ from annotation.workforce.states import (
 )
 from annotation.workforce.team_forms import AddPersonForm, InviteForm, QualifyRoleForm, RoleForm, StateForm
 from webgpt_site.models import AuditEntry
-from webgpt_site.permissions import Role, role_required
+from webgpt_site.permissions import Role, get_visible_or_404, role_required
 
 User = get_user_model()
 EVENTS_SHOWN = 500
@@ -101,6 +102,19 @@ def invite(request: HttpRequest) -> HttpResponse:
         form.add_error(getattr(error, "field", "") or None, str(error))
         return _team_page(request, 400, invite_form=form)
     return _link_page(request, link)
+
+
+@require_POST
+@login_required  # visibility decides: for anyone but researchers an invitation does not exist (404)
+def withdraw_invitation(request: HttpRequest, pk: int) -> HttpResponse:
+    """End a pending invitation: its link stops working. One already used, expired or withdrawn is a 404."""
+    invitation = get_visible_or_404(invitations.valid(), request.user, pk=pk)
+    try:
+        invitations.withdraw(request.user, invitation.pk)
+    except invitations.InvitationError:  # used or withdrawn since it was read
+        raise Http404 from None
+    messages.success(request, "The invitation is withdrawn: its link no longer works.")
+    return redirect("console:team")
 
 
 def _who(event: QualificationEvent) -> str:

@@ -1,0 +1,22 @@
+"""Work a revocation took out of the data: a person's judgements of a kind of work submitted before their
+``Qualification.work_excluded_before`` for that kind. One rule for exports, Krippendorff's alpha and the
+careless-work signals, so the figures describe the same judgements a dataset holds."""
+
+from __future__ import annotations
+
+from django.db.models import Exists, OuterRef, QuerySet
+
+from annotation.models import Assignment, Qualification
+from annotation.models.workforce import work_kind_expression
+
+
+def without_excluded_work(tasks: QuerySet[Assignment]) -> QuerySet[Assignment]:
+    """``tasks`` less each judgement made before its labeler's ``work_excluded_before`` for its kind of
+    work (``work_kind``: the template, "rating:<preset>" for a rating batch), in the query: a count and the
+    rows agree."""
+    excluded = Qualification.objects.filter(
+        user=OuterRef("labeler_id"),
+        kind=OuterRef("work_kind"),
+        work_excluded_before__gt=OuterRef("submitted_at"),
+    )
+    return tasks.annotate(work_kind=work_kind_expression("item__batch__")).filter(~Exists(excluded))
