@@ -72,8 +72,10 @@ def train_rl(
     for step in range(1, cfg.steps + 1):
         started = time.perf_counter()
         rollout = roller.step(step, plan.for_step(step))
-        logs = {"step": float(step)} | rollout_figures(rollout)
+        sampled = time.perf_counter()
+        logs = {"step": float(step), "sample_seconds": sampled - started} | rollout_figures(rollout)
         within = update(model, reference, optimizer, rollout, cfg, logs)
+        logs["update_seconds"] = time.perf_counter() - sampled
         backend.forget_prompts()  # the cached keys and values are the old weights'
         logs["seconds"] = time.perf_counter() - started
         history.append(logs)
