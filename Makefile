@@ -49,7 +49,7 @@ worker: $(VENV)/.installed-app
 # (gunicorn, PostgreSQL, 1 and 8 users), feedback tasks at 100k items, exports of 100k comparisons,
 # training steps of our BC and reward-model trainers vs TRL's SFTTrainer and RewardTrainer on the CPU
 # (and tokens/s on a CUDA GPU where there is one; without, bench_training_gpu.py says so and skips),
-# RL steps of our trainer vs TRL's GRPOTrainer on answer-only episodes (CPU; ~8-15 minutes by the load),
+# RL steps of our trainer vs TRL's GRPOTrainer on answer-only episodes (CPU; ~8 minutes idle, 14-19 under load),
 # sampling episodes on the CPU (and on a GPU, local and vLLM, where there is one; else skipped),
 # then the load test (locust: 100 labelers and 20 demonstrators with an export and a training job running,
 # three gunicorn shapes, then more people up to the knee, and the web box alone; about 19 minutes of its own);
