@@ -110,5 +110,6 @@ def completion_logprobs(
     log_probs = torch.log_softmax(logits, dim=-1)
     targets = torch.tensor([t for completion in completions for t in completion], device=device)
     chosen = log_probs.gather(1, targets[:, None]).squeeze(1)
-    entropy = -(log_probs.exp() * log_probs).sum(-1)
+    with torch.no_grad():  # a figure to report, not a term of the loss: no graph of the vocabulary's size
+        entropy = -(log_probs.exp() * log_probs).sum(-1)
     return chosen, entropy
