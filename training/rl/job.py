@@ -6,7 +6,6 @@ reward model, questions, settings: all on the run's row)."""
 
 from __future__ import annotations
 
-import json
 import shutil
 from collections.abc import Callable
 from dataclasses import asdict
@@ -22,7 +21,7 @@ from browser.sources import LOCAL, open_source
 from training import checkpoints
 from training.models import ModelCheckpoint, RunKind, TrainingRun
 from training.models import RunStatus as Status
-from training.rl.config import BC, BROWSE, PROMPTED, RLConfig
+from training.rl.config import BC, BROWSE, PROMPTED, RLConfig, saved_policy_format
 from training.rl.runs import ENVIRONMENT
 from training.rl.types import EpisodeReport, RLQuestion
 from training.runs.config import SMOLLM2
@@ -99,14 +98,7 @@ def starting_policy(run: TrainingRun) -> tuple[str, str]:
     folder = checkpoints.local_folder(base)
     if base.kind == RunKind.BC:
         return str(folder), BC
-    return str(folder), policy_format(json.loads((folder / "training.json").read_text()))
-
-
-def policy_format(summary: dict[str, Any]) -> str:
-    """How a saved policy is prompted, from its training.json: an RL policy names it; a BC model is BC."""
-    if summary.get("kind") == RunKind.RL:
-        return BC if summary.get("policy_format") == BC else PROMPTED
-    return BC
+    return str(folder), saved_policy_format(folder)
 
 
 def starting_name(run: TrainingRun) -> str:
