@@ -35,9 +35,9 @@ CONSTRAIN = {"": None, "on": True, "off": False}
 PROMPTED_LABEL = "SmolLM2-135M-Instruct, prompted (default)"
 # Said where the default is chosen: a newcomer's first run otherwise reads like a broken platform.
 POLICY_HELP = (
-    "A behaviour-cloned or RL-trained model from the registry, or the prompted instruct model. Expect nonsense answers "
-    "from the prompted SmolLM2-135M default: it shows the loop working on a CPU. For answers worth "
-    "comparing, choose a BC model trained on demonstrations, or an endpoint of SAMPLING_ENDPOINTS as the "
+    "A behaviour-cloned or RL-trained model from the registry, or the prompted instruct model. Expect "
+    "nonsense answers from the prompted SmolLM2-135M default: it shows the loop working on a CPU. For "
+    "answers worth comparing, choose a BC model trained on demonstrations, or an endpoint of SAMPLING_ENDPOINTS as the "
     "backend."
 )
 
