@@ -37,8 +37,8 @@ PROMPTED_LABEL = "SmolLM2-135M-Instruct, prompted (default)"
 POLICY_HELP = (
     "A behaviour-cloned or RL-trained model from the registry, or the prompted instruct model. Expect "
     "nonsense answers from the prompted SmolLM2-135M default: it shows the loop working on a CPU. For "
-    "answers worth comparing, choose a BC model trained on demonstrations, or an endpoint of SAMPLING_ENDPOINTS as the "
-    "backend."
+    "answers worth comparing, choose a BC model trained on demonstrations, or an endpoint of "
+    "SAMPLING_ENDPOINTS as the backend."
 )
 
 
