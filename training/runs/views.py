@@ -199,7 +199,10 @@ def _comparison_rows(runs: list[TrainingRun]) -> list[tuple[str, list[str]]]:
 @require_GET
 @role_required(Role.RESEARCHER)
 def model_list(request: HttpRequest) -> HttpResponse:
-    checkpoints = ModelCheckpoint.objects.select_related("created_by")
+    # An RL model's lineage is on its run's row; the run's curves, log and samples are not needed here.
+    checkpoints = ModelCheckpoint.objects.select_related("created_by", "run").defer(
+        "run__timeline", "run__log", "run__samples", "run__config"
+    )
     page = Paginator(checkpoints, PAGE_SIZE).get_page(request.GET.get("page"))
     return render(request, "training/models.html", {"page": page})
 
