@@ -396,3 +396,16 @@ def test_a_tiny_rl_run_reports_its_steps_and_samples_and_registers_its_policy(
     policy = ModelCheckpoint.objects.get(run=run)
     assert (policy.kind, policy.name, policy.base_model) == (RunKind.RL, f"rl-run-{run.pk}", "tiny-bc")
     assert saved_policy_format(Path(policy.path)) == BC  # it started from a BC model
+
+
+@pytest.mark.django_db
+def test_a_reward_model_a_queued_rl_run_trains_against_is_not_deleted(alice, rm, rl_questions_with_reference):
+    from training.runs.jobs import delete_checkpoint
+
+    run = request_rl_run(alice, RLRequest(rm), queue=False)
+    with pytest.raises(RunError, match="tiny-rm is in use by a queued or running run"):
+        delete_checkpoint(alice, rm)
+    TrainingRun.objects.filter(pk=run.pk).update(status="done")
+    delete_checkpoint(alice, rm)
+    run.refresh_from_db()
+    assert run.reward_model is None and run.reward_model_name == "tiny-rm"  # the lineage keeps its name

@@ -70,7 +70,9 @@ def cancel_run(user: Any, run: TrainingRun) -> None:
 
 
 def checkpoint_users(checkpoint: ModelCheckpoint) -> QuerySet[TrainingRun]:
-    return TrainingRun.objects.filter(base_checkpoint=checkpoint, status__in=(Status.QUEUED, Status.RUNNING))
+    """Queued or running runs that read the model: they start from it, or (RL) are rewarded by it."""
+    uses = Q(base_checkpoint=checkpoint) | Q(reward_model=checkpoint)
+    return TrainingRun.objects.filter(uses, status__in=(Status.QUEUED, Status.RUNNING))
 
 
 def delete_checkpoint(user: Any, checkpoint: ModelCheckpoint) -> None:
