@@ -359,35 +359,18 @@ def test_the_migration_keeps_every_run_and_makes_the_export_optional():
     )
 
 
-def trainer_landed() -> bool:
-    """Whether training.rl.trainer.train_rl is written yet (it raised NotImplementedError until then)."""
-    from training.rl.trainer import train_rl
-
-    try:
-        train_rl(RLConfig(), [])
-    except NotImplementedError:
-        return False
-    except Exception:  # any refusal of this empty input: the trainer is there
-        return True
-    return True
-
-
-@pytest.mark.skipif(not trainer_landed(), reason="the RL trainer (training/rl/trainer.py) is being written")
 @pytest.mark.django_db
 def test_a_tiny_rl_run_reports_its_steps_and_samples_and_registers_its_policy(
-    alice, tiny_llama_dir, tiny_bert_dir, tmp_path, monkeypatch
+    alice, client_for, tiny_models, monkeypatch
 ):
-    from tests.tiny_models import tiny_reward_model
     from training.runs.jobs import run_training_job
 
     monkeypatch.setattr("webgpt_site.progress.SAVE_EVERY_S", 0.0)
-    rm_dir = tiny_reward_model(tmp_path / "rm", tiny_bert_dir, offset=0.25, max_length=64)
-    reward = model(RunKind.RM, "tiny-rm", str(rm_dir))
-    start = model(RunKind.BC, "tiny-bc", str(tiny_llama_dir))
+    reward, start = tiny_models
     asked = questions(2)
     for question in asked:
         answered(question)
-    fast = {"steps": 2, "group_size": 2, "questions_per_step": 1, "max_answer_tokens": 4, "max_length": 64}
+    fast = {"steps": 2, "group_size": 3, "questions_per_step": 1, "max_answer_tokens": 8}
     run = request_rl_run(alice, RLRequest(reward, start, settings=fast), queue=False)
     run = run_training_job(run.pk)
     assert run.status == "done", run.error
@@ -396,6 +379,62 @@ def test_a_tiny_rl_run_reports_its_steps_and_samples_and_registers_its_policy(
     policy = ModelCheckpoint.objects.get(run=run)
     assert (policy.kind, policy.name, policy.base_model) == (RunKind.RL, f"rl-run-{run.pk}", "tiny-bc")
     assert saved_policy_format(Path(policy.path)) == BC  # it started from a BC model
+    page = client_for(alice).get(reverse("training:run", args=[run.pk])).content.decode()
+    assert "<h3>Mean reward</h3>" in page and f"rl-run-{run.pk}" in page and "Episodes of step 2" in page
+
+
+@pytest.fixture
+def tiny_models(tiny_bert_dir, tmp_path) -> tuple[ModelCheckpoint, ModelCheckpoint]:
+    """A registered tiny reward model and a tiny BC policy (fixed weights), as RL runs start from them."""
+    from tests.test_sampling_core import seeded_tiny_llama
+    from tests.tiny_models import tiny_reward_model
+
+    rm_dir = tiny_reward_model(tmp_path / "rm", tiny_bert_dir, offset=0.25, max_length=128)
+    policy_dir = seeded_tiny_llama(tmp_path / "bc")
+    return model(RunKind.RM, "tiny-rm", str(rm_dir)), model(RunKind.BC, "tiny-bc", str(policy_dir))
+
+
+@pytest.mark.django_db
+def test_a_browsing_run_browses_the_runs_corpus_and_its_page_shows_the_share_of_valid_actions(
+    alice, client_for, freshwiki, tiny_models, monkeypatch
+):
+    from training.runs.jobs import run_training_job
+
+    monkeypatch.setattr("webgpt_site.progress.SAVE_EVERY_S", 0.0)
+    reward, start = tiny_models
+    asked = questions(1)  # no reference: browsing episodes need none
+    browse = {"episodes": "browse", "steps": 1, "group_size": 2, "max_actions": 2, "max_command_tokens": 12}
+    browse |= {"answers_per_browse": 1, "max_answer_tokens": 8, "questions_per_step": 1}
+    request = RLRequest(reward, start, ids=(asked[0].pk,), corpus="freshwiki", settings=browse)
+    run = run_training_job(request_rl_run(alice, request, queue=False).pk)
+    assert run.status == "done", run.error
+    assert 0 <= run.timeline[0]["valid_actions"] <= 1
+    browsing = [sample for sample in run.samples if sample["kind"] == "browse"]
+    assert len(browsing) == 2 and all(1 <= len(sample["commands"]) <= 2 for sample in browsing)
+    page = client_for(alice).get(reverse("training:run", args=[run.pk])).content.decode()
+    assert "<h3>Share of valid actions</h3>" in page and "command(s)</summary>" in page
+
+
+@pytest.mark.django_db
+def test_a_cancel_after_a_step_keeps_the_curves_and_samples_and_no_policy(alice, tiny_models, monkeypatch):
+    from training.checkpoints import output_dir
+    from training.runs.jobs import run_training_job
+
+    monkeypatch.setattr("webgpt_site.progress.SAVE_EVERY_S", 0.0)
+    reward, start = tiny_models
+    for question in questions(2):
+        answered(question)
+    fast = {"steps": 3, "group_size": 2, "questions_per_step": 1, "max_answer_tokens": 4}
+    run = request_rl_run(alice, RLRequest(reward, start, settings=fast), queue=False)
+
+    def cancel_after_step(step: int, total: int, logs: dict) -> None:  # the command's progress hook
+        TrainingRun.objects.filter(pk=run.pk).update(cancel_requested=True)
+
+    run = run_training_job(run.pk, echo=cancel_after_step)
+    assert run.status == "cancelled" and run.step == 1
+    assert len(run.timeline) == 1 and run.samples and run.samples[0]["step"] == 1
+    assert not ModelCheckpoint.objects.filter(run=run).exists() and not output_dir(run.pk).exists()
+    assert "the partly trained policy was discarded" in run.log
 
 
 @pytest.mark.django_db
