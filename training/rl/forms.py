@@ -46,6 +46,8 @@ HELP = {
     "max_actions": "Browse only: actions per episode before it must answer.",
 }
 
+LABELS = {"kl_coef": "KL coefficient", "kl_budget": "KL budget"}
+
 
 class RLRunForm(JobRequestForm):
     base_checkpoint = forms.ModelChoiceField(
@@ -86,6 +88,7 @@ class RLRunForm(JobRequestForm):
             field_type = forms.FloatField if types[name] is float else forms.IntegerField
             bound = RL_BOUNDS[name]
             self.fields[name] = field_type(
+                label=LABELS.get(name),
                 help_text=f"{HELP.get(name, '')} Must be {bound.text()}.".strip(),
                 widget=forms.NumberInput(
                     attrs={"min": bound.low, "max": bound.high, "step": "any" if types[name] is float else 1}
