@@ -416,6 +416,26 @@ def test_a_browsing_run_browses_the_runs_corpus_and_its_page_shows_the_share_of_
 
 
 @pytest.mark.django_db
+def test_a_run_stopped_by_its_kl_budget_says_so_and_registers_the_policy_within_it(
+    alice, client_for, tiny_models
+):
+    from training.runs.jobs import run_training_job
+
+    reward, start = tiny_models
+    for question in questions(2):
+        answered(question)
+    budget = {"steps": 5, "kl_budget": 1e-9, "learning_rate": 1e-2, "group_size": 2, "max_answer_tokens": 4}
+    run = run_training_job(request_rl_run(alice, RLRequest(reward, start, settings=budget), queue=False).pk)
+    assert run.status == "done" and run.step == 1 and run.metrics["stopped"] == "kl_budget"
+    assert (
+        "Stopped early after step 1 of 5: the mean KL from the starting policy passed the budget" in run.log
+    )
+    assert ModelCheckpoint.objects.filter(run=run, kind=RunKind.RL).exists()
+    page = client_for(alice).get(reverse("training:run", args=[run.pk])).content.decode()
+    assert "KL budget" in page  # the budget's line on the KL chart
+
+
+@pytest.mark.django_db
 def test_a_cancel_after_a_step_keeps_the_curves_and_samples_and_no_policy(alice, tiny_models, monkeypatch):
     from training.checkpoints import output_dir
     from training.runs.jobs import run_training_job

@@ -59,6 +59,11 @@ def execute_rl(run: TrainingRun, hooks: Hooks, timeline: list[dict[str, Any]]) -
             "registered only when its training ends); the curves and samples so far are kept"
         )
         return run.finish(Status.CANCELLED, **fields)
+    if result.metrics.get("stopped") == "kl_budget":
+        run.append_log(
+            f"Stopped early after step {result.steps} of {config.steps}: the mean KL from the starting "
+            f"policy passed the budget ({config.kl_budget:g} nats)"
+        )
     location = checkpoints.publish(run.pk, output)  # whole before it is registered (uploaded, if a bucket)
     ModelCheckpoint.objects.create(
         kind=RunKind.RL,
