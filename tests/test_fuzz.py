@@ -96,6 +96,7 @@ RICH = {
     "console:demonstration_batches",
     "questions:import",
     "training:new",
+    "training:rl_new",
     "training:sampling_new",
     "training:proxy_evaluations",
     "api-proxy-evaluations",

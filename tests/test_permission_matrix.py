@@ -43,6 +43,7 @@ from annotation.models import (
     FeedbackBatch,
     FeedbackItem,
     Question,
+    SourceKind,
 )
 from annotation.questions.service import import_questions
 from annotation.workforce import invitations
@@ -147,6 +148,7 @@ EXPECTED: dict[str, tuple] = {
     "questions:import_detail": RESEARCH_OBJECT,
     "training:runs": RESEARCHER,
     "training:new": RESEARCHER,
+    "training:rl_new": RESEARCHER,
     "training:compare": RESEARCHER,
     "training:run": RESEARCH_OBJECT,
     "training:cancel": RESEARCH_OBJECT,
@@ -365,6 +367,7 @@ PAGE_FIELDS: dict[str, Any] = {
     "console:demonstration_batches": lambda s, o: {"name": "Matrix", "split": "bc", "limit": 1, "overlap": 1},
     "console:corpora": lambda s, o: {"corpus": "matrix", "file": _upload("pages.jsonl", PAGE)},
     "training:new": lambda s, o: {"kind": "bc", "export": s["export"].pk},
+    "training:rl_new": lambda s, o: {"reward_model": s["checkpoint"].pk},
     "training:sampling_new": lambda s, o: {"split": "bc", "limit": 1},
     "training:proxy_evaluations": lambda s, o: {
         "reward_model": s["checkpoint"].pk,
@@ -429,9 +432,17 @@ def _gold(shared: dict, own: dict) -> None:
     )
 
 
+def _rl_question(shared: dict, own: dict) -> None:
+    """A question of the rl split with an answer to quote from: what an RL run trains on."""
+    question = Question.objects.create(text="Why is the sky blue?", key="matrix-rl", split="rl")
+    quote = {"title": "Sky", "url": "https://example.org/", "domain": "example.org", "extract": "Blue."}
+    Answer.objects.create(question=question, text="Scattering.", quotes=[quote], source_kind=SourceKind.MODEL)
+
+
 # Set up inside the request's savepoint (rolled back with it), for routes that need the world in a state
 # the other routes must not see.
 PREPARE = {
+    "training:rl_new": _rl_question,
     "annotation:draft": _at_the_answer_step,
     "annotation:episode_review": _finished,
     "api-episode-review": _finished,

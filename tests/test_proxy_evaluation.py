@@ -673,3 +673,39 @@ def test_only_researchers_reach_proxy_evaluations(alice, bob, dana, charlie, cli
     evaluation.refresh_from_db()
     assert evaluation.status == RunStatus.QUEUED and not evaluation.cancel_requested
     assert ProxyEvaluation.objects.count() == 1
+
+
+@pytest.mark.django_db
+def test_each_runs_own_reward_of_its_chosen_answers_is_shown_beside_the_validation_reward(
+    alice, client_for, reward_model, validation_model
+):
+    """The reward-hacking gap: a policy trained (or answers chosen) against one reward model, judged by
+    another; only the chosen answers count, each by both models."""
+    asked = questions(2)
+    rows = [[(ANSWERS[0], 0.9), (ANSWERS[1], 0.1)], [(ANSWERS[2], 0.5), (ANSWERS[3], 0.7)]]
+    run = crafted_run(alice, reward_model, asked, rows, policy_name="rl-run-7")
+    samples = list(Sample.objects.filter(run=run).order_by("question_id", "index"))
+    samples[0].chosen = samples[3].chosen = True
+    Sample.objects.bulk_update(samples, ["chosen"])
+    validation = dict(zip((s.pk for s in samples), (0.25, 5.0, 5.0, 0.45), strict=True))
+    curve = {"run": run.pk, "policy_name": "rl-run-7", "reward_model_name": "tiny-rm", "n": 2}
+    curve |= {
+        "selection": "reward model",
+        "questions": 2,
+        "answered_questions": 2,
+        "samples": 4,
+        "points": [],
+    }
+    evaluation = ProxyEvaluation.objects.create(
+        owner=alice,
+        reward_model=validation_model,
+        reward_model_name=validation_model.name,
+        status=RunStatus.DONE,
+        scores={str(pk): score for pk, score in validation.items()},
+        results={"runs": [curve]},
+    )
+    html = client_for(alice).get(reverse("training:proxy_evaluation", args=[evaluation.pk])).content.decode()
+    table = html.split("Training and validation reward of the chosen answers", 1)[1].split("</table>", 1)[0]
+    assert "rl-run-7" in table and "tiny-rm" in table
+    # training (0.9 + 0.7) / 2 = 0.8; validation (0.25 + 0.45) / 2 = 0.35; the gap 0.45
+    assert ">2</td>" in table and ">0.800<" in table and ">0.350<" in table and ">0.450<" in table

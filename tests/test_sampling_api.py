@@ -95,7 +95,7 @@ def test_refusals_come_back_by_field_and_create_nothing(alice, policy, reward_mo
         ),
         (
             {"policy": reward_model.pk},
-            {"policy": ["the policy must be a BC model (or empty: the prompted SmolLM2 default)"]},
+            {"policy": ["the policy must be a BC or RL model (or empty: the prompted SmolLM2 default)"]},
         ),
         (
             {"reward_model": policy.pk},
@@ -252,7 +252,10 @@ def test_the_command_refuses_bad_options_naming_them(policy, reward_model):
         (["--dataset", "demo", "--max-command-tokens", "0"], "--max-command-tokens: must be between 1 and"),
         (["--dataset", "demo", "--decline-threshold", "0"], "--decline-threshold: declining below"),
         (["--dataset", "demo", "--backend", "http://10.0.0.1/v1"], "--backend: unknown backend"),
-        (["--dataset", "demo", "--policy", str(reward_model.pk)], "--policy: the policy must be a BC model"),
+        (
+            ["--dataset", "demo", "--policy", str(reward_model.pk)],
+            "--policy: the policy must be a BC or RL model",
+        ),
         (["--dataset", "demo", "--policy", "999999"], "--policy: model 999999 does not exist"),
         (["--batch", "999999"], "--batch: demonstration batch 999999 does not exist"),
         ([], "--batch/--split/--dataset: choose the questions"),

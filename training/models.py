@@ -17,17 +17,25 @@ class RunKind(models.TextChoices):
     BC = "bc", "Behaviour cloning"
     RM = "rm", "Reward model"
     RM_EVAL = "rm_eval", "Reward-model evaluation"
+    RL = "rl", "Reinforcement learning"
 
 
 RunStatus = JobStatus  # the statuses of every job row, by the name training's code has always used
 
-CHECKPOINT_KINDS = RunKind.choices[:2]  # evaluations produce no model
+# Evaluations produce no model.
+CHECKPOINT_KINDS = [(kind.value, kind.label) for kind in (RunKind.BC, RunKind.RM, RunKind.RL)]
+POLICY_KINDS = (RunKind.BC, RunKind.RL)  # registered models that can browse and answer
 
 
 class TrainingRun(JobRow):
     kind = models.CharField(max_length=10, choices=RunKind.choices)
     export = models.ForeignKey(
-        "annotation.Export", on_delete=models.PROTECT, related_name="training_runs", help_text="Data used"
+        "annotation.Export",
+        null=True,
+        blank=True,
+        on_delete=models.PROTECT,
+        related_name="training_runs",
+        help_text="Data used (none for RL: it learns from questions and a reward model)",
     )
     base_checkpoint = models.ForeignKey(
         "ModelCheckpoint",
@@ -43,6 +51,23 @@ class TrainingRun(JobRow):
     total_steps = models.PositiveIntegerField(default=0)
     timeline = models.JSONField(default=list, blank=True, help_text="Logged metrics by step")
     metrics = models.JSONField(default=dict, blank=True, help_text="Final metrics")
+    # RL runs only: what the policy is trained against and on (the lineage of the model it registers).
+    reward_model = models.ForeignKey(
+        "ModelCheckpoint",
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="rl_runs",
+        help_text="RL: the reward model the policy is trained against",
+    )
+    reward_model_name = models.CharField(max_length=200, blank=True, help_text="Kept if the model is deleted")
+    question_source = models.JSONField(
+        default=dict, blank=True, help_text="RL: how the questions were chosen"
+    )
+    question_ids = models.JSONField(default=list, blank=True, help_text="RL: the questions it trains on")
+    samples = models.JSONField(
+        default=list, blank=True, help_text="RL: the latest step's episodes (training.rl.types.EpisodeReport)"
+    )
 
     job_name, task_name, queue, task_key = "training run", "training.run_training", "training", "run_id"
     progress_fields = ("step", "total_steps")

@@ -1,6 +1,7 @@
 from django.urls import path
 
 from training.evaluation import proxy_views, round_views
+from training.rl import views as rl_views
 from training.runs import views
 from training.sampling import views as sampling_views
 
@@ -8,6 +9,7 @@ app_name = "training"
 urlpatterns = [
     path("", views.run_list, name="runs"),
     path("new/", views.run_new, name="new"),
+    path("rl/new/", rl_views.rl_new, name="rl_new"),
     path("compare/", views.run_compare, name="compare"),
     path("<int:pk>/", views.run_detail, name="run"),
     path("<int:pk>/cancel/", views.run_cancel, name="cancel"),

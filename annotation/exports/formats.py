@@ -63,12 +63,13 @@ def webgpt_pair(
 
 def answer_prompt(question_text: str, quotes: Sequence[dict[str, Any]]) -> str:
     """The reward model's prefix for an answer: the answer prompt of the browsing environment."""
-    return format_answer_prompt(
-        question_text,
-        [
-            Quote(q.get("title", ""), q.get("url", ""), q.get("domain", ""), q.get("extract", ""))
-            for q in quotes
-        ],
+    return format_answer_prompt(question_text, list(stored_quotes(quotes)))
+
+
+def stored_quotes(quotes: Sequence[dict[str, Any]]) -> tuple[Quote, ...]:
+    """Quotes as answers and episodes store them (a missing field is empty), as the browser's quotes."""
+    return tuple(
+        Quote(q.get("title", ""), q.get("url", ""), q.get("domain", ""), q.get("extract", "")) for q in quotes
     )
 
 

@@ -23,6 +23,7 @@ from django.views.decorators.vary import vary_on_headers
 
 from training.evaluation.proxy_forms import ProxyEvaluationForm
 from training.evaluation.proxy_jobs import cancel_proxy_evaluation, request_proxy_evaluation
+from training.evaluation.reward_gap import reward_gaps
 from training.job_views import PAGE_SIZE, announce_request, cancel_unless_finished
 from training.models import ProxyEvaluation, RunStatus, SamplingRun
 from webgpt_site.charts import UNIT
@@ -100,11 +101,13 @@ def finished_curves(evaluation: ProxyEvaluation) -> list[dict[str, Any]]:
     if evaluation.status != RunStatus.DONE:
         return []
     curves = []
-    for curve in (evaluation.results or {}).get("runs", []):
+    found = (evaluation.results or {}).get("runs", [])
+    gaps = reward_gaps(evaluation, [curve["run"] for curve in found])
+    for curve in found:
         unscored = " (unscored: no selection)" if curve.get("selection") == "none" else ""
         short = f"run {curve['run']}, best-of-{curve.get('n')}{unscored}"  # a legend entry stays short
         label = f"run {curve['run']}: {curve.get('policy_name', '')}, best-of-{curve.get('n')}{unscored}"
-        curves.append({**curve, "label": label, "short_label": short})
+        curves.append({**curve, "label": label, "short_label": short, "gap": gaps.get(curve["run"])})
     return curves
 
 

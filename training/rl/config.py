@@ -7,7 +7,9 @@ Nothing here loads torch: the web app imports it to check a request."""
 
 from __future__ import annotations
 
+import json
 from dataclasses import asdict, dataclass, fields
+from pathlib import Path
 from typing import Any
 
 from training.runs.config import SMOLLM2, Bound, _check_type
@@ -108,3 +110,14 @@ RL_BOUNDS: dict[str, Bound] = {
 # Filled in by the job from the registry and the model store; a request may set the rest.
 RL_JOB_SETTINGS = frozenset({"output_dir", "base_model", "policy_format", "reward_model"})
 RL_SETTABLE = tuple(f.name for f in fields(RLConfig) if f.name not in RL_JOB_SETTINGS)
+
+
+def saved_policy_format(folder: Path) -> str:
+    """How a saved policy is prompted, from its training.json: an RL policy names its format (that of the
+    policy it started from); a BC model (or a folder without one, registered by hand) takes raw BC
+    prompts."""
+    path = folder / "training.json"
+    summary = json.loads(path.read_text()) if path.exists() else {}
+    if summary.get("kind") == "rl":
+        return BC if summary.get("policy_format") == BC else PROMPTED
+    return BC

@@ -1,6 +1,7 @@
-"""Training runs and the model registry over the API (researchers): start a run from an export, watch
-it, cancel it; list, read and delete registered models. A run request goes through the same checks as the
-new-run page and the commands (training.runs.inputs, via jobs.request_run); refusals come back by field."""
+"""Training runs and the model registry over the API (researchers): start a run from an export (or an RL
+run from questions and a reward model), watch it, cancel it; list, read and delete registered models. A run
+request goes through the same checks as the new-run pages and the commands (training.runs.inputs via
+jobs.request_run; training.rl.inputs via training.rl.runs); refusals come back by field."""
 
 from __future__ import annotations
 
@@ -18,9 +19,13 @@ from annotation.api.strict import StrictSerializer
 from annotation.models import Export
 from training.errors import RunError
 from training.models import ModelCheckpoint, RunKind, TrainingRun
+from training.rl.api import RL_ONLY, rl_errors, rl_request
+from training.rl.inputs import MAX_QUESTIONS
+from training.rl.runs import request_rl_run
 from training.runs import jobs
 from training.runs.config import RM_PRESETS
 from training.runs.inputs import PRESET_MODELS, SETTABLE
+from training.sampling.api import QuestionSetInput
 from webgpt_site.inputs import MAX_ID
 from webgpt_site.permissions import get_visible_or_404
 
@@ -38,23 +43,30 @@ class CheckpointSerializer(serializers.ModelSerializer):
 class TrainingRunSerializer(serializers.ModelSerializer):
     checkpoint = serializers.PrimaryKeyRelatedField(read_only=True, allow_null=True)
     percent = serializers.IntegerField(read_only=True)
+    question_count = serializers.SerializerMethodField()
 
     class Meta:
         model = TrainingRun
         fields = (
             "id", "kind", "export", "base_checkpoint", "preset", "config", "status", "cancel_requested",
             "step", "total_steps", "percent", "timeline", "metrics", "log", "error", "checkpoint",
+            "reward_model", "reward_model_name", "question_source", "question_count", "samples",
             "created_at", "started_at", "finished_at",
         )  # fmt: skip
         read_only_fields = fields
+
+    def get_question_count(self, run: TrainingRun) -> int:
+        return len(run.question_ids)
 
 
 class TrainingRunInput(StrictSerializer):
     kind = serializers.ChoiceField(choices=RunKind.choices)
     export = serializers.IntegerField(
+        required=False,
+        allow_null=True,
         min_value=1,
         max_value=MAX_ID,
-        help_text="A finished export: bc-pairs for bc, rm-pairs/rm-groups for rm",
+        help_text="A finished export: bc-pairs for bc, rm-pairs/rm-groups for rm (required); none for rl",
     )
     preset = serializers.ChoiceField(choices=list(RM_PRESETS), required=False, allow_blank=True)
     base_checkpoint = serializers.IntegerField(
@@ -67,8 +79,30 @@ class TrainingRunInput(StrictSerializer):
     settings = serializers.DictField(
         required=False,
         default=dict,
-        help_text="Trainer settings (max_steps, learning_rate, ...), each within its range; base_model is "
-        f"a preset ({', '.join(PRESET_MODELS)}), never a path",
+        help_text="Trainer settings (max_steps, learning_rate, ...; for rl: steps, group_size, kl_coef, "
+        f"...), each within its range; base_model is a preset ({', '.join(PRESET_MODELS)}), never a path",
+    )
+    reward_model = serializers.IntegerField(
+        required=False,
+        allow_null=True,
+        min_value=1,
+        max_value=MAX_ID,
+        help_text="rl: the registered reward model the policy is trained against, by id (required)",
+    )
+    questions = QuestionSetInput(
+        required=False, help_text="rl: which questions of the rl split: batch, dataset; and limit"
+    )
+    question_ids = serializers.ListField(
+        child=serializers.IntegerField(min_value=1, max_value=MAX_ID),
+        required=False,
+        max_length=MAX_QUESTIONS,
+        help_text="rl: the questions by id (all of the rl split), instead of questions",
+    )
+    search = serializers.CharField(
+        required=False, default="local", max_length=20, help_text="rl: where browsing episodes search"
+    )
+    corpus = serializers.CharField(
+        required=False, default="", allow_blank=True, max_length=100, help_text="rl: the local corpus"
     )
 
 
@@ -86,6 +120,13 @@ class TrainingRunList(generics.ListAPIView):
         form = TrainingRunInput(data=request.data)
         form.is_valid(raise_exception=True)
         data = form.validated_data
+        if data["kind"] == RunKind.RL:
+            return self.post_rl(request, data)
+        if not data.get("export"):
+            raise serializers.ValidationError({"export": ["This field is required."]})
+        rl_only = sorted(set(RL_ONLY) & set(request.data))
+        if rl_only:
+            raise serializers.ValidationError({name: ["only an rl run takes this"] for name in rl_only})
         export = Export.objects.visible_to(request.user).filter(pk=data["export"]).first()
         if export is None:
             raise serializers.ValidationError({"export": ["no such export"]})
@@ -100,6 +141,16 @@ class TrainingRunList(generics.ListAPIView):
             )
         except RunError as exc:
             raise serializers.ValidationError(_by_field(exc)) from None
+        return Response(TrainingRunSerializer(run).data, status=status.HTTP_202_ACCEPTED)
+
+    def post_rl(self, request: Request, data: dict[str, Any]) -> Response:
+        if data.get("export") or data.get("preset"):
+            name = "export" if data.get("export") else "preset"
+            raise serializers.ValidationError({name: ["an rl run learns from questions, not an export"]})
+        try:
+            run = request_rl_run(request.user, rl_request(request, data))
+        except RunError as exc:
+            raise serializers.ValidationError(rl_errors(exc)) from None
         return Response(TrainingRunSerializer(run).data, status=status.HTTP_202_ACCEPTED)
 
 

@@ -21,6 +21,7 @@ from training.checkpoints import output_dir, store_dir
 from training.errors import RunError
 from training.models import ModelCheckpoint, RunKind, SamplingRun, TrainingRun
 from training.models import RunStatus as Status
+from training.rl.job import execute_rl
 from training.runs.config import RMConfig
 from training.runs.data import comparisons, question_ids, read_rows
 from training.runs.hooks import Hooks
@@ -69,7 +70,9 @@ def cancel_run(user: Any, run: TrainingRun) -> None:
 
 
 def checkpoint_users(checkpoint: ModelCheckpoint) -> QuerySet[TrainingRun]:
-    return TrainingRun.objects.filter(base_checkpoint=checkpoint, status__in=(Status.QUEUED, Status.RUNNING))
+    """Queued or running runs that read the model: they start from it, or (RL) are rewarded by it."""
+    uses = Q(base_checkpoint=checkpoint) | Q(reward_model=checkpoint)
+    return TrainingRun.objects.filter(uses, status__in=(Status.QUEUED, Status.RUNNING))
 
 
 def delete_checkpoint(user: Any, checkpoint: ModelCheckpoint) -> None:
@@ -134,7 +137,7 @@ def run_training_job(run_id: int, echo: Callable[[int, int, dict], None] | None 
         TrainingRun,
         run_id,
         lambda run: _execute(run, _Progress(run, echo)),
-        related=("export", "base_checkpoint"),
+        related=("export", "base_checkpoint", "reward_model"),
         expected=(RunError, ValueError),
     )
 
@@ -144,6 +147,8 @@ def _execute(run: TrainingRun, progress: _Progress) -> TrainingRun:
     from training.runs.bc import train_bc
     from training.runs.reward import train_reward_model
 
+    if run.kind == RunKind.RL:  # no export: questions and a reward model (training.rl.job)
+        return execute_rl(run, progress.hooks(), progress.timeline)
     run.keep_on_failure(lambda: {"timeline": progress.timeline})
     output = output_dir(run.pk)
     data = export_path(run.export)  # with object storage, a checked copy in this worker's cache

@@ -19,6 +19,7 @@ from annotation.models import Export
 from training.errors import RunError
 from training.job_views import PAGE_SIZE, announce_request, cancel_unless_finished, key_metrics, shown
 from training.models import ModelCheckpoint, RunKind, TrainingRun, relative_to_store
+from training.rl.views import rl_context
 from training.runs.forms import CompareForm, RunForm
 from training.runs.inputs import FORMATS
 from training.runs.jobs import cancel_run, checkpoint_users, delete_checkpoint, request_run
@@ -115,16 +116,24 @@ def _preselected(request: HttpRequest) -> dict[str, Any]:
 @vary_on_headers("HX-Request")
 def run_detail(request: HttpRequest, pk: int) -> HttpResponse:
     run = get_visible_or_404(
-        TrainingRun.objects.select_related("owner", "export", "base_checkpoint"), request.user, pk=pk
+        TrainingRun.objects.select_related("owner", "export", "base_checkpoint", "reward_model"),
+        request.user,
+        pk=pk,
     )
     context = {
         "run": run,
         "metrics": key_metrics(run),
-        "chart": line_chart(timeline_series(run.timeline), f"Run {run.pk}: losses and validation accuracy"),
         "checkpoint": ModelCheckpoint.objects.filter(run=run).first(),
-        "settings": [(name, setting_shown(run, name)) for name in SHOWN_SETTINGS if name in run.config],
         "other_metrics": _other_metrics(run),
     }
+    if run.kind == RunKind.RL:  # no losses: rewards, KL, samples (training.rl.views)
+        context |= rl_context(run) | {"settings": []}
+    else:
+        title = f"Run {run.pk}: losses and validation accuracy"
+        context["chart"] = line_chart(timeline_series(run.timeline), title)
+        context["settings"] = [
+            (name, setting_shown(run, name)) for name in SHOWN_SETTINGS if name in run.config
+        ]
     template = "training/_run_status.html" if request.htmx else "training/run_detail.html"
     return render(request, template, context)
 
@@ -168,7 +177,7 @@ def _comparison_rows(runs: list[TrainingRun]) -> list[tuple[str, list[str]]]:
     summaries = [key_metrics(run) for run in runs]
     rows = [
         ("kind", [run.get_kind_display() for run in runs]),
-        ("export", [f"#{run.export_id} {run.export.export_format}" for run in runs]),
+        ("export", [f"#{run.export_id} {run.export.export_format}" if run.export else "—" for run in runs]),
         ("preset", [shown(run.preset) for run in runs]),
         ("started from", [shown(run.base_checkpoint and run.base_checkpoint.name) for run in runs]),
         ("status", [run.get_status_display() for run in runs]),
@@ -190,7 +199,10 @@ def _comparison_rows(runs: list[TrainingRun]) -> list[tuple[str, list[str]]]:
 @require_GET
 @role_required(Role.RESEARCHER)
 def model_list(request: HttpRequest) -> HttpResponse:
-    checkpoints = ModelCheckpoint.objects.select_related("created_by")
+    # An RL model's lineage is on its run's row; the run's curves, log and samples are not needed here.
+    checkpoints = ModelCheckpoint.objects.select_related("created_by", "run").defer(
+        "run__timeline", "run__log", "run__samples", "run__config"
+    )
     page = Paginator(checkpoints, PAGE_SIZE).get_page(request.GET.get("page"))
     return render(request, "training/models.html", {"page": page})
 

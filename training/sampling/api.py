@@ -113,7 +113,7 @@ class SamplingRunInput(StrictSerializer):
         allow_null=True,
         min_value=1,
         max_value=MAX_ID,
-        help_text=f"A registered BC model by id; null: {PROMPTED_DEFAULT}",
+        help_text=f"A registered BC or RL model by id; null: {PROMPTED_DEFAULT}",
     )
     reward_model = serializers.IntegerField(
         required=False,

@@ -15,7 +15,7 @@ from django.http import QueryDict
 from annotation.models import DemonstrationBatch, Question, Split
 from browser.sources import LOCAL, provider_choices
 from training.job_forms import JobRequestForm, checkpoint_label
-from training.models import ModelCheckpoint, RunKind
+from training.models import POLICY_KINDS, ModelCheckpoint, RunKind
 from training.sampling.runs import BOUNDS, DEFAULTS, SETTABLE, QuestionSet, SamplingRequest
 from webgpt_site.permissions import AnyUser
 
@@ -35,10 +35,10 @@ CONSTRAIN = {"": None, "on": True, "off": False}
 PROMPTED_LABEL = "SmolLM2-135M-Instruct, prompted (default)"
 # Said where the default is chosen: a newcomer's first run otherwise reads like a broken platform.
 POLICY_HELP = (
-    "A behaviour-cloned model from the registry, or the prompted instruct model. Expect nonsense answers "
-    "from the prompted SmolLM2-135M default: it shows the loop working on a CPU. For answers worth "
-    "comparing, choose a BC model trained on demonstrations, or an endpoint of SAMPLING_ENDPOINTS as the "
-    "backend."
+    "A behaviour-cloned or RL-trained model from the registry, or the prompted instruct model. Expect "
+    "nonsense answers from the prompted SmolLM2-135M default: it shows the loop working on a CPU. For "
+    "answers worth comparing, choose a BC model trained on demonstrations, or an endpoint of "
+    "SAMPLING_ENDPOINTS as the backend."
 )
 
 
@@ -113,7 +113,7 @@ class SamplingForm(JobRequestForm):
             if name not in SETTABLE:  # offered only where the service takes it
                 del self.fields[name]
         models = ModelCheckpoint.objects.visible_to(user)
-        self.fields["policy"].queryset = models.filter(kind=RunKind.BC)
+        self.fields["policy"].queryset = models.filter(kind__in=POLICY_KINDS)
         self.fields["reward_model"].queryset = models.filter(kind=RunKind.RM)
         for name in ("policy", "reward_model"):
             self.fields[name].label_from_instance = checkpoint_label

@@ -1,4 +1,4 @@
-"""What a sampling job loads: the policy (a registered BC model, the prompted SmolLM2 default, or an
+"""What a sampling job loads: the policy (a registered BC or RL model, the prompted SmolLM2 default, or an
 operator's endpoint) over its backend, and the reward model that scores. Loads torch: workers only."""
 
 from __future__ import annotations
@@ -10,6 +10,7 @@ from django.conf import settings
 from annotation.models import EpisodeAction, EpisodeKind
 from training.checkpoints import local_folder
 from training.models import SamplingRun
+from training.rl.config import BC, saved_policy_format
 from training.sampling.best_of_n import RewardScorer
 from training.sampling.endpoints import backend_from
 from training.sampling.episode import Policy
@@ -36,7 +37,8 @@ def load_policy(run: SamplingRun) -> Policy:
         raise ValueError(f"the policy {run.policy_name} was deleted from the registry")
     model_dir = local_folder(run.policy) if run.policy else None  # downloaded once per worker, if need be
     backend = LocalBackend(model_dir, threads=settings.SAMPLING_THREADS, store=Path(settings.MODEL_STORE_DIR))
-    if run.policy is not None:
+    # An RL policy is asked as the policy it started from was (its training.json says which).
+    if model_dir is not None and saved_policy_format(model_dir) == BC:
         return BCPolicy(backend)
     return PromptedPolicy(backend, demonstrations=examples(run))
 

@@ -16,7 +16,7 @@ from django.db import transaction
 from annotation.models import DemonstrationBatch, Question, Split
 from browser.sources import LOCAL, check_source
 from training.errors import RunError
-from training.models import ModelCheckpoint, RunKind, SamplingRun
+from training.models import POLICY_KINDS, ModelCheckpoint, RunKind, SamplingRun
 from training.runs.config import SMOLLM2
 from webgpt_site.jobs.queueing import enqueue
 from webgpt_site.models import log_action
@@ -81,8 +81,10 @@ class SamplingRequest:
 def check_sampling(request: SamplingRequest) -> tuple[dict[str, Any], list[int]]:
     """The run's full settings and its question ids, or RunError naming the input it is about."""
     values = check_settings(request.settings)
-    if request.policy is not None and request.policy.kind != RunKind.BC:
-        raise RunError("the policy must be a BC model (or empty: the prompted SmolLM2 default)", "policy")
+    if request.policy is not None and request.policy.kind not in POLICY_KINDS:
+        raise RunError(
+            "the policy must be a BC or RL model (or empty: the prompted SmolLM2 default)", "policy"
+        )
     if request.reward_model is not None and request.reward_model.kind != RunKind.RM:
         raise RunError("the reward model must be a registered reward model", "reward_model")
     if values["decline_threshold"] is not None and request.reward_model is None:

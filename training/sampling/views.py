@@ -62,7 +62,7 @@ def quick_start(user: AnyUser) -> dict[str, Any]:
 @role_required(Role.RESEARCHER)
 def sampling_list(request: HttpRequest) -> HttpResponse:
     # Logs grow with every chunk and the scores with every question: a list needs neither.
-    runs = SamplingRun.objects.select_related("owner").defer("log", "metrics", "question_ids")
+    runs = SamplingRun.objects.select_related("owner", "policy").defer("log", "metrics", "question_ids")
     page = Paginator(runs, PAGE_SIZE).get_page(request.GET.get("page"))
     context = {"page": page, "quick_start": quick_start(request.user)}
     return render(request, "training/sampling_runs.html", context)

@@ -1,0 +1,93 @@
+"""Researcher pages of RL runs: the new-run form, and what an RL run's page shows beside every run's status
+(training.runs.views.run_detail): its lineage, a chart per quantity with its numbers, and the latest step's
+episodes with their rewards. Runs are jobs on the ``training`` queue; these pages only read their rows and
+ask training.rl.runs to start one."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
+from django.utils.safestring import SafeString
+from django.views.decorators.http import require_http_methods
+
+from training.job_views import announce_request, shown
+from training.models import TrainingRun
+from training.rl.forms import RLRunForm
+from training.rl.runs import request_rl_run
+from training.runs.config import SMOLLM2
+from training.sampling.runs import PROMPTED_DEFAULT
+from webgpt_site.charts import UNIT
+from webgpt_site.permissions import Role, role_required
+from webgpt_site.plot import DOTTED, Series, line_chart, timeline_points
+
+# What each step logs and is drawn as: logged key, title, y-axis label, a known range.
+QUANTITIES = (
+    ("reward_mean", "Mean reward", "reward (minus the RM's offset)", None),
+    ("kl", "KL from the starting policy", "nats per episode", None),
+    ("entropy", "Entropy", "nats per token", None),
+    ("answer_tokens", "Answer length", "tokens", None),
+    ("valid_actions", "Share of valid actions", "share", UNIT),
+)
+# The settings shown with a run (the rest rarely change).
+SHOWN_SETTINGS = (
+    "episodes", "answers_per_browse", "steps", "questions_per_step", "group_size", "learning_rate",
+    "kl_coef", "kl_budget", "clip_epsilon", "temperature", "max_answer_tokens", "max_actions", "seed",
+    "search", "corpus",
+)  # fmt: skip
+
+
+@require_http_methods(["GET", "POST"])
+@role_required(Role.RESEARCHER)
+def rl_new(request: HttpRequest) -> HttpResponse:
+    form = RLRunForm(request.POST or None, user=request.user)
+    if request.method == "POST" and form.is_valid():
+        run = form.start(lambda: request_rl_run(request.user, form.rl_request()))
+        if run is not None:
+            announce_request(request, run, "RL run")
+            return redirect("training:run", pk=run.pk)
+    status = 400 if form.errors else 200
+    return render(request, "training/rl_new.html", {"form": form}, status=status)
+
+
+def rl_context(run: TrainingRun) -> dict[str, Any]:
+    """What an RL run's page adds: the charts with their numbers, the latest samples, its lineage."""
+    return {
+        "rl_charts": rl_charts(run),
+        "rl_samples": run.samples or [],
+        "rl_settings": [(name, shown(run.config.get(name))) for name in SHOWN_SETTINGS if name in run.config],
+        "rl_source": question_source(run),
+        "default_policy": PROMPTED_DEFAULT,
+        "default_policy_model": SMOLLM2,
+    }
+
+
+def rl_charts(run: TrainingRun) -> list[dict[str, Any]]:
+    """One chart per quantity the steps logged (valid actions: browsing runs only), each with its first
+    and latest value; KL with its budget as a dotted line when one is set."""
+    charts = []
+    budget = run.config.get("kl_budget") or 0
+    for key, title, y_label, bounds in QUANTITIES:
+        points = timeline_points(run.timeline or [], key)
+        if not points:
+            continue
+        series = [Series(title, points)]
+        if key == "kl" and budget > 0:
+            edges = [(points[0][0], float(budget)), (points[-1][0], float(budget))]
+            series.append(Series("KL budget", edges, 1, DOTTED))
+        chart: SafeString = line_chart(series, f"Run {run.pk}: {title.lower()}", y_label, left_bounds=bounds)
+        charts.append({"title": title, "chart": chart, "first": points[0], "latest": points[-1]})
+    return charts
+
+
+def question_source(run: TrainingRun) -> str:
+    """How the run's questions were chosen, in words."""
+    source = run.question_source or {}
+    count = len(run.question_ids or [])
+    if source.get("ids"):
+        return f"{count} question(s) of the rl split, chosen by id"
+    parts = [f"batch {source['batch']}" if source.get("batch") else ""]
+    parts.append(f"dataset {source['dataset']}" if source.get("dataset") else "")
+    chosen = ", ".join(part for part in parts if part)
+    return f"{count} question(s) of the rl split" + (f" ({chosen})" if chosen else "")
