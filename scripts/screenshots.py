@@ -1,6 +1,6 @@
 """The README's screenshots, taken from a running app (`make run`):
 python scripts/screenshots.py [URL [STEP...]] (steps: demonstration, feedback, people, training, sampling,
-loop, operations, workforce; all of them, in that order, by default)."""
+loop, rl, operations, workforce; all of them, in that order, by default)."""
 
 from __future__ import annotations
 
@@ -141,6 +141,27 @@ def loop(browser: Browser, base: str) -> None:
     page.screenshot(path=OUT / "loop-rounds.png", full_page=True)
 
 
+# The README's quick-start RL run: every reference of the demo's rl-split questions each step (the same
+# prompts every step, so the curve shows the policy and not which prompts a step drew).
+RL_QUICK_START = {"Steps": "12", "Questions per step": "8", "Group size": "4", "Max answer tokens": "48"}
+
+
+def rl(page: Page, base: str) -> None:
+    """An answer-only RL run of the prompted SmolLM2 against the newest reward model, on the FreshWiki demo
+    questions of the rl split, watched to the end. Prints how long it took."""
+    sign_in(page, base, "researcher")
+    page.goto(f"{base}/console/training/rl/new/")
+    page.get_by_label("Reward model").select_option(index=1)  # the newest
+    page.get_by_label("Dataset").select_option("freshwiki_demo")
+    for label, value in RL_QUICK_START.items():
+        page.get_by_label(label, exact=True).fill(value)
+    started = time.monotonic()
+    page.get_by_role("button", name="Start RL run").click()
+    expect(page.get_by_text("Done", exact=True).first).to_be_visible(timeout=1_500_000)
+    print(f"RL run: {time.monotonic() - started:.0f} s from Start RL run to Done")
+    page.screenshot(path=OUT / "rl-run.png", full_page=True)
+
+
 def main(base: str, steps: list[str]) -> None:
     OUT.mkdir(parents=True, exist_ok=True)
     with sync_playwright() as playwright:
@@ -173,6 +194,7 @@ def main(base: str, steps: list[str]) -> None:
         training(browser.new_page(viewport={"width": 1280, "height": 1000}), base)
         sampling(browser.new_page(viewport={"width": 1280, "height": 1000}), base)
         loop(browser, base)
+        rl(browser.new_page(viewport={"width": 1280, "height": 1000}), base)
         operations(browser.new_page(viewport={"width": 1280, "height": 1000}), base)
         workforce(browser.new_page(viewport={"width": 1280, "height": 1000}), base)
         browser.close()
@@ -391,6 +413,7 @@ JOURNEYS = {
     "people": people,
     "training": training,
     "sampling": sampling,
+    "rl": rl,
     "workforce": workforce,
 }
 
