@@ -141,20 +141,12 @@ def loop(browser: Browser, base: str) -> None:
     page.screenshot(path=OUT / "loop-rounds.png", full_page=True)
 
 
-# The README's quick-start RL run: every reference of the demo's rl-split questions each step (the same
-# prompts every step, so the curve shows the policy and not which prompts a step drew).
-RL_QUICK_START = {"Steps": "12", "Questions per step": "8", "Group size": "4", "Max answer tokens": "48"}
-
-
 def rl(page: Page, base: str) -> None:
-    """An answer-only RL run of the prompted SmolLM2 against the newest reward model, on the FreshWiki demo
-    questions of the rl split, watched to the end. Prints how long it took."""
+    """The quick-start RL run (answer-only episodes of the prompted SmolLM2 against the newest reward model,
+    on the FreshWiki demo questions of the rl split), watched to the end. Prints how long it took."""
     sign_in(page, base, "researcher")
     page.goto(f"{base}/console/training/rl/new/")
-    page.get_by_label("Reward model").select_option(index=1)  # the newest
-    page.get_by_label("Dataset").select_option("freshwiki_demo")
-    for label, value in RL_QUICK_START.items():
-        page.get_by_label(label, exact=True).fill(value)
+    page.get_by_role("link", name="the quick start").click()
     started = time.monotonic()
     page.get_by_role("button", name="Start RL run").click()
     expect(page.get_by_text("Done", exact=True).first).to_be_visible(timeout=1_500_000)

@@ -294,6 +294,24 @@ def test_the_page_starts_a_run_and_shows_the_services_refusal_in_the_same_words(
 
 
 @pytest.mark.django_db
+def test_the_quick_start_prefills_the_demo_questions_the_newest_reward_model_and_its_settings(
+    client_for, alice, rm
+):
+    from training.rl.views import QUICK_START
+
+    newer = model(RunKind.RM, "newer-rm")
+    questions(1, dataset="freshwiki_demo")
+    client = client_for(alice)
+    plain = client.get(reverse("training:rl_new")).context["form"]
+    assert plain["steps"].value() == RLConfig().steps and not plain["reward_model"].value()
+    page = client.get(reverse("training:rl_new") + "?quick_start=1")
+    form = page.context["form"]
+    assert form["reward_model"].value() == newer.pk and form["dataset"].value() == "freshwiki_demo"
+    assert {name: form[name].value() for name in QUICK_START} == QUICK_START
+    assert b"?quick_start=1" in page.content
+
+
+@pytest.mark.django_db
 def test_the_run_page_shows_lineage_curves_with_numbers_and_the_latest_episodes_escaped(
     client_for, alice, rm, rl_questions_with_reference
 ):

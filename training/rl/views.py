@@ -12,14 +12,16 @@ from django.shortcuts import redirect, render
 from django.utils.safestring import SafeString
 from django.views.decorators.http import require_http_methods
 
+from annotation.demo import DEMO_BATCH_DATASET
+from annotation.models import Question
 from training.job_views import announce_request, shown
-from training.models import TrainingRun
+from training.models import ModelCheckpoint, RunKind, TrainingRun
 from training.rl.forms import RLRunForm
 from training.rl.runs import request_rl_run
 from training.runs.config import SMOLLM2
 from training.sampling.runs import PROMPTED_DEFAULT
 from webgpt_site.charts import UNIT
-from webgpt_site.permissions import Role, role_required
+from webgpt_site.permissions import AnyUser, Role, role_required
 from webgpt_site.plot import DOTTED, Series, line_chart, timeline_points
 
 # What each step logs and is drawn as: logged key, title, y-axis label, a known range.
@@ -38,10 +40,37 @@ SHOWN_SETTINGS = (
 )  # fmt: skip
 
 
+# A first run that ends within 10 minutes on a 2-core CPU with the demo (measured: README): every reference
+# of the FreshWiki demo's rl questions each step (8 prompts x 4 answers: the same prompts every step, so the
+# curve follows the policy, not which prompts a step drew), a learning rate at which 8 steps move the
+# reward, and a KL budget.
+QUICK_START = {
+    "steps": 8,
+    "questions_per_step": 8,
+    "group_size": 4,
+    "learning_rate": 5e-5,
+    "max_answer_tokens": 48,
+    "kl_budget": 12.0,
+}
+
+
+def quick_start(user: AnyUser) -> dict[str, Any]:
+    """The form's prefill for the quick start: the settings above, the demo questions when loaded, and the
+    newest reward model this user can see."""
+    initial: dict[str, Any] = dict(QUICK_START)
+    if Question.objects.filter(dataset=DEMO_BATCH_DATASET).exists():
+        initial["dataset"] = DEMO_BATCH_DATASET
+    newest = ModelCheckpoint.objects.visible_to(user).filter(kind=RunKind.RM).order_by("-pk").first()
+    if newest is not None:
+        initial["reward_model"] = newest.pk
+    return initial
+
+
 @require_http_methods(["GET", "POST"])
 @role_required(Role.RESEARCHER)
 def rl_new(request: HttpRequest) -> HttpResponse:
-    form = RLRunForm(request.POST or None, user=request.user)
+    initial = quick_start(request.user) if "quick_start" in request.GET else {}
+    form = RLRunForm(request.POST or None, user=request.user, initial=initial)
     if request.method == "POST" and form.is_valid():
         run = form.start(lambda: request_rl_run(request.user, form.rl_request()))
         if run is not None:
