@@ -151,7 +151,10 @@ def rl(page: Page, base: str) -> None:
     page.get_by_role("button", name="Start RL run").click()
     expect(page.get_by_text("Done", exact=True).first).to_be_visible(timeout=1_500_000)
     print(f"RL run: {time.monotonic() - started:.0f} s from Start RL run to Done")
-    page.screenshot(path=OUT / "rl-run.png", full_page=True)
+    # The top of the page: lineage, the curves and the first of the latest step's 32 episodes.
+    page.screenshot(
+        path=OUT / "rl-run.png", full_page=True, clip={"x": 0, "y": 0, "width": 1280, "height": 2400}
+    )
 
 
 def main(base: str, steps: list[str]) -> None:

@@ -35,7 +35,9 @@ class Command(BaseCommand):
     help = "Sample best-of-n answers from a policy in the browsing environment, with a progress bar."
 
     def add_arguments(self, parser: CommandParser) -> None:
-        parser.add_argument("--policy", type=int, help="a registered BC model (default: prompted SmolLM2)")
+        parser.add_argument(
+            "--policy", type=int, help="a registered BC or RL model (default: prompted SmolLM2)"
+        )
         parser.add_argument("--reward-model", type=int, help="a registered reward model to score with")
         parser.add_argument("--backend", default="local", help="local, or an endpoint's name")
         parser.add_argument(
