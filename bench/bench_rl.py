@@ -27,10 +27,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import os
-import platform
 import shutil
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -40,6 +37,7 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:  # run as a script from a checkout
     sys.path.insert(0, str(ROOT))
 
+from bench.bench_training import _vm_mb, environment, measure  # noqa: E402
 from training.runs.config import MINILM, SMOLLM2  # noqa: E402
 
 DEMO_QUESTIONS = ROOT / "data" / "questions" / "freshwiki_demo.jsonl"
@@ -87,11 +85,6 @@ def make_reward_model(folder: Path, backbone: Path) -> Path:
     config = RMConfig(base_model=str(backbone)).to_dict()
     save_model(model, tokenizer, folder, {"kind": "rm", "config": config, "metrics": {}})
     return folder
-
-
-def _vm_mb(field: str) -> float:
-    with open("/proc/self/status") as status:
-        return next(int(line.split()[1]) for line in status if line.startswith(field)) / 1024
 
 
 class StepClock:
@@ -260,23 +253,6 @@ def child(spec: dict[str, Any]) -> None:
     print(json.dumps(result))
 
 
-def measure(spec: dict[str, Any]) -> dict[str, Any]:
-    """``spec`` run by a fresh interpreter (clean peaks, nothing shared between trainers)."""
-    env = os.environ | {
-        "OMP_WAIT_POLICY": "PASSIVE",
-        "HF_HUB_OFFLINE": "1",
-        "TOKENIZERS_PARALLELISM": "false",
-    }
-    args = [sys.executable, str(Path(__file__).resolve()), "--child", json.dumps(spec)]
-    load = os.getloadavg()[0]
-    began = time.perf_counter()
-    done = subprocess.run(args, env=env, cwd=ROOT, capture_output=True, text=True, check=False)  # noqa: S603
-    wall = round(time.perf_counter() - began, 1)
-    if done.returncode:
-        return {**spec, "error": done.stderr.strip().splitlines()[-5:], "wall_s": wall}
-    return json.loads(done.stdout.strip().splitlines()[-1]) | {"wall_s": wall, "load_before": round(load, 2)}
-
-
 def ratios(runs: dict[str, dict[str, Any]]) -> dict[str, float]:
     """Ours over TRL's: time and CPU time per step and peak RSS (below 1: ours needs less)."""
     ours, trl = runs.get("ours", {}), runs.get("trl", {})
@@ -300,22 +276,6 @@ def markdown(results: dict[str, Any]) -> str:
         parts = [f"{RATIO_NAMES[key]} x{value}" for key, value in results["ratios"].items()]
         lines.append("\nRL ours/TRL: " + ", ".join(parts))
     return "\n".join(lines)
-
-
-def environment() -> dict[str, Any]:
-    import torch
-    import transformers
-    import trl
-
-    return {
-        "python": platform.python_version(),
-        "torch": torch.__version__,
-        "transformers": transformers.__version__,
-        "trl": trl.__version__,
-        "cpus": os.cpu_count(),
-        "gpu": torch.cuda.get_device_name() if torch.cuda.is_available() else None,
-        "load_average": [round(x, 2) for x in os.getloadavg()],
-    }
 
 
 def main() -> None:
@@ -356,7 +316,7 @@ def main() -> None:
     env = environment()  # first: a missing package fails here, not after the runs
     runs = {}
     for trainer in ("ours", "trl"):
-        runs[trainer] = measure(spec | {"trainer": trainer})
+        runs[trainer] = measure(spec | {"trainer": trainer}, Path(__file__))
         shown = {k: v for k, v in runs[trainer].items() if k not in ("base_path", "reward_model", "work")}
         print(f"  {trainer}: {json.dumps(shown)}", flush=True)
     results = {"environment": env, "runs": runs, "ratios": ratios(runs)}

@@ -307,14 +307,15 @@ def child(spec: dict[str, Any]) -> None:
     print(json.dumps(result))
 
 
-def measure(spec: dict[str, Any]) -> dict[str, Any]:
-    """``spec`` run by a fresh interpreter (clean peaks, nothing shared between trainers)."""
+def measure(spec: dict[str, Any], script: Path = Path(__file__)) -> dict[str, Any]:
+    """``spec`` run by a fresh interpreter of ``script --child`` (clean peaks, nothing shared between
+    trainers; bench_rl.py measures its own children the same way)."""
     env = os.environ | {
         "OMP_WAIT_POLICY": "PASSIVE",
         "HF_HUB_OFFLINE": "1",
         "TOKENIZERS_PARALLELISM": "false",
     }
-    args = [sys.executable, str(Path(__file__).resolve()), "--child", json.dumps(spec)]
+    args = [sys.executable, str(script.resolve()), "--child", json.dumps(spec)]
     load = os.getloadavg()[0]
     began = time.perf_counter()
     done = subprocess.run(args, env=env, cwd=ROOT, capture_output=True, text=True, check=False)  # noqa: S603

@@ -8,11 +8,10 @@ Nothing here loads torch: the web app imports it to check a request."""
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass, fields
+from dataclasses import dataclass, fields
 from pathlib import Path
-from typing import Any
 
-from training.runs.config import SMOLLM2, Bound, _check_type
+from training.runs.config import SMOLLM2, Bound, StoredSettings
 
 ANSWER, BROWSE = "answer", "browse"
 EPISODE_KINDS = (ANSWER, BROWSE)
@@ -21,7 +20,7 @@ POLICY_FORMATS = (PROMPTED, BC)
 
 
 @dataclass
-class RLConfig:
+class RLConfig(StoredSettings):
     # Filled in by the job, never by whoever asks for the run.
     output_dir: str = ""  # where the trained policy folder is written
     base_model: str = SMOLLM2  # the starting policy: a preset name or a local model folder
@@ -56,22 +55,6 @@ class RLConfig:
     micro_batch: int = 4  # sequences per forward/backward pass (memory), gradients accumulated
     threads: int = 0  # CPU threads; 0 = torch's default
     seed: int = 0
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
-    @classmethod
-    def from_dict(cls, values: dict[str, Any]) -> RLConfig:
-        """Build from stored JSON; unknown keys are an error (a typo must not be silently ignored)."""
-        defaults = cls()
-        unknown = sorted(set(values) - {f.name for f in fields(cls)})
-        if unknown:
-            raise ValueError(f"unknown setting(s): {', '.join(unknown)}")
-        for name, value in values.items():
-            _check_type(name, value, getattr(defaults, name))
-        return cls(
-            **{n: float(v) if isinstance(getattr(defaults, n), float) else v for n, v in values.items()}
-        )
 
     def check(self) -> None:
         """Raise ValueError naming the first impossible setting and the range it must be in."""

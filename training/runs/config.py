@@ -11,14 +11,34 @@ import math
 import sys
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
-from typing import Any
+from typing import Any, Self
 
 SMOLLM2 = "smollm2-135m-instruct"
 MINILM = "all-minilm-l6-v2"
 
 
+class StoredSettings:
+    """A settings dataclass kept as JSON on its run: ``to_dict`` and back, refusing what it does not know."""
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, values: dict[str, Any]) -> Self:
+        """Build from stored JSON; unknown keys are an error (a typo must not be silently ignored)."""
+        defaults = cls()
+        unknown = sorted(set(values) - {f.name for f in fields(cls)})
+        if unknown:
+            raise ValueError(f"unknown setting(s): {', '.join(unknown)}")
+        for name, value in values.items():
+            _check_type(name, value, getattr(defaults, name))
+        return cls(
+            **{n: float(v) if isinstance(getattr(defaults, n), float) else v for n, v in values.items()}
+        )
+
+
 @dataclass
-class CommonConfig:
+class CommonConfig(StoredSettings):
     data: str = ""  # an export file: JSONL or Parquet
     output_dir: str = ""  # where the trained model folder is written
     base_model: str = SMOLLM2  # a preset name (SMOLLM2, MINILM) or a local Hugging Face model folder
@@ -36,22 +56,6 @@ class CommonConfig:
     lora_rank: int = 0  # > 0 trains LoRA adapters of that rank (merged into the saved model)
     threads: int = 0  # CPU threads; 0 = torch's default
     seed: int = 0
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
-    @classmethod
-    def from_dict(cls, values: dict[str, Any]) -> CommonConfig:
-        """Build from stored JSON; unknown keys are an error (a typo must not be silently ignored)."""
-        defaults = cls()
-        unknown = sorted(set(values) - {f.name for f in fields(cls)})
-        if unknown:
-            raise ValueError(f"unknown setting(s): {', '.join(unknown)}")
-        for name, value in values.items():
-            _check_type(name, value, getattr(defaults, name))
-        return cls(
-            **{n: float(v) if isinstance(getattr(defaults, n), float) else v for n, v in values.items()}
-        )
 
     def check(self) -> None:
         """Raise ValueError naming the first impossible setting and the range it must be in."""
