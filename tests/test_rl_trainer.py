@@ -146,3 +146,26 @@ def test_browsing_episodes_train_on_the_policys_commands_and_answers(
     for sample in browsing:
         if sample.answer is None:
             assert sample.reward == cfg.no_answer_reward
+
+
+def test_answer_only_episodes_train_on_the_tokens_the_policy_sampled(tmp_path, policy_dir, reward_dir):
+    from training.rl.rollout import Roller
+    from training.runs.bc import load_policy
+    from training.sampling.best_of_n import RewardScorer
+    from training.sampling.local import LocalBackend
+    from training.sampling.policies import PromptedPolicy
+
+    cfg = config(tmp_path, policy_dir, reward_dir, max_answer_tokens=12)
+    model, tokenizer = load_policy(policy_dir)
+    backend = LocalBackend.over(model.eval(), tokenizer)
+    roller = Roller(cfg, PromptedPolicy(backend), backend, RewardScorer(reward_dir), None)
+    rollout = roller.step(1, [(QUESTIONS[0], (QUOTE,))])
+
+    assert len(rollout.pairs) == cfg.group_size
+    for index, ((_, completion, episode), report) in enumerate(
+        zip(rollout.pairs, rollout.reports, strict=True)
+    ):
+        # exactly as many tokens as were generated, which decode to the answer the reward model scored
+        assert len(completion) == report.answer_tokens
+        assert tokenizer.decode(completion, skip_special_tokens=True).strip() == report.answer
+        assert episode == index

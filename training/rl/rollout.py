@@ -1,9 +1,10 @@
 """One step's episodes, sampled from the policy being trained and scored by the reward model.
 
 An episode's tokens are the policy's own: each browsing command and the answer, each as a (prompt,
-completion) pair encoded as the policy is asked (``training.sampling.policies``: raw BC prompts or the
-prompted model's chat) and as BC trains (the completion's text, then end of sequence when the model ended
-it); page text is only ever prompt. The loss runs on those pairs (``training.rl.trainer``)."""
+completion) pair: the prompt encoded as the policy is asked (``training.sampling.policies``: raw BC prompts
+or the prompted model's chat), the completion as sampled (an answer-only episode's answer) or, where a stop
+string cut it (a command) or the environment holds only its text (a browsing episode's answer), as BC
+encodes one (its text's tokens, then end of sequence); page text is only ever prompt. The loss runs on those pairs (``training.rl.trainer``)."""
 
 from __future__ import annotations
 
@@ -189,8 +190,11 @@ class Roller:
         rollout.valid_actions += len(sample.steps) - sample.invalid_actions
 
     def completion_ids(self, completion: Completion) -> list[int]:
-        """The completion as BC encodes one: its text's tokens, then end of sequence if the model ended it
-        (a stop string or end of sequence; a completion cut at the token limit has none)."""
+        """The tokens the policy sampled (an answer: no stop string cuts it), ending with end of sequence when
+        the model ended it; else (cut by a stop string) as BC encodes a completion: its text's tokens, then
+        end of sequence (a completion cut at the token limit has none)."""
+        if "token_ids" in completion.details:
+            return list(completion.details["token_ids"])
         ids = self.backend.tokenizer(completion.text, add_special_tokens=False)["input_ids"]
         return [*ids, self.eos] if completion.finish_reason == "stop" else ids
 

@@ -168,7 +168,7 @@ class LocalBackend:
             for r, q, g, p in zip(results, requests, generated, prompts, strict=True)
         ]
         return [
-            replace(c, details={"cached_prompt_tokens": n})
+            replace(c, details=c.details | {"cached_prompt_tokens": n})
             for c, n in zip(finished, heads, strict=True)
             if c is not None
         ]
@@ -225,10 +225,13 @@ class LocalBackend:
         cuts = [text.find(stop) for stop in request.stop if stop and stop in text]
         if cuts:
             return Completion(text[: min(cuts)], len(tokens), "stop", prompt_tokens)
+        # Not cut by a stop string: the text is exactly these tokens (with the end of sequence when the model
+        # ended it), which an RL run trains on as sampled rather than re-tokenised.
+        sampled = {"token_ids": list(tokens)}
         if ended:
-            return Completion(text, len(tokens), "stop", prompt_tokens)
+            return Completion(text, len(tokens), "stop", prompt_tokens, sampled)
         if force or len(tokens) >= request.max_new_tokens:
-            return Completion(text, len(tokens), "length", prompt_tokens)
+            return Completion(text, len(tokens), "length", prompt_tokens, sampled)
         return None
 
 
