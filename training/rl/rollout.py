@@ -4,7 +4,8 @@ An episode's tokens are the policy's own: each browsing command and the answer, 
 completion) pair: the prompt encoded as the policy is asked (``training.sampling.policies``: raw BC prompts
 or the prompted model's chat), the completion as sampled (an answer-only episode's answer) or, where a stop
 string cut it (a command) or the environment holds only its text (a browsing episode's answer), as BC
-encodes one (its text's tokens, then end of sequence); page text is only ever prompt. The loss runs on those pairs (``training.rl.trainer``)."""
+encodes one (its text's tokens, then end of sequence); page text is only ever prompt. The loss runs on
+those pairs (``training.rl.trainer``)."""
 
 from __future__ import annotations
 
