@@ -348,6 +348,23 @@ def test_the_run_page_shows_lineage_curves_with_numbers_and_the_latest_episodes_
 
 
 @pytest.mark.django_db
+def test_the_run_page_warns_when_the_reward_model_hardly_separates_the_answers(
+    client_for, alice, rm, rl_questions_with_reference
+):
+    run = request_rl_run(alice, RLRequest(rm), queue=False)
+    page = reverse("training:run", args=[run.pk])
+    step = {"step": 1, "reward_mean": 0.01, "kl": 0.0, "entropy": 1.2, "answer_tokens": 40.0}
+    TrainingRun.objects.filter(pk=run.pk).update(status="running", timeline=[step | {"reward_std": 0.5}])
+    assert "hardly tells" not in client_for(alice).get(page).content.decode()
+    TrainingRun.objects.filter(pk=run.pk).update(
+        timeline=[step | {"reward_std": 0.5}, step | {"reward_std": 0.01}]
+    )
+    text = " ".join(client_for(alice).get(page).content.decode().split())
+    # a spread of 0.01 in preference logits: the better of two such answers is preferred 50.25% of the time
+    assert "hardly tells this step" in text and "spread by 0.010, a preference of 0.502" in text
+
+
+@pytest.mark.django_db
 def test_the_command_refuses_with_the_same_words(rm, rl_questions_with_reference):
     with pytest.raises(CommandError, match="group_size: must be at least 2 and at most 256, not 1"):
         call_command("train_rl", "--reward-model", str(rm.pk), "--group-size", "1")

@@ -5,6 +5,7 @@ ask training.rl.runs to start one."""
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from django.http import HttpRequest, HttpResponse
@@ -87,9 +88,26 @@ def rl_context(run: TrainingRun) -> dict[str, Any]:
         "rl_samples": run.samples or [],
         "rl_settings": [(name, shown(run.config.get(name))) for name in SHOWN_SETTINGS if name in run.config],
         "rl_source": question_source(run),
+        "rl_flat_reward": flat_reward(run),
         "default_policy": PROMPTED_DEFAULT,
         "default_policy_model": SMOLLM2,
     }
+
+
+# Rewards are logits of preference (WebGPT: a difference of d means the better answer is preferred with
+# probability sigmoid(d)). Answers a step's rewards spread by less than this are preferred to each other at
+# most ~51% of the time: the reward model hardly tells them apart, and a policy trained on that spread
+# follows its noise and quirks more than any preference (the advantages are scaled up to it by default).
+FLAT_REWARD_SPREAD = 0.04
+
+
+def flat_reward(run: TrainingRun) -> dict[str, float] | None:
+    """The latest step's reward spread and the preference it stands for, when under FLAT_REWARD_SPREAD."""
+    steps = [entry for entry in run.timeline or [] if "reward_std" in entry]
+    if not steps or steps[-1]["reward_std"] >= FLAT_REWARD_SPREAD:
+        return None
+    spread = float(steps[-1]["reward_std"])
+    return {"spread": spread, "preference": 1 / (1 + math.exp(-spread))}
 
 
 def rl_charts(run: TrainingRun) -> list[dict[str, Any]]:
