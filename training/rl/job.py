@@ -19,13 +19,14 @@ from browser.engine.browser import Browser
 from browser.services import browser_settings
 from browser.sources import LOCAL, open_source
 from training import checkpoints
-from training.models import ModelCheckpoint, RunKind, TrainingRun
+from training.models import RunKind, TrainingRun
 from training.models import RunStatus as Status
 from training.rl.config import BC, BROWSE, PROMPTED, RLConfig, saved_policy_format
 from training.rl.runs import ENVIRONMENT
 from training.rl.types import EpisodeReport, RLQuestion
 from training.runs.config import SMOLLM2
 from training.runs.hooks import Hooks
+from training.runs.register import register_model
 from webgpt_site.progress import Every
 
 
@@ -64,17 +65,7 @@ def execute_rl(run: TrainingRun, hooks: Hooks, timeline: list[dict[str, Any]]) -
             f"Stopped early after step {result.steps} of {config.steps}: the mean KL from the starting "
             f"policy passed the budget ({config.kl_budget:g} nats)"
         )
-    location = checkpoints.publish(run.pk, output)  # whole before it is registered (uploaded, if a bucket)
-    ModelCheckpoint.objects.create(
-        kind=RunKind.RL,
-        name=f"rl-run-{run.pk}",
-        base_model=starting_name(run),
-        path=location,
-        storage_name=checkpoints.storage_name(run.pk),
-        metrics=result.metrics,
-        run=run,
-        created_by=run.owner,
-    )
+    register_model(run, output, starting_name(run), result.metrics)
     return run.finish(Status.DONE, **fields)
 
 

@@ -13,14 +13,13 @@ from django.shortcuts import redirect, render
 from django.utils.safestring import SafeString
 from django.views.decorators.http import require_http_methods
 
-from annotation.demo import DEMO_BATCH_DATASET
-from annotation.models import Question
 from training.job_views import announce_request, shown
-from training.models import ModelCheckpoint, RunKind, TrainingRun
+from training.models import TrainingRun
 from training.rl.forms import RLRunForm
 from training.rl.runs import request_rl_run
 from training.runs.config import SMOLLM2
 from training.sampling.runs import PROMPTED_DEFAULT
+from training.sampling.views import demo_choices
 from webgpt_site.charts import UNIT
 from webgpt_site.permissions import AnyUser, Role, role_required
 from webgpt_site.plot import DOTTED, Series, line_chart, timeline_points
@@ -58,13 +57,7 @@ QUICK_START = {
 def quick_start(user: AnyUser) -> dict[str, Any]:
     """The form's prefill for the quick start: the settings above, the demo questions when loaded, and the
     newest reward model this user can see."""
-    initial: dict[str, Any] = dict(QUICK_START)
-    if Question.objects.filter(dataset=DEMO_BATCH_DATASET).exists():
-        initial["dataset"] = DEMO_BATCH_DATASET
-    newest = ModelCheckpoint.objects.visible_to(user).filter(kind=RunKind.RM).order_by("-pk").first()
-    if newest is not None:
-        initial["reward_model"] = newest.pk
-    return initial
+    return dict(QUICK_START) | demo_choices(user)[1]
 
 
 @require_http_methods(["GET", "POST"])

@@ -26,6 +26,7 @@ from training.runs.config import RMConfig
 from training.runs.data import comparisons, question_ids, read_rows
 from training.runs.hooks import Hooks
 from training.runs.inputs import check_run, config_for
+from training.runs.register import register_model
 from webgpt_site.jobs.queueing import enqueue
 from webgpt_site.jobs.runner import run_job
 from webgpt_site.models import log_action
@@ -181,17 +182,7 @@ def _execute(run: TrainingRun, progress: _Progress) -> TrainingRun:
             run, Status.CANCELLED, metrics=result.metrics, timeline=result.history, step=result.steps
         )
     base = run.base_checkpoint.name if run.base_checkpoint else config.base_model
-    location = checkpoints.publish(run.pk, output)  # whole before it is registered (uploaded, if a bucket)
-    ModelCheckpoint.objects.create(
-        kind=run.kind,
-        name=f"{run.kind}-run-{run.pk}",
-        base_model=base,
-        path=location,
-        storage_name=checkpoints.storage_name(run.pk),
-        metrics=result.metrics,
-        run=run,
-        created_by=run.owner,
-    )
+    register_model(run, output, base, result.metrics)
     metrics = result.metrics | {"train_examples": result.train_examples}
     metrics["validation_examples"] = result.validation_examples
     return _finish(run, Status.DONE, metrics=metrics, timeline=result.history, step=result.steps)

@@ -49,13 +49,21 @@ QUICK_START = {"n": 2, "limit": 4, "max_actions": 10}
 def quick_start(user: AnyUser) -> dict[str, Any]:
     """The Sample answers form's prefill for a small first run: the demo questions when they are loaded,
     scored by the newest reward model this user can see (the demo trains one)."""
-    query: dict[str, Any] = dict(QUICK_START)
+    reward_model, demo = demo_choices(user)
+    query: dict[str, Any] = dict(QUICK_START) | demo
+    return {"query": urlencode(query), "reward_model": reward_model, "dataset": query.get("dataset")}
+
+
+def demo_choices(user: AnyUser) -> tuple[ModelCheckpoint | None, dict[str, Any]]:
+    """What a quick start picks (sampling's and RL's): the demo questions when they are loaded and the
+    newest reward model this user can see (the demo trains one); the model, and both as form values."""
+    values: dict[str, Any] = {}
     if Question.objects.filter(dataset=DEMO_BATCH_DATASET).exists():
-        query["dataset"] = DEMO_BATCH_DATASET
+        values["dataset"] = DEMO_BATCH_DATASET
     reward_model = ModelCheckpoint.objects.visible_to(user).filter(kind=RunKind.RM).order_by("-pk").first()
     if reward_model is not None:
-        query["reward_model"] = reward_model.pk
-    return {"query": urlencode(query), "reward_model": reward_model, "dataset": query.get("dataset")}
+        values["reward_model"] = reward_model.pk
+    return reward_model, values
 
 
 @require_GET
