@@ -21,6 +21,15 @@ from annotation.models.feedback import (
     SourceKind,
     Template,
 )
+from annotation.models.judging import (
+    ClaimCheck,
+    ClaimSupport,
+    JudgeKind,
+    JudgeRun,
+    ModelJudgement,
+    RoutePath,
+    Routing,
+)
 from annotation.models.questions import Question, QuestionImport, Split
 from annotation.models.workforce import (
     DEMONSTRATION,
@@ -39,6 +48,8 @@ __all__ = [
     "Assignment",
     "AssignmentRevision",
     "AssignmentStatus",
+    "ClaimCheck",
+    "ClaimSupport",
     "DemonstrationBatch",
     "DemonstrationReview",
     "Episode",
@@ -54,12 +65,17 @@ __all__ = [
     "FlagReview",
     "ImportedComparison",
     "Invitation",
+    "JudgeKind",
+    "JudgeRun",
+    "ModelJudgement",
     "Preset",
     "Qualification",
     "QualificationEvent",
     "QualificationState",
     "Question",
     "QuestionImport",
+    "RoutePath",
+    "Routing",
     "SourceKind",
     "Split",
     "Template",
