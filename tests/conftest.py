@@ -416,3 +416,7 @@ def bucket(s3_server, settings, monkeypatch, tmp_path):
     settings.STORAGE_BACKEND = "s3"
     settings.STORAGE_CACHE_DIR = bucket.cache
     return bucket
+
+
+# Real model servers (tests/servers.py): at the end, as that module imports helpers defined above.
+from tests.servers import transformers_server  # noqa: E402, F401

@@ -15,7 +15,6 @@ from browser.engine.browser import Browser
 from browser.engine.commands import parse_command
 from browser.engine.settings import BrowserSettings
 from browser.search.local import LocalIndex
-from tests import test_sampling_endpoint as endpoint_tests
 from tests.tiny_models import tiny_llama
 from training.sampling.constraints import ends_at_a_word_boundary
 from training.sampling.episode import EpisodeSample, SamplingSettings, derive_seed, run_episode, run_episodes
@@ -214,21 +213,6 @@ def test_an_episode_is_whole_by_the_end_of_its_round_and_tokens_are_heard_as_the
         assert not finished or (end_reason, answer) == (sample.end_reason, sample.answer)
     assert sum(heard) == sum(sample.tokens_generated for sample in samples)
     assert len(heard) > sum(len(sample.steps) for sample in samples[1:2])  # a report per decoding step
-
-
-# The scripted OpenAI-compatible server of the endpoint's own tests, and its key.
-endpoint_server, endpoint_key = endpoint_tests.server, endpoint_tests.key
-
-
-def test_an_endpoint_reports_each_completions_tokens_as_it_is_collected(endpoint_server, endpoint_key):
-    """Issue 24: the tokens of a run on an endpoint move as completions come back, not once a round."""
-    reply = endpoint_tests.ok("Top", usage={"prompt_tokens": 9, "completion_tokens": 3})
-    endpoint_server.script["/v1/completions"] = [reply]
-    heard = []
-    requests = [CompletionRequest(prompt=str(i), max_new_tokens=4, seed=i) for i in range(2)]
-    backend = endpoint_tests.backend(endpoint_server, max_parallel=2)
-    completions = backend.complete(requests, on_tokens=heard.append)
-    assert heard == [3, 3] == [completion.tokens for completion in completions]
 
 
 def test_reused_keys_and_values_change_no_text(backend, tiny_dir, index):

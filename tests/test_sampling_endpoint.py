@@ -1,5 +1,8 @@
-"""The OpenAI-compatible endpoint backend against a real HTTP server on 127.0.0.1, scripted per path and per
-call: what the server receives, what the backend makes of the answers, retries, timeouts and failures."""
+"""The OpenAI-compatible endpoint backend against a scripted HTTP server on 127.0.0.1, for what a real model
+server does not show or do: the exact body and key it receives, each kind of server's grammar fields,
+answers without usage, stop strings ignored, 429 and 5xx, timeouts, malformed answers, echoed keys. What a
+real server answers (chats, usage, seeds, whole sampling runs) is tested against `transformers serve`
+in test_sampling_servers.py."""
 
 from __future__ import annotations
 
@@ -17,6 +20,7 @@ import pytest
 
 from tests.conftest import refused_port
 from training.sampling.endpoint import EndpointBackend
+from training.sampling.endpoints import backend_from, parse_endpoints
 from training.sampling.types import BackendError, CompletionRequest, Constraint, Message
 
 KEY = "sk-test-9f8e7d6c5b4a-never-print-me"
@@ -102,9 +106,9 @@ def key(monkeypatch: pytest.MonkeyPatch) -> str:
     return KEY
 
 
-def backend(server: Server, **options: Any) -> EndpointBackend:
+def backend(scripted: Server, **options: Any) -> EndpointBackend:
     settings = {"api_key_env": KEY_ENV, "backoff_s": 0.01, "max_retries": 3, "timeout_s": 5} | options
-    return EndpointBackend(server.url, "smollm2-135m", **settings)
+    return EndpointBackend(scripted.url, "smollm2-135m", **settings)
 
 
 def full_error(exc: BaseException) -> str:
@@ -137,24 +141,23 @@ def test_a_prompt_goes_to_completions_with_the_model_settings_and_the_key(server
     assert completion.details["tries"] == 1 and not completion.details["usage_estimated"]
 
 
-def test_messages_go_to_chat_completions_and_length_is_reported(server: Server, key: str) -> None:
-    server.script["/v1/chat/completions"] = [chat_ok("Quote: Paris is the", finish="length")]
-    messages = (Message("system", "You browse the web."), Message("user", "Capital of France?"))
-    request = CompletionRequest(messages=messages, max_new_tokens=4, temperature=0.0, seed=3)
-    [completion] = backend(server).complete([request])
-
+@pytest.mark.parametrize(
+    ("server_kind", "field"),
+    [("vllm", "structured_outputs"), ("llamacpp", "grammar"), ("tgi", "response_format")],
+)
+def test_a_server_with_grammars_gets_the_steps_grammar_and_says_so(
+    server: Server, key: str, server_kind: str, field: str
+) -> None:
+    """What vLLM, llama.cpp and TGI receive (none runs here; the translation itself is tested on real pages
+    in test_sampling_grammar.py): the grammar field of their kind, and the completion names the constraint."""
+    server.script["/v1/chat/completions"] = [chat_ok("Top")]
+    constraint = Constraint(commands=True, forms=("Top", "Back"))
+    request = CompletionRequest(messages=(Message("user", "q"),), max_new_tokens=4, constraint=constraint)
+    [completion] = backend(server, server=server_kind).complete([request])
     [call] = server.calls("/v1/chat/completions")
-    assert call["body"]["messages"] == [
-        {"role": "system", "content": "You browse the web."},
-        {"role": "user", "content": "Capital of France?"},
-    ]
-    assert (call["body"]["max_tokens"], call["body"]["temperature"], call["body"]["seed"]) == (4, 0.0, 3)
-    assert "stop" not in call["body"] and not server.calls("/v1/completions")
-    assert (completion.text, completion.finish_reason, completion.tokens) == (
-        "Quote: Paris is the",
-        "length",
-        4,
-    )
+    assert set(call["body"]) - {"model", "messages", "max_tokens", "temperature", "seed"} == {field}
+    assert json.dumps(call["body"][field]).count("Back") == 1
+    assert completion.details["constraint"] in ("commands (regex)", "commands (gbnf)")
 
 
 def test_stop_strings_are_cut_locally_when_a_server_ignores_them(server: Server, key: str) -> None:
@@ -349,3 +352,14 @@ def test_a_key_passed_as_the_variable_name_is_refused_without_echoing_it() -> No
     with pytest.raises(ValueError) as caught:
         EndpointBackend("https://api.example.com/v1", "m", api_key_env=KEY)
     assert KEY not in str(caught.value)
+
+
+def test_an_endpoint_names_its_kind_of_server_or_is_refused() -> None:
+    text = '{"serve": {"base_url": "http://127.0.0.1:8000/v1", "model": "m", "server": "%s"}}'
+    assert parse_endpoints(text % "llamacpp")["serve"].server == "llamacpp"
+    assert backend_from(parse_endpoints(text % "transformers")["serve"]).server == "transformers"
+    assert parse_endpoints(text.replace(', "server": "%s"', ""))["serve"].server == "openai"
+    with pytest.raises(
+        ValueError, match="serve: server must be one of openai, vllm, llamacpp, tgi, transformers"
+    ):
+        parse_endpoints(text % "ollama")

@@ -147,6 +147,11 @@ def test_a_finished_run_shows_its_samples_scores_and_choices(
     assert page.status_code == 200 and "Done" in html and 'value="100"' in html
     assert 'hx-trigger="every 2s"' not in html and "Cancel run" not in html
     assert "2 of 2 episodes" in html and "Invalid-action rate" in html
+    # Every action's request held to the command grammar by the local backend, and all valid.
+    assert "Valid actions on local" in html and "<td>commands (local)</td>" in html
+    assert run.metrics["constraints"] == {
+        "commands (local)": {"actions": run.metrics["actions"], "valid": run.metrics["actions"]}
+    }
     for sample in samples:
         assert reverse("annotation:episode", args=[sample.episode_id]) in html
         if sample.score is not None:

@@ -92,6 +92,9 @@ class BackendSerializer(serializers.Serializer):
     timeout_s = serializers.FloatField(required=False)
     max_parallel = serializers.IntegerField(required=False)
     max_retries = serializers.IntegerField(required=False)
+    server = serializers.CharField(
+        required=False, help_text="openai, vllm, llamacpp, tgi or transformers (which fields it takes)"
+    )
 
 
 class QuestionSetInput(StrictSerializer):

@@ -16,9 +16,12 @@ Failures: connection errors, timeouts, 429 and 5xx are retried with exponential 
 the status and the server's message. A malformed answer (not JSON, no choices, wrong types) fails at once.
 Every failure is a ``BackendError`` that says what to check.
 
-``CompletionRequest.constraint`` is ignored: an endpoint cannot constrain decoding to our command grammar or
-to verbatim quotes, so the environment judges what comes back (an invalid command or a non-verbatim quote is
-an invalid action, counted and explained to the policy). Only the standard library is used.
+``CompletionRequest.constraint`` is sent as the server's own grammar field where its kind (``server``:
+vLLM, llama.cpp, TGI) has one (``dialects.py``, ``grammar.py``): commands within the grammar of the current
+page, quotes among its sentences. Elsewhere (hosted APIs, ``transformers serve``) the environment judges what
+comes back (an invalid command or a non-verbatim quote is an invalid action, counted and explained to the
+policy). Each completion says which constraint its request carried (``details["constraint"]``). Only the
+standard library is used.
 """
 
 from __future__ import annotations
@@ -38,6 +41,7 @@ from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Literal
 
+from training.sampling.dialects import SERVERS, request_fields
 from training.sampling.types import BackendError, Completion, CompletionRequest, Message, TokenCounter
 
 logger = logging.getLogger(__name__)
@@ -62,7 +66,8 @@ class EndpointBackend:
     """Completions from an OpenAI-compatible server. ``timeout_s``: the longest wait for the server to answer
     (each read); ``connect_timeout_s``: to open the connection. ``max_retries``: tries after the first, so a
     request is sent at most ``max_retries + 1`` times; the n-th retry waits about ``backoff_s * 2**(n-1)``
-    (jittered, at most ``MAX_WAIT_S``)."""
+    (jittered, at most ``MAX_WAIT_S``). ``server``: the kind of server (``dialects.SERVERS``), for the fields
+    only some servers take (grammars; ``transformers serve``'s sampling switch)."""
 
     def __init__(
         self,
@@ -74,6 +79,7 @@ class EndpointBackend:
         max_retries: int = 5,
         backoff_s: float = 1.0,
         max_parallel: int = 8,
+        server: str = "openai",
     ) -> None:
         url = urllib.parse.urlsplit(base_url)
         if url.scheme not in ("http", "https") or not url.hostname:
@@ -90,12 +96,14 @@ class EndpointBackend:
             raise ValueError(
                 "api_key_env is the NAME of an environment variable holding the key, not the key"
             )
+        if server not in SERVERS:
+            raise ValueError(f"server must be one of {', '.join(SERVERS)}, got {server!r}")
         if timeout_s <= 0 or connect_timeout_s <= 0 or backoff_s < 0 or max_retries < 0 or max_parallel < 1:
             raise ValueError("timeouts must be positive, backoff and retries not negative, max_parallel >= 1")
         self.base_url = base_url.rstrip("/")
         self._scheme, self._host, self._port = url.scheme, url.hostname, url.port
         self._path = url.path.rstrip("/")
-        self.model = model
+        self.model, self.server = model, server
         self.api_key_env = api_key_env
         self.timeout_s, self.connect_timeout_s = float(timeout_s), float(connect_timeout_s)
         self.max_retries, self.backoff_s, self.max_parallel = max_retries, float(backoff_s), max_parallel
@@ -158,9 +166,13 @@ class EndpointBackend:
             body["prompt"] = request.prompt
         if request.stop:
             body["stop"] = list(request.stop)
+        fields, constraint = request_fields(self.server, request)
+        body |= fields
         route = "/chat/completions" if chat else "/completions"
         answer, tries = self._post_with_retries(route, body, key)
-        return _completion(answer, chat, request, tries, self._where(route), key)
+        completion = _completion(answer, chat, request, tries, self._where(route), key)
+        completion.details["constraint"] = constraint
+        return completion
 
     def _post_with_retries(self, route: str, body: dict[str, Any], key: str | None) -> tuple[Any, int]:
         """The decoded JSON answer and how many tries it took."""

@@ -11,17 +11,21 @@ import re
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from training.sampling.dialects import SERVERS
 from training.sampling.endpoint import EndpointBackend  # stdlib only
 
 POLICIES = ("prompted", "bc")
 _NAME = re.compile(r"[a-z0-9][a-z0-9_-]{0,49}")
-_KNOWN = {"base_url", "model", "api_key_env", "policy", "timeout_s", "max_parallel", "max_retries"}
+_KNOWN = {"base_url", "model", "api_key_env", "policy", "timeout_s", "max_parallel", "max_retries", "server"}
 
 
 @dataclass(frozen=True)
 class EndpointConfig:
     """One endpoint: where it is, which model it serves and how that model is prompted (``prompted``: an
-    instruct model given chat messages; ``bc``: a behaviour-cloned model given the bare observation)."""
+    instruct model given chat messages; ``bc``: a behaviour-cloned model given the bare observation) and what
+    serves it (``server``: ``openai``, any OpenAI-compatible API, the standard fields only; ``vllm``,
+    ``llamacpp``, ``tgi``: their grammar fields constrain commands and quotes; ``transformers``:
+    ``transformers serve``; see ``dialects.py``)."""
 
     name: str
     base_url: str
@@ -31,6 +35,7 @@ class EndpointConfig:
     timeout_s: float = 60.0
     max_parallel: int = 8
     max_retries: int = 5
+    server: str = "openai"
 
     def public(self) -> dict[str, Any]:
         """What pages and the API may show (the key variable's name is the operator's business)."""
@@ -63,6 +68,8 @@ def parse_endpoints(text: str) -> dict[str, EndpointConfig]:
             raise ValueError(f"{name}: {exc}") from None
         if config.policy not in POLICIES:
             raise ValueError(f"{name}: policy must be one of {', '.join(POLICIES)}")
+        if config.server not in SERVERS:
+            raise ValueError(f"{name}: server must be one of {', '.join(SERVERS)}")
         try:
             backend_from(config)
         except (TypeError, ValueError) as exc:
@@ -80,4 +87,5 @@ def backend_from(config: EndpointConfig) -> EndpointBackend:
         timeout_s=config.timeout_s,
         max_parallel=config.max_parallel,
         max_retries=config.max_retries,
+        server=config.server,
     )

@@ -20,6 +20,7 @@ from browser.engine.page import Quote
 from training.sampling.types import Backend, Completion, CompletionRequest, TokenCounter
 
 NO_ANSWER = (EndReason.NONSENSE, EndReason.CONTROVERSIAL)  # the policy declined: no answer to write
+UNCONSTRAINED = "none"  # a step whose backend reported no constraint
 
 
 @dataclass(frozen=True)
@@ -68,8 +69,9 @@ class Policy(Protocol):
 
 @dataclass(frozen=True)
 class Step:
-    """One action: the observation the policy saw, the command it wrote, what the browser said, and the
-    digests of the pages shown before and after it (to store the episode like a human demonstration)."""
+    """One action: the observation the policy saw, the command it wrote, what the browser said, the
+    digests of the pages shown before and after it (to store the episode like a human demonstration), and
+    the constraint its request carried as the backend reports it ("commands (regex)", "none"...)."""
 
     observation: str
     command: str
@@ -78,6 +80,7 @@ class Step:
     tokens: int
     page_before: str = ""
     page_after: str = ""
+    constraint: str = UNCONSTRAINED
 
 
 @dataclass
@@ -190,6 +193,7 @@ def run_episodes(
                     completion.tokens,
                     page_before,
                     browsers[i].page.digest,
+                    completion.details.get("constraint", UNCONSTRAINED),
                 )
             )
             samples[i].env_seconds += time.perf_counter() - started

@@ -167,6 +167,8 @@ class _Totals:
         self.episodes = self.actions = self.invalid = 0
         self.env_seconds = 0.0
         self.best_scores: list[float | None] = []
+        # per constraint the actions' requests carried ("commands (regex)", "none"...): [actions, valid]
+        self.constraints: dict[str, list[int]] = {}
 
     def add(self, samples: Sequence[EpisodeSample], choice: Any) -> None:
         self.questions += 1
@@ -179,6 +181,10 @@ class _Totals:
             self.actions += len(sample.steps)
             self.invalid += sample.invalid_actions
             self.env_seconds += sample.env_seconds
+            for step in sample.steps:
+                counts = self.constraints.setdefault(step.constraint, [0, 0])
+                counts[0] += 1
+                counts[1] += step.valid
 
     def metrics(self, tokens_per_second: float) -> dict[str, Any]:
         return {
@@ -193,6 +199,10 @@ class _Totals:
             "env_seconds": round(self.env_seconds, 3),
             "tokens_per_second": tokens_per_second,
             "best_scores": self.best_scores,
+            "constraints": {
+                kind: {"actions": actions, "valid": valid}
+                for kind, (actions, valid) in sorted(self.constraints.items())
+            },
         }
 
 

@@ -30,7 +30,7 @@ from training.runs.config import SMOLLM2
 from training.runs.data import cut_middle
 from training.runs.store import default_store, resolve_base_model
 from training.sampling.constraints import ConstraintProcessor, TokenTable
-from training.sampling.types import BackendError, Completion, CompletionRequest, TokenCounter
+from training.sampling.types import BackendError, Completion, CompletionRequest, Constraint, TokenCounter
 
 
 class LocalBackend:
@@ -168,8 +168,8 @@ class LocalBackend:
             for r, q, g, p in zip(results, requests, generated, prompts, strict=True)
         ]
         return [
-            replace(c, details=c.details | {"cached_prompt_tokens": n})
-            for c, n in zip(finished, heads, strict=True)
+            replace(c, details=c.details | {"cached_prompt_tokens": n, "constraint": constraint_kind(r)})
+            for c, n, r in zip(finished, heads, constraints, strict=True)
             if c is not None
         ]
 
@@ -233,6 +233,13 @@ class LocalBackend:
         if force or len(tokens) >= request.max_new_tokens:
             return Completion(text, len(tokens), "length", prompt_tokens, sampled)
         return None
+
+
+def constraint_kind(constraint: Constraint | None) -> str:
+    """What a row's logits were masked with, as a run reports it (beside an endpoint's "commands (regex)")."""
+    if constraint is None:
+        return "none"
+    return "commands (local)" if constraint.commands else "quotes (local)"
 
 
 def _layers(cache: DynamicCache) -> list[tuple[torch.Tensor, torch.Tensor]]:

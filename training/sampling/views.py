@@ -118,6 +118,8 @@ def sampling_detail(request: HttpRequest, pk: int) -> HttpResponse:
         "run": run,
         "metrics": metrics,
         "invalid_rate": shown(metrics.get("invalid_action_rate")),
+        "valid_rate": shown(1 - metrics["invalid_action_rate"]) if "invalid_action_rate" in metrics else "",
+        "constraint_rows": constraint_rows(metrics),
         "chart": coverage_chart(run),
         # Every sample once the run has finished (the last poll stops polling); while it works, the
         # questions stored last, each as soon as its n episodes have ended.
@@ -132,6 +134,31 @@ def sampling_detail(request: HttpRequest, pk: int) -> HttpResponse:
     ]
     context["source"] = [(name, shown(value)) for name, value in (run.question_source or {}).items()]
     return render(request, "training/sampling_detail.html", context)
+
+
+@dataclass(frozen=True)
+class ConstraintRow:
+    """The actions whose requests carried one kind of constraint, and how many of them were valid."""
+
+    kind: str
+    actions: int
+    valid: int
+
+    @property
+    def valid_rate(self) -> str:
+        return shown(self.valid / self.actions) if self.actions else "—"
+
+
+def constraint_rows(metrics: dict[str, Any]) -> list[ConstraintRow]:
+    """The run's actions by the constraint their requests carried (runs from before it was counted: none)."""
+    counts = metrics.get("constraints")
+    if not isinstance(counts, dict):
+        return []
+    return [
+        ConstraintRow(str(kind), int(row.get("actions", 0)), int(row.get("valid", 0)))
+        for kind, row in counts.items()
+        if isinstance(row, dict)
+    ]
 
 
 def setting_text(name: str, value: Any) -> str:

@@ -1,0 +1,48 @@
+"""What each kind of OpenAI-compatible server takes beyond the standard fields (``EndpointConfig.server``).
+
+- ``openai`` (the default; hosted APIs and any other server): the standard fields only. A hosted API refuses
+  fields it does not know, so nothing else is ever sent; decoding is not constrained.
+- ``vllm``: ``structured_outputs: {"regex": ...}`` (vLLM >= 0.10.2; the ``guided_*`` fields before it were
+  removed in 0.12), on prompts and chats.
+- ``llamacpp`` (llama.cpp's ``llama-server``): ``grammar``, the step's grammar in GBNF.
+- ``tgi`` (text-generation-inference): ``response_format: {"type": "regex", "value": ...}`` on chats; TGI's
+  ``/v1/completions`` takes no grammar, so raw prompts (a BC policy) go unconstrained.
+- ``transformers`` (``transformers serve``): no constrained decoding (it refuses unknown fields, and ignores
+  ``response_format``). It samples only when the served folder's generation config says ``do_sample``, which
+  a converted checkpoint does not (temperature is then ignored, every seed gives the same greedy text, and a
+  policy repeats one invalid action to the limit): each request asks for sampling itself, through the
+  server's ``generation_config`` field, when its temperature is above 0.
+
+``request_fields`` returns the extra fields and the kind of constraint the request carried ("commands
+(regex)", "quotes (gbnf)", "none"), which the run reports per action. Stdlib only.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from training.sampling.grammar import grammar_for, to_gbnf, to_regex
+from training.sampling.types import CompletionRequest
+
+SERVERS = ("openai", "vllm", "llamacpp", "tgi", "transformers")
+UNCONSTRAINED = "none"
+
+
+def request_fields(server: str, request: CompletionRequest) -> tuple[dict[str, Any], str]:
+    """(fields to add to the request body, the constraint it carries) for a server of kind ``server``."""
+    if server not in SERVERS:
+        raise ValueError(f"unknown server kind {server!r}; expected one of {', '.join(SERVERS)}")
+    fields: dict[str, Any] = {}
+    if server == "transformers":
+        fields["generation_config"] = json.dumps({"do_sample": request.temperature > 0})
+    grammar = grammar_for(request.constraint)
+    chat = request.messages is not None
+    if grammar is None or server in ("openai", "transformers") or (server == "tgi" and not chat):
+        return fields, UNCONSTRAINED
+    if server == "llamacpp":
+        return fields | {"grammar": to_gbnf(grammar)}, f"{grammar.kind} (gbnf)"
+    if server == "vllm":
+        return fields | {"structured_outputs": {"regex": to_regex(grammar)}}, f"{grammar.kind} (regex)"
+    regex = {"type": "regex", "value": to_regex(grammar)}  # tgi, on a chat
+    return fields | {"response_format": regex}, f"{grammar.kind} (regex)"
