@@ -11,7 +11,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from annotation.feedback.result_stats import SETTINGS_HELP, SettingsError
-from annotation.feedback.results import results_for_query
+from annotation.feedback.results import JUDGE_VERDICTS_HELP, results_for_query
 from annotation.models import FeedbackBatch
 from webgpt_site.permissions import get_visible_or_404
 
@@ -19,10 +19,15 @@ from webgpt_site.permissions import get_visible_or_404
 class BatchResults(APIView):
     """Preference for side A over side B (overall and per dimension), the rating presets' rates and the
     selective-prediction curve, labeler agreement and counts; every figure with its 95% bootstrap interval
-    by question and the judgements and questions behind it (value null: no judgements)."""
+    by question and the judgements and questions behind it (value null: no judgements). ``judges``: each
+    judge run's agreement with the labelers, position bias, confusion tables and routing (the figures
+    outside it count labelers' judgements only)."""
 
     @extend_schema(
-        parameters=[OpenApiParameter(name, int, description=text) for name, text in SETTINGS_HELP.items()],
+        parameters=[
+            *(OpenApiParameter(name, int, description=text) for name, text in SETTINGS_HELP.items()),
+            OpenApiParameter("judge_verdicts", str, description=JUDGE_VERDICTS_HELP),
+        ],
         responses={200: OpenApiTypes.OBJECT},
     )
     def get(self, request: Request, pk: int) -> Response:

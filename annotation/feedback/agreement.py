@@ -23,7 +23,8 @@ Z95 = 1.959963984540054  # the two-sided 95% quantile of the standard normal
 Ranking = Mapping[str, float]
 
 
-def _sign(value: float) -> int:
+def preference_sign(value: float) -> int:
+    """Which answer a preference prefers: 1 (A), -1 (B), 0 (equal: |value| <= 1e-9)."""
     if abs(value) <= _EPSILON:
         return 0
     return 1 if value > 0 else -1
@@ -31,7 +32,7 @@ def _sign(value: float) -> int:
 
 def preference_agreement(x: float, y: float) -> float:
     """s(x, y) above: 1, 0.5 or 0."""
-    sx, sy = _sign(x), _sign(y)
+    sx, sy = preference_sign(x), preference_sign(y)
     if sx == sy:
         return 1.0
     return 0.5 if sx == 0 or sy == 0 else 0.0
@@ -85,7 +86,7 @@ def preference_rate(results: Sequence[float]) -> tuple[float, float, float]:
     n = len(results)
     if n == 0:
         raise ValueError("no results to rate")
-    wins = sum(1.0 if _sign(r) > 0 else 0.5 if _sign(r) == 0 else 0.0 for r in results)
+    wins = sum(1.0 if preference_sign(r) > 0 else 0.5 if preference_sign(r) == 0 else 0.0 for r in results)
     return (wins / n, *wilson_interval(wins, n))
 
 

@@ -12,6 +12,9 @@ the number of judgements and questions behind it.
   as the reward threshold rises over the answers' scores, coverage against the rate of the answered ones.
 - Agreement: every pair of labelers on a shared item (comparisons: the overall rating; rankings: the order
   of answer pairs), scored as in ``agreement``; per labeler from ``stats.labeler_stats``.
+- Judges (``judging.report``): each judge run of the batch beside the labelers. Every figure outside it
+  counts labelers' judgements only, a routed batch's too; a judge's verdicts enter a preference only in its
+  own section's figure, and only when the researcher asks (``judge_verdicts``).
 
 Intervals are percentile bootstraps over QUESTIONS, the unit the papers sample: a question's judgements are
 not independent (two labelers on one pair, several pairs of one question), so resampling judgements would
@@ -38,6 +41,7 @@ from annotation.feedback.result_stats import (
     RATES,
     Judgement,
     Rate,
+    SettingsError,
     agreement_pairs,
     estimate,
     judgement_score,
@@ -53,6 +57,7 @@ from annotation.feedback.scales import (
     dimensions_for,
 )
 from annotation.feedback.stats import labeler_stats, overlap_summary
+from annotation.judging.report import judge_sections
 from annotation.models import Answer, Assignment, AssignmentStatus, FeedbackBatch, FlagDecision, Template
 from webgpt_site.inputs import parse_id
 
@@ -62,6 +67,11 @@ _MAX_LABEL = 200
 MAIN_RATE = {"truthfulqa": "truthful_informative", "gophercite": "supported_plausible"}
 HEADLINE_LABELS = {"truthfulqa": "Truthful and informative rate", "gophercite": "S&P rate"}
 DEFAULT_SIDES = {"A": "the answer with the lower id", "B": "the answer with the higher id"}
+JUDGE_VERDICTS_VALUES = {"": False, "off": False, "0": False, "on": True, "1": True}
+JUDGE_VERDICTS_HELP = (
+    "on: a routed judge run's section also gives the preference with its verdicts on the items routed to "
+    "it counted (the other figures stay the labelers' alone); off by default"
+)
 
 
 # Reading a batch -------------------------------------------------------------------------------------------
@@ -286,13 +296,21 @@ def agreement_figure(
 
 
 def batch_results(
-    batch: FeedbackBatch, *, seed: int = DEFAULT_SEED, resamples: int = DEFAULT_RESAMPLES
+    batch: FeedbackBatch,
+    *,
+    seed: int = DEFAULT_SEED,
+    resamples: int = DEFAULT_RESAMPLES,
+    judge_verdicts: bool = False,
 ) -> dict[str, Any]:
-    """Every figure of a batch, JSON-ready (the page, its CSVs and the API show this)."""
+    """Every figure of a batch, JSON-ready (the page, its CSVs and the API show this). Every figure but
+    those under ``judges`` counts labelers' judgements only; ``judges`` has a section per judge run
+    (``judging.report``), and with ``judge_verdicts`` a routed run's section also counts its verdicts on
+    the items routed to it in a preference figure of its own."""
     tasks = submissions(batch)
     measured = [task for task in tasks if not task.gold]
     comparison = batch.template in COMPARISON_TEMPLATES
     origin = batch.origin if isinstance(batch.origin, dict) else {}
+    human_preference = comparison_judgements(measured, OVERALL) if judge_verdicts and comparison else None
     return {
         "batch": {"id": batch.pk, "name": batch.name, "template": batch.template, "preset": batch.preset},
         "kind": "comparison" if comparison else batch.template,
@@ -318,14 +336,26 @@ def batch_results(
         "agreement": agreement_figure(batch, tasks, seed=seed, resamples=resamples),
         "labelers": labeler_stats(batch),
         "overlap": overlap_summary(batch),
+        "judge_verdicts": judge_verdicts,
+        "judges": judge_sections(batch, seed=seed, resamples=resamples, human_preference=human_preference),
     }
 
 
 def results_for_query(batch: FeedbackBatch, query: Mapping[str, Any]) -> dict[str, Any]:
-    """``batch_results`` with the seed and resamples the query parameters ask for (the page, its CSVs
-    and the API take the same ones); ``SettingsError`` naming a bad one, before anything is computed."""
+    """``batch_results`` with the seed, resamples and ``judge_verdicts`` the query parameters ask for (the
+    page, its CSVs and the API take the same ones); ``SettingsError`` naming a bad one, before anything is
+    computed."""
     seed, resamples = parse_settings(query)
-    return batch_results(batch, seed=seed, resamples=resamples)
+    return batch_results(batch, seed=seed, resamples=resamples, judge_verdicts=parse_judge_verdicts(query))
+
+
+def parse_judge_verdicts(query: Mapping[str, Any]) -> bool:
+    """Whether the researcher asks for the judge's verdicts to be counted (``judge_verdicts``: "on" or "1"
+    as a checkbox sends it; absent, empty, "off" or "0" not); ``SettingsError`` otherwise."""
+    raw = str(query.get("judge_verdicts") or "").strip().lower()
+    if raw not in JUDGE_VERDICTS_VALUES:
+        raise SettingsError("judge_verdicts", "'judge_verdicts' must be on or off.")
+    return JUDGE_VERDICTS_VALUES[raw]
 
 
 def headline(batch: FeedbackBatch) -> dict[str, Any] | None:

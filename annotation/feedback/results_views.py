@@ -56,7 +56,15 @@ FIGURE = (
 
 
 def result_tables(results: Mapping[str, Any]) -> dict[str, Table]:
-    """The tables the batch's results have, by name, in page order."""
+    """The tables the batch's results have, by name, in page order: the labelers', then each judge run's."""
+    tables = human_tables(results) + [
+        table for section in results["judges"] for table in judge_tables(section)
+    ]
+    return {table.name: table for table in tables}
+
+
+def human_tables(results: Mapping[str, Any]) -> list[Table]:
+    """The tables of the labelers' judgements."""
     tables = []
     if results["preference"]:
         title = preference_label(results["sides"]) + ", ties counting half"
@@ -102,7 +110,81 @@ def result_tables(results: Mapping[str, Any]) -> dict[str, Table]:
         Column("Items", "items", "count"),
     )
     tables.append(Table("overlap", "Final overlap of the items", columns, results["overlap"]["distribution"]))
-    return {table.name: table for table in tables}
+    return tables
+
+
+PATH_LABELS = {
+    "judge": "Decided by the judge",
+    "audit": "Audited: sent to labelers too",
+    "human": "Sent to labelers",
+}
+
+
+def judge_tables(section: Mapping[str, Any]) -> list[Table]:
+    """One judge run's tables (``judging.report``), named ``judge-<run>-...``."""
+    run, judge = section["run"]["id"], section["run"]["judge"]
+    name = f"judge-{run}"
+    tables = [
+        Table(
+            f"{name}-agreement",
+            f"{judge} and the labelers, side by side",
+            (Column("Figure", "label"), *FIGURE),
+            section["agreement"],
+        ),
+    ]
+    columns = (
+        Column("Labeler", "labeler"),
+        *(
+            Column(f"{header} {part}", f"{prefix}_{key}", kind)
+            for prefix, header in (("others", "With the other labelers:"), ("judge", f"With {judge}:"))
+            for part, key, kind in (
+                ("value", "value", "figure"),
+                ("95% CI low", "low", "figure"),
+                ("95% CI high", "high", "figure"),
+                ("items", "judgements", "count"),
+            )
+        ),
+    )
+    tables.append(
+        Table(
+            f"{name}-labelers", f"Each labeler with the others and with {judge}", columns, section["labelers"]
+        )
+    )
+    tables.append(
+        Table(
+            f"{name}-position-bias",
+            f"{judge}: position bias",
+            (Column("Figure", "label"), *FIGURE),
+            section["position_bias"],
+        )
+    )
+    for confusion in section["confusion"]:
+        columns = (
+            Column(f"{judge} says", "judge"),
+            *(Column(column["label"], column["key"], "count") for column in confusion["columns"]),
+            Column("Total", "total", "count"),
+        )
+        title = f"{confusion['label']}: {judge} (rows) against the labelers' majority (columns)"
+        tables.append(Table(f"{name}-confusion-{confusion['measure']}", title, columns, confusion["rows"]))
+    routing = section["routing"]
+    if routing:
+        rows = [
+            {"path": PATH_LABELS[path], "items": count, "judged": routing["judged_by_labelers"][path]}
+            for path, count in routing["paths"].items()
+        ]
+        columns = (
+            Column("Path", "path"),
+            Column("Items", "items", "count"),
+            Column("Judged by labelers", "judged", "count"),
+        )
+        tables.append(Table(f"{name}-routing", f"{judge}: items decided by each path", columns, rows))
+        figures = [routing["audit"], *([routing["preference"]] if routing["preference"] else [])]
+        tables.append(
+            Table(
+                f"{name}-routed", f"{judge}: routed verdicts", (Column("Figure", "label"), *FIGURE), figures
+            )
+        )
+    return tables
 
 
 def shown(value: Any, column: Column) -> str:
@@ -129,10 +211,12 @@ def csv_cell(value: Any) -> Any:
     return value
 
 
-def _query(seed: int, resamples: int) -> str:
-    """The query string that keeps a chosen seed and resample count on the page's links."""
-    changed = {"seed": seed} if seed != DEFAULT_SEED else {}
+def _query(seed: int, resamples: int, judge_verdicts: bool) -> str:
+    """The query string that keeps a chosen seed, resample count and ``judge_verdicts`` on the page's
+    links."""
+    changed: dict[str, Any] = {"seed": seed} if seed != DEFAULT_SEED else {}
     changed |= {"resamples": resamples} if resamples != DEFAULT_RESAMPLES else {}
+    changed |= {"judge_verdicts": "on"} if judge_verdicts else {}
     return f"?{urlencode(changed)}" if changed else ""
 
 
@@ -146,17 +230,22 @@ def results_page(request: HttpRequest, pk: int) -> HttpResponse:
         "resamples_range": RESAMPLES_RANGE,
         "seed": request.GET.get("seed", DEFAULT_SEED),
         "resamples": request.GET.get("resamples", DEFAULT_RESAMPLES),
+        "judge_verdicts": request.GET.get("judge_verdicts", "") in ("on", "1"),
     }
     try:
         results = results_for_query(batch, request.GET)
     except SettingsError as exc:
         context["error"] = exc
         return render(request, "console/feedback_results.html", context, status=400)
-    tables = result_tables(results)
     context |= {
         "results": results,
-        "tables": [(table, page_rows(table)) for table in tables.values()],
-        "query": _query(results["seed"], results["resamples"]),
+        "tables": [(table, page_rows(table)) for table in human_tables(results)],
+        "judges": [
+            (section, [(table, page_rows(table)) for table in judge_tables(section)])
+            for section in results["judges"]
+        ],
+        "routed": any(section["routing"] for section in results["judges"]),
+        "query": _query(results["seed"], results["resamples"], results["judge_verdicts"]),
         "preference_chart": (
             preference_chart(results["preference"], results["sides"]) if results["preference"] else ""
         ),

@@ -10,7 +10,7 @@ from django.db.models import Count, Q, QuerySet, Sum
 
 from annotation.feedback.agreement import comparison_agreement, gold_accuracy, ranking_agreement
 from annotation.feedback.scales import COMPARISON_TEMPLATES, preference_value
-from annotation.models import Assignment, AssignmentStatus, FeedbackBatch, FlagDecision
+from annotation.models import Assignment, AssignmentStatus, FeedbackBatch, FlagDecision, RoutePath
 
 
 def batch_progress(batch: FeedbackBatch) -> dict[str, int]:
@@ -24,11 +24,13 @@ def batch_progress(batch: FeedbackBatch) -> dict[str, int]:
             "assignments",
             filter=Q(assignments__status=AssignmentStatus.SUBMITTED) & ~Q(assignments__flags=[]),
         ),
+        # Routing: items a judge's verdict decided need no labeler (a one-to-one join: no row doubles).
+        judge_decided=Count("id", distinct=True, filter=Q(routing__path=RoutePath.JUDGE)),
     )
     # Adaptive overlap: the judgements asked for on disagreement are needed too (a separate query: summed
     # over the join above, each item's extra would count once per assignment).
     extra = batch.items.aggregate(extra=Sum("extra_overlap"))["extra"] or 0
-    counts["needed"] = counts["items"] * batch.overlap + extra
+    counts["needed"] = (counts["items"] - counts["judge_decided"]) * batch.overlap + extra
     return counts
 
 

@@ -1,6 +1,7 @@
 """The gate: until a person passes a kind's screening test they get only that test; once qualified, only the
-real work; paused or revoked, nothing of that kind. The one rule for the task page, the API, the counts of
-waiting work and the demonstrations' "Next question"."""
+real work; paused or revoked, nothing of that kind; and nobody gets a batch a routed judge run holds while it
+judges (``judging.routing.holding_runs``). The one rule for the task page, the API, the counts of waiting
+work and the demonstrations' "Next question"."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from dataclasses import dataclass
 from django.db.models import OuterRef, Q, QuerySet, Subquery, Value
 from django.db.models.functions import Coalesce
 
+from annotation.judging.routing import holding_runs
 from annotation.models import (
     DEMONSTRATION,
     Assignment,
@@ -30,11 +32,17 @@ def may_take(state: str, is_screening: bool) -> bool:
     return state == (State.APPLICANT if is_screening else State.QUALIFIED)
 
 
+def takeable_batches() -> QuerySet[FeedbackBatch]:
+    """The active batches no routed judge run holds (the hold is a subquery: still one statement)."""
+    held = holding_runs().values("batch_id")
+    return FeedbackBatch.objects.filter(is_active=True).exclude(pk__in=held)
+
+
 def open_batches(labeler: AnyUser) -> QuerySet[FeedbackBatch]:
     """The active feedback batches the gate lets this labeler take items from (their ids, as a subquery:
     the pool's query stays one query, and the state is read in the same statement as the items)."""
     state = Qualification.objects.filter(user_id=labeler.pk, kind=OuterRef("kind")).values("state")[:1]
-    batches = FeedbackBatch.objects.filter(is_active=True).annotate(
+    batches = takeable_batches().annotate(
         kind=work_kind_expression(), state=Coalesce(Subquery(state), Value(State.APPLICANT.value))
     )
     return batches.filter(
@@ -48,9 +56,7 @@ def open_batch_priorities(labeler: AnyUser) -> dict[int, int]:
     tested: the SQL form is for queries that embed it). Compiling that form's subqueries cost more Python
     than both queries together take (2.0 ms against 1.0 ms a call, and it still needed the priorities)."""
     states = states_of(labeler)
-    active = FeedbackBatch.objects.filter(is_active=True).values_list(
-        "pk", "priority", "template", "preset", "is_screening"
-    )
+    active = takeable_batches().values_list("pk", "priority", "template", "preset", "is_screening")
     return {
         pk: priority
         for pk, priority, template, preset, is_screening in active
