@@ -377,6 +377,11 @@ class ExportCreateInput(StrictSerializer):
     exclude_eval = serializers.BooleanField(
         default=False, help_text="Leave out the eval split's questions (training refuses them)"
     )
+    include_model_judgements = serializers.BooleanField(
+        default=False,
+        help_text="comparisons-full only: judge runs' judgements too, each marked as a model's "
+        '(source "model", the judge and its prompt version); left out by default',
+    )
     template = serializers.ChoiceField(choices=Template.choices, required=False, allow_null=True)
     labeler = serializers.CharField(
         required=False,

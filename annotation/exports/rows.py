@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Callable, Iterator
-from typing import Any
+from typing import Any, TypeVar
 
 from django.conf import settings
 from django.db.models import (
@@ -38,6 +38,7 @@ from annotation.models import (
     FeedbackBatch,
     FlagDecision,
     ImportedComparison,
+    ModelJudgement,
     Qualification,
     Split,
 )
@@ -47,6 +48,7 @@ from browser.engine.browser import removed_quote_actions
 from browser.engine.trajectory import model_commands
 
 CHUNK = 2000
+Judged = TypeVar("Judged", Assignment, ModelJudgement)  # a judgement: of an item, by a labeler or a judge
 
 
 def pseudonym(user_id: int) -> str:
@@ -107,7 +109,7 @@ def with_overlap(tasks: QuerySet[Assignment]) -> QuerySet[Assignment]:
     )
 
 
-def _in_rounds(tasks: QuerySet[Assignment], filters: dict[str, Any]) -> QuerySet[Assignment]:
+def _in_rounds(tasks: QuerySet[Judged], filters: dict[str, Any]) -> QuerySet[Judged]:
     """The round filters (round numbers): ``round_only``, the batches made from the round's sampling runs;
     ``up_to_round``, every batch but those made only from the runs of later rounds (a batch of two runs
     belongs to the earlier one's round). Subqueries on the batch, so a batch of two runs in one round does
@@ -307,6 +309,13 @@ def _group_rows(filters: dict[str, Any]) -> Iterator[dict[str, Any]]:
 
 
 def _full_rows(filters: dict[str, Any]) -> Iterator[dict[str, Any]]:
+    """Every submitted judgement; then, when asked, the judge runs' (``_model_rows``)."""
+    yield from _human_full_rows(filters)
+    if filters.get("include_model_judgements"):
+        yield from _model_rows(filters)
+
+
+def _human_full_rows(filters: dict[str, Any]) -> Iterator[dict[str, Any]]:
     tasks = with_overlap(submitted_judgements(filters)).select_related("item__batch", "item__question")
     for task in tasks.order_by("id").iterator(chunk_size=CHUNK):
         yield {
@@ -328,6 +337,64 @@ def _full_rows(filters: dict[str, Any]) -> Iterator[dict[str, Any]]:
             "source": "platform",
             "overlap": task.overlap,
             "target_overlap": task.target_overlap,
+        }
+
+
+# Judgement filters a model's judgement can match, by its lookups (a labeler's name matches none).
+_MODEL_LOOKUPS = {
+    "batch": "item__batch_id",
+    "split": "item__question__split",
+    "template": "item__batch__template",
+    "since": "created_at__date__gte",
+    "until": "created_at__date__lte",
+}
+
+
+def model_judgements(filters: dict[str, Any]) -> QuerySet[ModelJudgement]:
+    """The judge runs' judgements an export with ``filters`` holds when it includes them: those read into a
+    response (not the outputs that could not be), of the batches, questions, templates and dates asked for,
+    gold items unless left out; never of a screening test, and none when the export is narrowed to a labeler
+    or to imported comparisons."""
+    if filters.get("labeler") or not _wants(filters, "platform"):
+        return ModelJudgement.objects.none()
+    lookups = {
+        _MODEL_LOOKUPS[name]: value for name, value in filters.items() if value and name in _MODEL_LOOKUPS
+    }
+    rows = ModelJudgement.objects.filter(response__isnull=False, item__batch__is_screening=False, **lookups)
+    if not filters.get("include_gold", True):
+        rows = rows.filter(item__is_gold=False)
+    if filters.get("exclude_eval"):
+        rows = rows.exclude(item__question__split=Split.EVAL)
+    return _in_rounds(rows, filters)
+
+
+def _model_rows(filters: dict[str, Any]) -> Iterator[dict[str, Any]]:
+    """A judge's judgements in the ``comparisons-full`` layout, marked as a model's: ``source`` "model",
+    no labeler, and ``judge`` naming the run, the judge, its prompt version, the order asked and its
+    confidence."""
+    rows = model_judgements(filters).select_related("run", "item__batch", "item__question")
+    for judgement in rows.order_by("id").iterator(chunk_size=CHUNK):
+        run, item = judgement.run, judgement.item
+        yield {
+            "model_judgement": judgement.pk,
+            "batch": item.batch.name,
+            "template": item.batch.template,
+            "preset": item.batch.preset,
+            "question": _question(item.question),
+            "answer_ids_in_order_shown": judgement.order,
+            "labeler": None,
+            "judge": {
+                "run": run.pk,
+                "kind": run.judge_kind,
+                "name": run.judge_name,
+                "prompt_version": run.prompt_version,
+                "swapped": judgement.swapped,
+                "confidence": judgement.confidence,
+            },
+            "response": judgement.response,
+            "gold": item.is_gold,
+            "submitted_at": judgement.created_at.isoformat(),
+            "source": "model",
         }
 
 

@@ -12,6 +12,9 @@ from annotation.exports.parquet import SCHEMAS
 from annotation.feedback.run_source import rounds, sampling_runs
 from annotation.models import ExportFormat, FeedbackBatch, Split, Template
 
+# Model judgements (a judge run's, ``judging``) go only where each row says whose judgement it is.
+MODEL_JUDGEMENT_FORMATS = (ExportFormat.COMPARISONS_FULL,)
+
 FILE_TYPES = (("jsonl", "JSONL"), ("parquet", "Parquet"))
 PARQUET_FORMATS = tuple(SCHEMAS)
 SOURCES = (
@@ -104,6 +107,7 @@ def export_filters(
     exclude_eval: bool = False,
     round_only: int | None = None,
     up_to_round: int | None = None,
+    include_model_judgements: bool = False,
 ) -> dict[str, Any]:
     """The filters as the job reads them (JSON on the export row: ids, ISO dates, None for "any");
     ExportRequestError for a value that no export can use. ``episode_kind`` and ``sampling_run`` narrow
@@ -142,6 +146,7 @@ def export_filters(
         "sampling_run": sampling_run,
         "exclude_eval": bool(exclude_eval),
         **rounds,
+        **({"include_model_judgements": True} if include_model_judgements else {}),
     }
 
 
@@ -165,12 +170,19 @@ def filter_arguments(values: Mapping[str, Any]) -> dict[str, Any]:
         **{name: values[name] for name in named},
         "include_flagged": not values["exclude_flagged"],
         "include_gold": not values["exclude_gold"],
+        "include_model_judgements": bool(values.get("include_model_judgements")),
     }
 
 
 def clean_export_request(export_format: str, file_type: str, **filters: Any) -> dict[str, Any]:
     """Check a whole request; its filters (see ``export_filters``), or ExportRequestError."""
     check_file_type(export_format, file_type)
+    if filters.get("include_model_judgements") and export_format not in MODEL_JUDGEMENT_FORMATS:
+        message = (
+            f"Model judgements are exported in the {', '.join(MODEL_JUDGEMENT_FORMATS)} format only, where "
+            "each row says whose judgement it is."
+        )
+        raise ExportRequestError("include_model_judgements", message)
     return export_filters(**filters)
 
 
@@ -205,6 +217,8 @@ def describe_filters(filters: Mapping[str, Any]) -> list[str]:
         phrases.append("gold items left out")
     if filters.get("include_late"):
         phrases.append("late submissions included")
+    if filters.get("include_model_judgements"):
+        phrases.append("judge runs' model judgements included (marked as a model's)")
     if filters.get("episode_kind") not in (None, "", "human") and filters.get("sampling_run") is None:
         phrases.append(dict(EPISODE_KINDS).get(filters["episode_kind"], str(filters["episode_kind"])).lower())
     return phrases or ["everything"]

@@ -62,6 +62,11 @@ class ExportForm(forms.Form):
         label="Leave out evaluation questions",
         help_text="The eval split's, for training data: a model never trains on what it is evaluated on",
     )
+    include_model_judgements = forms.BooleanField(
+        required=False,
+        label="Include model judgements",
+        help_text="comparisons-full only: judge runs' judgements, each marked as a model's (judge, prompt)",
+    )
     episode_kind = forms.ChoiceField(
         choices=EPISODE_KINDS,
         initial="human",

@@ -53,6 +53,11 @@ class Command(BaseCommand):
             "--include-late", action="store_true", help="late submissions (the slot went to someone else)"
         )
         parser.add_argument(
+            "--include-model-judgements",
+            action="store_true",
+            help="comparisons-full: judge runs' judgements too, each marked as a model's",
+        )
+        parser.add_argument(
             "--episode-kind",
             choices=[code for code, _ in EPISODE_KINDS],
             default="human",
