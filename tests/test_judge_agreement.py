@@ -379,10 +379,61 @@ def test_the_results_page_shows_the_judge_escaped_and_its_tables_download(client
         "4",
     ]
     api = client.get(reverse("api-batch-results", args=[batch.pk])).json()
-    assert api["judges"][0]["agreement"][3]["value"] == pytest.approx(7 / 12)
+    assert api == batch_results(batch) and api["judges"][0]["agreement"][3]["value"] == pytest.approx(7 / 12)
 
 
 def test_a_batch_without_judge_runs_has_no_judge_section(client_for, alice, bob):
     batch = FeedbackBatch.objects.create(name="plain", template="minimal_comparison")
     assert batch_results(batch)["judges"] == []
     assert "Judges beside the labelers" not in client_for(alice).get(results_url(batch)).content.decode()
+
+
+def run_on(batch) -> JudgeRun:
+    return JudgeRun.objects.create(batch=batch, judge_kind=JudgeKind.ENDPOINT, judge_name="judge")
+
+
+def test_rankings_are_scored_pair_by_pair_and_have_no_confusion_table(bob, django_user_model):
+    carol = make_user(django_user_model, "carol", "labeler")
+    batch = FeedbackBatch.objects.create(name="ranked", template="ranking")
+    answers = answers_to(ask("Rank these?"), 4)
+    item = item_of(batch, answers)
+    in_order = {"ranks": {"1": 1, "2": 2, "3": 3, "4": 4}}
+    judge(item, bob, answers, in_order)  # a, b, c, d
+    judge(item, carol, answers[::-1], in_order)  # d, c, b, a: every pair the other way round
+    run = run_on(batch)
+    ModelJudgement.objects.create(run=run, item=item, order=[a.pk for a in answers], response=in_order)
+    reverse_ranks = {"ranks": {"1": 4, "2": 3, "3": 2, "4": 1}}
+    ModelJudgement.objects.create(
+        run=run, item=item, swapped=True, order=[a.pk for a in answers[::-1]], response=reverse_ranks
+    )
+    section = section_of(batch)
+    # The judge orders a, b, c, d in both orders. No pair has a majority (bob and carol disagree on each);
+    # the judge agrees with bob on all 6 pairs and with carol on none; bob and carol: 0.
+    assert figures(section["agreement"]) == {
+        "labelers_majority": (0.0, 0.0, 0.0, 2, 1),
+        "judge_majority": (None, None, None, 0, 0),
+        "labelers_pairs": (0.0, 0.0, 0.0, 1, 1),
+        "judge_pairs": (0.5, 0.5, 0.5, 2, 1),
+    }
+    assert [row["figure"] for row in section["position_bias"]] == ["flips"] and section["confusion"] == []
+
+
+def test_ratings_are_scored_field_by_field_with_a_table_per_field(bob, django_user_model):
+    carol = make_user(django_user_model, "carol", "labeler")
+    batch = FeedbackBatch.objects.create(name="rated", template="rating", preset="truthfulqa")
+    (answer,) = answers_to(ask("Is it true?"), 1)
+    item = item_of(batch, [answer])
+    for person in (bob, carol):
+        judge(item, person, [answer], {"truthful": "yes", "informative": "no"})
+    run = run_on(batch)
+    for swapped in (False, True):
+        response = {"truthful": "yes", "informative": "yes"}
+        ModelJudgement.objects.create(
+            run=run, item=item, swapped=swapped, order=[answer.pk], response=response
+        )
+    section = section_of(batch)
+    # Truthful: yes against the majority's yes; informative: yes against no. Half.
+    assert figures(section["agreement"])["judge_majority"] == (0.5, 0.5, 0.5, 1, 1)
+    truthful, informative = section["confusion"]
+    assert truthful["rows"][0] == {"judge": "Yes", "yes": 2, "no": 0, "none": 0, "total": 2}
+    assert informative["rows"][0] == {"judge": "Yes", "yes": 0, "no": 2, "none": 0, "total": 2}

@@ -230,6 +230,7 @@ def test_the_preference_counts_the_judges_verdicts_only_when_asked(audited, clie
     # dave's 1 and 0, plus the judge's three verdicts for the lower id (side A): 4 / 5.
     assert (preference["value"], preference["judgements"]) == (0.8, 5)
     assert (preference["labeler_judgements"], preference["judge_verdicts"]) == (2, 3)
+    assert preference["label"].endswith("(2 labelers' judgements, 3 verdicts)")
     assert results["preference"] == batch_results(batch)["preference"]  # the headline is the same
     client = client_for(alice)
     page = client.get(results_url(batch, judge_verdicts="on")).content.decode()

@@ -276,7 +276,7 @@ def write_csv(out: Any, table: Table) -> None:
     """The table as CSV into ``out`` (anything with ``write``): headers, then one line per row; figures
     unrounded, missing values empty."""
     writer = csv.writer(out)
-    writer.writerow([column.header for column in table.columns])
+    writer.writerow([csv_cell(column.header) for column in table.columns])  # a judge's name is typed text
     for row in table.rows:
         writer.writerow([csv_cell(row.get(column.key)) for column in table.columns])
 

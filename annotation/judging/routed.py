@@ -59,8 +59,9 @@ def routing_section(
             for item, path in paths.items()
             if path == RoutePath.JUDGE and (score := side_a_score(found.get(item), items[item])) is not None
         ]
+        counted = f" ({len(human_preference)} labelers' judgements, {len(decided)} verdicts)"
         section["preference"] = {
-            "label": PREFERENCE_LABEL,
+            "label": PREFERENCE_LABEL + counted,
             "labeler_judgements": len(human_preference),
             "judge_verdicts": len(decided),
             **figure([*human_preference, *decided]),
