@@ -43,16 +43,8 @@ class Ranks:
         return cls(Accelerator(cpu=not cuda, mixed_precision="bf16" if bf16 else "no"))
 
     def share(self, items: Sequence[Item]) -> tuple[int, list[Item]]:
-        """This process's contiguous part of a step's items (sizes differing by at most one) and the step
-        index of its first, from which its episodes' global indices, and so their seeds, follow."""
-        if len(items) < self.count:
-            raise ValueError(
-                f"questions_per_step: {len(items)} cannot be shared by {self.count} processes (each samples "
-                f"whole groups of its own questions): set it to at least {self.count}"
-            )
-        size, extra = divmod(len(items), self.count)
-        start = self.index * size + min(self.index, extra)
-        return start, list(items[start : start + size + (self.index < extra)])
+        """This process's part of a step's items (``share``)."""
+        return share(items, self.index, self.count)
 
     def sum(self, *values: float) -> list[float]:
         """Each value summed over the processes (float64: token counts stay exact)."""
@@ -108,6 +100,20 @@ class Ranks:
 
     def wait(self) -> None:
         self.accelerator.wait_for_everyone()
+
+
+def share(items: Sequence[Item], index: int, count: int) -> tuple[int, list[Item]]:
+    """Process ``index`` of ``count``'s contiguous part of a step's items (sizes differing by at most one)
+    and the step index of its first, from which its episodes' step-wide indices, and so their seeds,
+    follow. Refused when a process would have none."""
+    if len(items) < count:
+        raise ValueError(
+            f"questions_per_step: {len(items)} cannot be shared by {count} processes (each samples whole "
+            f"groups of its own questions): set it to at least {count}"
+        )
+    size, extra = divmod(len(items), count)
+    start = index * size + min(index, extra)
+    return start, list(items[start : start + size + (index < extra)])
 
 
 def weights_digest(model: Any) -> str:
