@@ -46,8 +46,8 @@ def execute_rl(run: TrainingRun, hooks: Hooks, timeline: list[dict[str, Any]]) -
     )
     samples = LatestSamples(run)
     hooks.on_samples = samples.on_samples
-    search = run.config.get("search") or LOCAL, run.config.get("corpus") or ""
-    browsers = browser_factory(*search) if config.episodes == BROWSE else None
+    source = run.config.get("search") or LOCAL, run.config.get("corpus") or ""
+    browsers = browser_factory(*source) if config.episodes == BROWSE else None
     output = checkpoints.output_dir(run.pk)
     shutil.rmtree(output, ignore_errors=True)
     output.parent.mkdir(parents=True, exist_ok=True)
