@@ -20,6 +20,7 @@ from tests.conftest import ROOT
 from tests.test_rl_trainer import QUESTIONS, QUOTE
 from tests.test_sampling_core import seeded_tiny_llama
 from tests.tiny_models import tiny_reward_model
+from training.models import TrainingRun
 from training.rl.inputs import check_file_run
 from training.rl.questions_file import read_questions
 from training.rl.ranks import share, weights_digest
@@ -196,3 +197,11 @@ def test_the_file_form_refuses_with_the_same_words_and_writes_nothing(tmp_path, 
         call_command("train_rl", "--reward-model-dir", str(tmp_path), "--questions-file", str(questions_file),
                      "--output", str(output))  # fmt: skip
     assert not output.exists()
+
+
+@pytest.mark.django_db
+def test_the_registered_form_refuses_to_run_in_several_processes(monkeypatch):
+    monkeypatch.setenv("WORLD_SIZE", "2")  # as a launcher sets it
+    with pytest.raises(CommandError, match="a registered run is one process"):
+        call_command("train_rl", "--reward-model", "1")
+    assert not TrainingRun.objects.exists()

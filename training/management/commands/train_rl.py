@@ -12,6 +12,7 @@ Every setting of ``training.rl.config.RL_SETTABLE`` is an option of the same nam
 from __future__ import annotations
 
 import argparse
+import os
 from dataclasses import fields
 from pathlib import Path
 from typing import Any
@@ -107,6 +108,8 @@ class Command(BaseCommand):
             raise CommandError(f"{', '.join(given)}: not an option of the form with {which}")
         if file_form:
             return self.train_file(options, settings_)
+        if int(os.environ.get("WORLD_SIZE", "1")) > 1:  # each process would register a run of its own
+            raise CommandError("a registered run is one process: launch the form with --reward-model-dir")
         batch = None
         if options["batch"]:
             batch = DemonstrationBatch.objects.filter(pk=options["batch"]).first()
