@@ -10,13 +10,15 @@ name. Nothing here loads torch: the web app imports it to check a request."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
+from pathlib import Path
 from typing import Any
 
 from annotation.models import Answer, Episode, EpisodeStatus, Question, Split
 from browser.sources import LOCAL, check_source
 from training.errors import RunError
 from training.models import ModelCheckpoint, RunKind
-from training.rl.config import ANSWER, RL_SETTABLE, RLConfig
+from training.rl.config import ANSWER, POLICY_FORMATS, PROMPTED, RL_SETTABLE, RLConfig, saved_policy_format
+from training.runs.config import SMOLLM2
 from training.sampling.runs import BOUNDS as SAMPLING_BOUNDS
 from training.sampling.runs import QuestionSet, question_ids
 
@@ -82,6 +84,36 @@ def check_settings(given: dict[str, Any]) -> RLConfig:
         field = name if reason and name in RL_SETTABLE else "settings"
         raise RunError(reason if field == name else str(exc), field) from None
     return config
+
+
+def check_file_run(
+    settings: dict[str, Any],
+    reward_model: Path,
+    output: Path,
+    base_model: str = SMOLLM2,
+    policy_format: str = "",
+) -> RLConfig:
+    """The config of a run outside the registry (``manage.py train_rl --questions-file``): the settings as
+    every request's (``check_settings``), and the four the job fills in from the command line instead (the
+    models' folders, the output, and how the policy is asked: by default as the job asks it, the prompted
+    preset prompted and a folder as its training.json says)."""
+    config = check_settings(settings)
+    if not (reward_model / "config.json").is_file():
+        raise RunError(f"{reward_model} is not a model folder (no config.json)", "reward_model_dir")
+    base = Path(base_model)
+    if base_model != SMOLLM2 and not (base / "config.json").is_file():
+        raise RunError(f"neither {SMOLLM2} nor a model folder (no config.json in {base_model})", "base_model")
+    if not policy_format:
+        policy_format = PROMPTED if base_model == SMOLLM2 else saved_policy_format(base)
+    if policy_format not in POLICY_FORMATS:
+        raise RunError(f"expected one of {', '.join(POLICY_FORMATS)}", "policy_format")
+    return replace(
+        config,
+        output_dir=str(output.resolve()),
+        reward_model=str(reward_model.resolve()),
+        base_model=base_model if base_model == SMOLLM2 else str(base.resolve()),
+        policy_format=policy_format,
+    )
 
 
 def rl_question_ids(chosen: QuestionSet, ids: tuple[int, ...]) -> list[int]:

@@ -46,7 +46,8 @@ def execute_rl(run: TrainingRun, hooks: Hooks, timeline: list[dict[str, Any]]) -
     )
     samples = LatestSamples(run)
     hooks.on_samples = samples.on_samples
-    browsers = browser_factory(run) if config.episodes == BROWSE else None
+    source = run.config.get("search") or LOCAL, run.config.get("corpus") or ""
+    browsers = browser_factory(*source) if config.episodes == BROWSE else None
     output = checkpoints.output_dir(run.pk)
     shutil.rmtree(output, ignore_errors=True)
     output.parent.mkdir(parents=True, exist_ok=True)
@@ -128,10 +129,10 @@ def rl_questions(run: TrainingRun) -> list[RLQuestion]:
     ]
 
 
-def browser_factory(run: TrainingRun) -> Callable[[], Browser]:
+def browser_factory(search: str, corpus: str) -> Callable[[], Browser]:
     """A fresh browser over the run's source for each browsing episode, as sampling runs browse."""
-    search = open_source(run.config.get("search") or LOCAL, run.config.get("corpus") or "")
-    return lambda: Browser(search, browser_settings())
+    backend = open_source(search, corpus)
+    return lambda: Browser(backend, browser_settings())
 
 
 class LatestSamples:

@@ -84,9 +84,11 @@ class Roller:
         backend: LocalBackend,
         scorer: RewardScorer,
         browser_factory: Callable[[], Browser] | None,
+        before: Callable[[int], int] = lambda count: 0,
     ) -> None:
         self.cfg, self.policy, self.backend, self.scorer = cfg, policy, backend, scorer
         self.browser_factory = browser_factory
+        self.before = before  # training.rl.ranks.Ranks.before: the processes before this one (none alone)
         self.eos = backend.tokenizer.eos_token_id
 
     def settings(self, step: int) -> SamplingSettings:
@@ -98,27 +100,34 @@ class Roller:
             seed=derive_seed(self.cfg.seed, step, "rl-step"),
         )
 
-    def step(self, step: int, items: list[Any]) -> Rollout:
+    def step(self, step: int, items: list[Any], first: int = 0) -> Rollout:
+        """The episodes of ``items``, the step's items from index ``first`` on (a process's share,
+        ``training.rl.ranks``): episodes are numbered, and seeded, by their place among the whole step's,
+        so each process samples what a lone process would for the same items."""
         rollout = Rollout()
         if self.cfg.episodes == ANSWER:
             prompts = [(question, quotes, self.cfg.group_size) for question, quotes in items]
-            self.answer_groups(rollout, prompts, step)
+            self.answer_groups(rollout, prompts, step, first * self.cfg.group_size)
         else:
-            self.browse(rollout, items, step)
+            self.browse(rollout, items, step, first)
         return rollout
 
     def answer_groups(
-        self, rollout: Rollout, prompts: list[tuple[RLQuestion, tuple[Quote, ...], int]], step: int
+        self,
+        rollout: Rollout,
+        prompts: list[tuple[RLQuestion, tuple[Quote, ...], int]],
+        step: int,
+        first_episode: int = 0,
     ) -> None:
         """Answer-only episodes: ``size`` answers to each (question, quotes), one group per prompt, all
-        decoded as one batch."""
+        decoded as one batch; the first is the step's answer-only episode ``first_episode``."""
         settings = self.settings(step)
         requests, texts, where = [], [], []
         for question, quotes, size in prompts:
             text = format_answer_prompt(question.text, quotes)
             group = rollout.group_count + len({g for g, _ in where})
             for _ in range(size):
-                seed = derive_seed(settings.seed, len(requests), "answer")
+                seed = derive_seed(settings.seed, first_episode + len(requests), "answer")
                 requests.append(self.policy.answer_request_for(text, settings, seed))
                 texts.append(text)
                 where.append((group, question))
@@ -132,9 +141,10 @@ class Roller:
             episode = rollout.add(report, group)
             rollout.pairs.append((self.backend.encode(request), self.completion_ids(completion), episode))
 
-    def browse(self, rollout: Rollout, questions: list[RLQuestion], step: int) -> None:
+    def browse(self, rollout: Rollout, questions: list[RLQuestion], step: int, first: int = 0) -> None:
         """Browsing episodes, ``group_size`` per question (one group each), then for each that gathered
-        quotes a group of ``answers_per_browse`` answer-only episodes on them (WebGPT's mix)."""
+        quotes a group of ``answers_per_browse`` answer-only episodes on them (WebGPT's mix). ``first``: the
+        step index of the first question."""
         if self.browser_factory is None:
             raise ValueError("browsing episodes need a browser (a search source)")
         settings, size = self.settings(step), self.cfg.group_size
@@ -145,6 +155,7 @@ class Roller:
             [q.text for q in questions for _ in range(size)],
             settings,
             reference_answers=[list(q.reference_answers) for q in questions for _ in range(size)],
+            first_index=first * size,
         )
         rewards = self.scorer.score_samples(samples)
         extra = []
@@ -153,8 +164,10 @@ class Roller:
             self.add_browsing(rollout, sample, question, reward, group=index // size, settings=settings)
             if sample.quotes and self.cfg.answers_per_browse >= 2:
                 extra.append((question, sample.quotes, self.cfg.answers_per_browse))
+        # The answer-only episodes follow those of the processes before this one (a call every process makes).
+        extra_before = self.before(len(extra))
         if extra:
-            self.answer_groups(rollout, extra, step)
+            self.answer_groups(rollout, extra, step, extra_before * self.cfg.answers_per_browse)
 
     def add_browsing(
         self,

@@ -22,11 +22,12 @@ import torch
 from browser.engine.browser import Browser
 from training.rl.config import BC, RLConfig
 from training.rl.objective import completion_logprobs, episode_kl, group_advantages, token_loss
+from training.rl.ranks import Ranks
 from training.rl.rollout import Plan, Roller, Rollout
-from training.rl.types import RLQuestion
+from training.rl.types import EpisodeReport, RLQuestion
 from training.runs.bc import fit_to_length, load_policy
 from training.runs.hooks import Hooks, RunResult
-from training.runs.runtime import save_model, set_threads, use_cuda
+from training.runs.runtime import save_model, set_threads
 from training.runs.store import default_store, resolve_base_model
 from training.sampling.best_of_n import RewardScorer
 from training.sampling.local import LocalBackend
@@ -50,45 +51,59 @@ def train_rl(
     step with logs {step, reward_mean, reward_std, kl, entropy, answer_tokens, valid_actions (browse
     only), loss, episodes, answered, seconds}; hooks.on_samples(step, [EpisodeReport]) once per step;
     hooks.should_stop() after each step but the last. Raises ValueError on impossible input (no
-    question with a reference for answer-only episodes, no browser factory for browsing)."""
+    question with a reference for answer-only episodes, no browser factory for browsing, fewer questions a
+    step than processes).
+
+    Under ``accelerate launch`` or ``torchrun`` every process runs this with the same arguments and shares
+    each step's questions (``training.rl.ranks``): the logs, the KL budget and a cancel are the whole
+    step's, the first process alone calls the hooks and saves the policy, and the metrics add
+    ``processes`` and the ``weights_sha256`` all of them ended with."""
     cfg.check()
     hooks = hooks or Hooks()
     plan = Plan(cfg, questions)
     if cfg.episodes != "answer" and browser_factory is None:
         raise ValueError("browsing episodes need a browser (a search source)")
+    ranks = Ranks.start()
+    ranks.share(range(cfg.questions_per_step))  # refuses a step too small to share, before any loading
     set_threads(cfg.threads)
     torch.manual_seed(cfg.seed)
     base_path = resolve_base_model(cfg.base_model, store or default_store())
     model, tokenizer = load_policy(base_path)
-    model.to("cuda" if use_cuda() else "cpu")
+    model.to(ranks.device)
     model.eval()  # no dropout: the loss's probabilities must be the ones the episodes were sampled from
     reference = copy.deepcopy(model).requires_grad_(False)
     backend = LocalBackend.over(model, tokenizer)
     policy = BCPolicy(backend) if cfg.policy_format == BC else PromptedPolicy(backend)
-    roller = Roller(cfg, policy, backend, RewardScorer(cfg.reward_model), browser_factory)
+    scorer = RewardScorer(cfg.reward_model, device=str(ranks.device))
+    roller = Roller(cfg, policy, backend, scorer, browser_factory, ranks.before)
     optimizer = torch.optim.AdamW(model.parameters(), lr=cfg.learning_rate)
     history: list[dict[str, float]] = []
     cancelled, stopped, step = False, "", 0
     for step in range(1, cfg.steps + 1):
         started = time.perf_counter()
-        rollout = roller.step(step, plan.for_step(step))
+        first, items = ranks.share(plan.for_step(step))
+        rollout = roller.step(step, items, first)
+        reports, actions = step_episodes(rollout, ranks)
         sampled = time.perf_counter()
-        logs = {"step": float(step), "sample_seconds": sampled - started} | rollout_figures(rollout)
-        within = update(model, reference, optimizer, rollout, cfg, logs)
+        logs = {"step": float(step), "sample_seconds": sampled - started} | rollout_figures(reports, actions)
+        within = update(model, reference, optimizer, rollout, cfg, logs, ranks)
         logs["update_seconds"] = time.perf_counter() - sampled
         backend.forget_prompts()  # the cached keys and values are the old weights'
         logs["seconds"] = time.perf_counter() - started
         history.append(logs)
-        hooks.on_progress(step, cfg.steps, logs)
-        hooks.on_samples(step, rollout.reports)
+        if ranks.main:
+            hooks.on_progress(step, cfg.steps, logs)
+            hooks.on_samples(step, reports)
         if not within:
             stopped = "kl_budget"
             break
-        if step < cfg.steps and hooks.should_stop():
+        if step < cfg.steps and ranks.main_says(ranks.main and hooks.should_stop()):
             cancelled = True
             break
     metrics = final_metrics(history, stopped)
-    if not cancelled:
+    if ranks.count > 1:
+        metrics |= {"processes": ranks.count, "weights_sha256": ranks.same_weights(model)}
+    if not cancelled and ranks.main:
         summary = {
             "kind": RL_SUMMARY_KIND,
             "policy_format": cfg.policy_format,
@@ -98,22 +113,31 @@ def train_rl(
             "metrics": metrics,
         }
         save_model(model, tokenizer, Path(cfg.output_dir), summary)
+    ranks.wait()  # the others return once the policy is saved
     updated = step - (stopped == "kl_budget")
     return RunResult(cfg.output_dir, updated, metrics, history, cancelled, train_examples=len(plan.items))
 
 
-def rollout_figures(rollout: Rollout) -> dict[str, float]:
-    rewards = torch.tensor(rollout.rewards)
-    answers = [r for r in rollout.reports if r.answer is not None]
+def step_episodes(rollout: Rollout, ranks: Ranks) -> tuple[list[EpisodeReport], tuple[int, int]]:
+    """Every process's episodes of the step, in step order, and its browsing actions (all, valid)."""
+    shared = ranks.gather([(rollout.reports, rollout.actions, rollout.valid_actions)])
+    reports = [report for part, _, _ in shared for report in part]
+    return reports, (sum(part[1] for part in shared), sum(part[2] for part in shared))
+
+
+def rollout_figures(reports: list[EpisodeReport], actions: tuple[int, int]) -> dict[str, float]:
+    rewards = torch.tensor([report.reward for report in reports])
+    answers = [r for r in reports if r.answer is not None]
     figures = {
         "reward_mean": float(rewards.mean()),
         "reward_std": float(rewards.std()) if len(rewards) > 1 else 0.0,
-        "episodes": float(len(rollout.reports)),
-        "answered": len(answers) / len(rollout.reports),
+        "episodes": float(len(reports)),
+        "answered": len(answers) / len(reports),
         "answer_tokens": sum(r.answer_tokens for r in answers) / len(answers) if answers else 0.0,
     }
-    if rollout.actions:
-        figures["valid_actions"] = rollout.valid_actions / rollout.actions
+    taken, valid = actions
+    if taken:
+        figures["valid_actions"] = valid / taken
     return figures
 
 
@@ -124,17 +148,21 @@ def update(
     rollout: Rollout,
     cfg: RLConfig,
     logs: dict[str, float],
+    ranks: Ranks,
 ) -> bool:
     """``cfg.updates_per_step`` passes of the loss over the step's pairs in micro-batches, each pass one
     optimizer step; the first pass's figures (the policy that sampled: ratio 1) go into ``logs``. False,
-    with no update made, when the episodes' KL is over ``cfg.kl_budget``: the run stops there."""
+    with no update made, when the episodes' KL is over ``cfg.kl_budget``: the run stops there. With
+    several processes the loss is the whole step's: each divides its tokens' terms by the step's token
+    count and the gradients are summed before the step; the figures are the whole step's."""
     device = next(model.parameters()).device
     advantages = group_advantages(
         torch.tensor(rollout.rewards), torch.tensor(rollout.groups), cfg.scale_rewards
     ).to(device)
     batches = shared_prompt_batches(rollout.pairs, cfg.max_length, cfg.micro_batch)
-    tokens = max(1, sum(len(c) for batch in batches for c in batch.completions))
-    with torch.no_grad():
+    own_tokens = sum(len(c) for batch in batches for c in batch.completions)
+    tokens = max(1, int(ranks.sum(own_tokens)[0]))
+    with torch.no_grad(), ranks.autocast():
         references = [_logprobs(reference, b, cfg.temperature)[0] for b in batches]
     olds: list[torch.Tensor] = []
     kl = torch.zeros(len(rollout.rewards), device=device)
@@ -142,7 +170,8 @@ def update(
         optimizer.zero_grad(set_to_none=True)
         loss_total, entropy_total = 0.0, 0.0
         for index, (b, ref_logp) in enumerate(zip(batches, references, strict=True)):
-            logp, entropy = _logprobs(model, b, cfg.temperature)
+            with ranks.autocast():
+                logp, entropy = _logprobs(model, b, cfg.temperature)
             if update_pass == 0:
                 olds.append(logp.detach())
                 kl += episode_kl(logp.detach(), ref_logp, b.episodes.to(device), len(kl))
@@ -154,10 +183,14 @@ def update(
             loss.backward()
             loss_total += float(loss.detach())
         if update_pass == 0:
-            logs |= {"loss": loss_total, "kl": float(kl.mean()), "entropy": entropy_total / tokens}
-            if cfg.kl_budget and logs["kl"] > cfg.kl_budget:
+            loss_sum, entropy_sum, kl_sum, episodes = ranks.sum(
+                loss_total, entropy_total, float(kl.sum()), len(kl)
+            )
+            logs |= {"loss": loss_sum, "kl": kl_sum / episodes, "entropy": entropy_sum / tokens}
+            if cfg.kl_budget and logs["kl"] > cfg.kl_budget:  # the same figure, so the same stop, everywhere
                 optimizer.zero_grad(set_to_none=True)
                 return False
+        ranks.sum_gradients(model.parameters())
         torch.nn.utils.clip_grad_norm_(model.parameters(), MAX_GRAD_NORM)
         optimizer.step()
     return True
