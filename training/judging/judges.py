@@ -1,0 +1,187 @@
+"""The two kinds of judge, each turning asks (one item in one order) into verdicts.
+
+- ``RewardJudge``: a registered reward model's scores (``reward``); an item's answers are scored once and
+  both orders read the same scores.
+- ``EndpointJudge``: a language model behind an endpoint of ``SAMPLING_ENDPOINTS``, sent the versioned
+  prompt (``prompts``) through ``EndpointBackend``; with a JSON schema as ``response_format`` where the
+  operator lists the endpoint in ``JUDGE_SCHEMA_ENDPOINTS`` (vLLM, llama.cpp's server and hosted APIs accept
+  one), otherwise the output is parsed. Either way the verdict is checked like a human submission
+  (``verdicts``); an unreadable output is a verdict with its error, and only a server that cannot answer
+  at all (``BackendError``, after the backend's retries) stops the run.
+
+Seeds: each request's seed is derived from the run's seed, the item and the order (``derived_seed``), so a
+run reproduces and the two orders of an item are two draws, not one repeated."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from annotation.feedback.validation import AnswerShape
+from browser.engine.observation import format_answer_prompt
+from browser.engine.page import Quote
+from training.judging.prompts import ShownItem, messages_for
+from training.judging.reward import reward_response
+from training.judging.verdicts import Verdict, check_verdict, read_verdict
+from training.sampling.endpoint import EndpointBackend
+from training.sampling.types import Backend, CompletionRequest
+
+
+def derived_seed(seed: int, *parts: object) -> int:
+    """A seed for one request, from the run's seed and what the request is about (stable across runs and
+    machines: SHA-256, not Python's salted ``hash``)."""
+    text = ":".join(str(part) for part in (seed, *parts))
+    return int.from_bytes(hashlib.sha256(text.encode()).digest()[:4], "big") & 0x7FFFFFFF
+
+
+@dataclass(frozen=True)
+class Ask:
+    """One item in one order: the answers' ids in that order, and the item as shown."""
+
+    item_id: int
+    swapped: bool
+    order: tuple[int, ...]
+    shown: ShownItem
+    shapes: tuple[AnswerShape, ...]
+    always_required: tuple[str, ...]
+    quotes: tuple[
+        tuple[Any, ...], ...
+    ]  # each answer's stored quotes, in ``order``: what a reward model reads
+    texts: tuple[str, ...]  # each answer's stored text, in ``order``
+
+
+class RewardJudge:
+    """Scores with a ``RewardScorer`` (``scorer.score(prompts, answers)``) and maps them (``reward``)."""
+
+    def __init__(self, scorer: Any, tie_margin: float, much_margin: float) -> None:
+        self.scorer, self.tie_margin, self.much_margin = scorer, tie_margin, much_margin
+
+    def judge(self, asks: Sequence[Ask]) -> list[Verdict]:
+        scores = self._scores(asks)
+        verdicts = []
+        for ask in asks:
+            in_order = [scores[answer] for answer in ask.order]
+            response, confidence = reward_response(
+                ask.shown.template, in_order, self.tie_margin, self.much_margin
+            )
+            cleaned, error = check_verdict(
+                ask.shown.template, ask.shown.preset, response, ask.shapes, ("overall",)
+            )
+            raw = json.dumps({"scores": dict(zip(_slots(ask), in_order, strict=True))})
+            details = {"scores": {str(answer): scores[answer] for answer in ask.order}}
+            verdicts.append(Verdict(cleaned, raw, error, confidence, details))
+        return verdicts
+
+    def _scores(self, asks: Sequence[Ask]) -> dict[int, float]:
+        """Every answer of the asks scored once (both orders of an item share its answers)."""
+        wanted: dict[int, tuple[str, str]] = {}
+        for ask in asks:
+            for answer, text, quotes in zip(ask.order, ask.texts, ask.quotes, strict=True):
+                wanted.setdefault(answer, (format_answer_prompt(ask.shown.question, _quotes(quotes)), text))
+        ids = list(wanted)
+        rewards = self.scorer.score([wanted[i][0] for i in ids], [wanted[i][1] for i in ids])
+        return dict(zip(ids, rewards, strict=True))
+
+
+def _slots(ask: Ask) -> list[str]:
+    return [answer.slot for answer in ask.shown.answers]
+
+
+def _quotes(stored: Sequence[Any]) -> tuple[Quote, ...]:
+    """An answer's stored quotes ({title, url, domain, extract}) as the reward model's prompt reads them."""
+    return tuple(
+        Quote(q.get("title", ""), q.get("url", ""), q.get("domain", ""), q.get("extract", ""))
+        for q in stored
+        if isinstance(q, dict)
+    )
+
+
+class SchemaEndpointBackend(EndpointBackend):
+    """``EndpointBackend`` sending an OpenAI ``response_format`` with every request (a JSON schema the
+    server constrains decoding to). ``EndpointBackend`` itself sends none: its constraints are the browser's
+    command grammar, which no server takes."""
+
+    def __init__(self, *args: Any, response_format: dict[str, Any], **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.response_format = response_format
+
+    def _post_with_retries(self, route: str, body: dict[str, Any], key: str | None) -> tuple[Any, int]:
+        return super()._post_with_retries(route, body | {"response_format": self.response_format}, key)
+
+
+class EndpointJudge:
+    """Asks a language model for verdicts. ``backend_for(shown item)``: the backend to send with (one
+    sending the item's schema where the endpoint takes one; the plain one otherwise)."""
+
+    def __init__(
+        self,
+        backend_for: Any,
+        prompt_version: str,
+        *,
+        temperature: float,
+        max_tokens: int,
+        seed: int,
+        schema: bool,
+    ) -> None:
+        self.backend_for = backend_for
+        self.prompt_version, self.temperature, self.max_tokens = prompt_version, temperature, max_tokens
+        self.seed, self.schema = seed, schema
+
+    def judge(self, asks: Sequence[Ask]) -> list[Verdict]:
+        """One verdict per ask, in order; the asks with the same number of answers (the same schema) are
+        sent together, in parallel up to the endpoint's ``max_parallel``."""
+        verdicts: list[Verdict | None] = [None] * len(asks)
+        groups: dict[int, list[int]] = {}
+        for index, ask in enumerate(asks):
+            groups.setdefault(len(ask.order), []).append(index)
+        for indexes in groups.values():
+            group = [asks[i] for i in indexes]
+            for index, verdict in zip(indexes, self._judge_alike(group), strict=True):
+                verdicts[index] = verdict
+        return [verdict for verdict in verdicts if verdict is not None]
+
+    def _judge_alike(self, asks: Sequence[Ask]) -> list[Verdict]:
+        backend: Backend = self.backend_for(asks[0].shown)
+        requests = [
+            CompletionRequest(
+                max_new_tokens=self.max_tokens,
+                temperature=self.temperature,
+                seed=derived_seed(self.seed, ask.item_id, "swapped" if ask.swapped else "drawn"),
+                messages=messages_for(self.prompt_version, ask.shown),
+            )
+            for ask in asks
+        ]
+        verdicts = []
+        for ask, request, completion in zip(asks, requests, backend.complete(requests), strict=True):
+            details = {
+                "seed": request.seed,
+                "tokens": completion.tokens,
+                "prompt_tokens": completion.prompt_tokens,
+                "finish_reason": completion.finish_reason,
+                "constraint": "json_schema" if self.schema else "none",
+            }
+            shown = ask.shown
+            verdicts.append(
+                read_verdict(
+                    completion.text, shown.template, shown.preset, ask.shapes, ask.always_required, details
+                )
+            )
+        return verdicts
+
+
+def with_format(base: EndpointBackend, response_format: dict[str, Any]) -> SchemaEndpointBackend:
+    """A backend like ``base`` (same server, model, key variable, timeouts) sending ``response_format``."""
+    return SchemaEndpointBackend(
+        base.base_url,
+        base.model,
+        api_key_env=base.api_key_env,
+        timeout_s=base.timeout_s,
+        connect_timeout_s=base.connect_timeout_s,
+        max_retries=base.max_retries,
+        backoff_s=base.backoff_s,
+        max_parallel=base.max_parallel,
+        response_format=response_format,
+    )
