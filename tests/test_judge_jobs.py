@@ -36,9 +36,13 @@ GOOD, POOR = "Rayleigh scattering makes the sky blue [1].", "The sky reflects th
 def make_batch(items: int, template: str = "webgpt_comparison", **config: Any) -> FeedbackBatch:
     """``items`` comparisons of a well-supported answer and a poor one (or rankings of four answers)."""
     groups = []
+    batch_number = FeedbackBatch.objects.count()
     for n in range(items):
-        question = Question.objects.create(text=f"Why is the sky blue? ({n})", key=f"sky{n}", dataset="demo")
-        texts = [GOOD, POOR] if template != "ranking" else [GOOD, POOR, "Blue paint.", "No idea."]
+        key = f"sky-{batch_number}-{n}"
+        question = Question.objects.create(text=f"Why is the sky blue? ({n})", key=key, dataset="demo")
+        texts = {"ranking": [GOOD, POOR, "Blue paint.", "No idea."], "rating": [GOOD]}.get(
+            template, [GOOD, POOR]
+        )
         groups.append(
             [
                 Answer.objects.create(
@@ -67,8 +71,10 @@ def prefers_the_supported_answer(request: dict[str, Any]) -> tuple:
     return chat_ok("```json\n" + json.dumps({"ratings": {"overall": code}, "confidence": 0.9}) + "\n```")
 
 
-@pytest.fixture
-def endpoint(settings, server):  # noqa: F811
+@pytest.fixture(name="endpoint")
+def endpoint_fixture(settings, server):  # noqa: F811
+    """The endpoint "judge" of ``SAMPLING_ENDPOINTS``: the scripted server, answering as a judge that
+    prefers the supported answer (no JSON schema)."""
     settings.SAMPLING_ENDPOINTS = {
         "judge": EndpointConfig("judge", server.url, "smollm2-135m", max_retries=0, timeout_s=5)
     }

@@ -77,7 +77,7 @@ def check_settings(given: Any) -> dict[str, Any]:
         if isinstance(value, bool) or not isinstance(value, int | float):
             raise RunError(f"expected a number, got {type(value).__name__}", name)
         if not low <= value <= high:  # also refuses NaN and the infinities, before int() meets them
-            raise RunError(f"must be between {low:g} and {high:g}", name)
+            raise RunError(f"must be between {_number(low)} and {_number(high)}", name)
         if name in WHOLE and value != int(value):
             raise RunError("expected a whole number", name)
         values[name] = int(value) if name in WHOLE else float(value)
@@ -87,6 +87,10 @@ def check_settings(given: Any) -> dict[str, Any]:
     if values["much_margin"] < values["tie_margin"]:
         raise RunError("must be at least the tie margin", "much_margin")
     return values
+
+
+def _number(bound: float) -> str:
+    return str(int(bound)) if bound == int(bound) else f"{bound:g}"
 
 
 def check_judge_request(request: JudgeRequest) -> dict[str, Any]:
@@ -104,7 +108,7 @@ def check_judge_request(request: JudgeRequest) -> dict[str, Any]:
         if values["check_claims"]:
             raise RunError("a reward model cannot check claims: choose an endpoint's model", "check_claims")
         if wrong := sorted(given & (ENDPOINT_SETTINGS - {"check_claims"})):
-            raise RunError(f"{', '.join(wrong)}: only for a language model's judging", "settings")
+            raise RunError("only for a language model's judging", wrong[0])
     else:
         endpoint = settings.SAMPLING_ENDPOINTS.get(request.endpoint)
         if endpoint is None:
@@ -117,7 +121,7 @@ def check_judge_request(request: JudgeRequest) -> dict[str, Any]:
                 "endpoint",
             )
         if wrong := sorted(given & REWARD_MODEL_SETTINGS):
-            raise RunError(f"{', '.join(wrong)}: only for a reward model's judging", "settings")
+            raise RunError("only for a reward model's judging", wrong[0])
     if values["check_claims"] and batch.template != "webgpt_comparison":
         raise RunError("claims are annotated only in WebGPT comparisons", "check_claims")
     if not batch.items.exists():
