@@ -171,6 +171,13 @@ def test_cancel_queued_at_once_and_running_after_the_items_being_judged(alice, e
     assert ModelJudgement.objects.filter(run=run).count() == 8 and "Cancelled" in run.log
 
 
+def test_a_worker_that_died_leaves_the_run_failed_with_the_reason(alice, endpoint):
+    run = request_judge_run(alice, JudgeRequest(batch=make_batch(1), endpoint="judge"), queue=False)
+    JudgeRun.objects.filter(pk=run.pk).update(status=RunStatus.RUNNING)  # as the dead worker left it
+    run = run_judge_job(run.pk)  # the redelivered message
+    assert run.status == RunStatus.FAILED and "worker" in run.error and not endpoint.calls(CHAT)
+
+
 def test_an_endpoint_no_longer_configured_fails_the_run_with_the_reason(alice, endpoint, settings):
     run = request_judge_run(alice, JudgeRequest(batch=make_batch(1), endpoint="judge"), queue=False)
     settings.SAMPLING_ENDPOINTS = {}

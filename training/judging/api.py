@@ -21,13 +21,11 @@ from annotation.models.judging import JudgeRun, ModelJudgement
 from training.errors import RunError
 from training.job_api import cancel_job, visible_checkpoint
 from training.judging.runs import SETTABLE, JudgeRequest, cancel_judge_run, request_judge_run
-from training.sampling.api import StatusField
 from webgpt_site.inputs import MAX_ID
 from webgpt_site.permissions import get_visible_or_404
 
 
 class JudgeRunSerializer(serializers.ModelSerializer):
-    status = StatusField(read_only=True)
     percent = serializers.IntegerField(read_only=True)
 
     class Meta:

@@ -72,6 +72,7 @@ class JudgeForm(JobRequestForm):
             *(
                 (f"{ENDPOINT}:{name}", f"{name}: {endpoint.model} (endpoint)")
                 for name, endpoint in settings.SAMPLING_ENDPOINTS.items()
+                if endpoint.policy == "prompted"  # a judge is an instruct model given instructions
             ),
         ]
         for name, (low, high) in BOUNDS.items():
