@@ -30,7 +30,7 @@ ITEMS_PER_PAGE = 25
 @require_http_methods(["GET", "POST"])
 @role_required(Role.RESEARCHER)
 def judge_new(request: HttpRequest, pk: int) -> HttpResponse:
-    """"Judge this batch": the form, and the run it starts (``pk``: the batch)."""
+    """The "Judge this batch" form, and the run it starts (``pk``: the batch)."""
     batch = get_visible_or_404(FeedbackBatch.objects, request.user, pk=pk)
     form = JudgeForm(request.POST or None, user=request.user, batch=batch)
     run = None
