@@ -260,6 +260,7 @@ def test_a_reward_model_judges_the_overall_rating_from_its_scores_in_both_orders
         expected = "a" if difference > 0 else "b"
         expected += "_much_better" if abs(difference) > 0.5 else "_better"
         assert row.response["ratings"] == {"overall": expected}, (first, second)
+        assert "flags" not in row.response and row.details["judged"] == ["ratings"]  # it judges no flag
         assert row.confidence == pytest.approx(1 / (1 + math.exp(-abs(difference))), abs=1e-5)
         assert json.loads(row.raw_output)["scores"]["A"] == pytest.approx(first, abs=1e-5)
     assert run.metrics["consistent"] == 2  # scores do not depend on the order shown

@@ -70,8 +70,14 @@ class RewardJudge:
             cleaned, error = check_verdict(
                 ask.shown.template, ask.shown.preset, response, ask.shapes, ("overall",)
             )
+            if cleaned is not None:
+                # Validation fills the question flags in as unticked: a reward model never judged them.
+                cleaned.pop("flags", None)
             raw = json.dumps({"scores": dict(zip(_slots(ask), in_order, strict=True))})
-            details = {"scores": {str(answer): scores[answer] for answer in ask.order}}
+            details = {
+                "scores": {str(answer): scores[answer] for answer in ask.order},
+                "judged": sorted(response),  # the parts of a response it gives: ratings (overall) or ranks
+            }
             verdicts.append(Verdict(cleaned, raw, error, confidence, details))
         return verdicts
 
