@@ -78,7 +78,11 @@ def test_the_run_page_shows_both_verdicts_with_the_raw_output_escaped(client_for
     html = client_for(alice).get(reverse("training:judge_run", args=[run.pk])).content.decode()
     assert "<script>alert(1)</script>" not in html and "&lt;script&gt;alert(1)&lt;/script&gt;" in html
     assert "Drawn order" in html and "Reversed order" in html and "Equally good" in html
-    assert "comparison-v1" in html and "1 of 1 items judged in both orders" in html
+    assert (
+        "comparison-v1" in html
+        and "1 of 1 items judged in both orders" in html
+        and "Routing</dt><dd>off" in html
+    )
     assert "Same verdict in both orders" in html
     ModelJudgement.objects.filter(run=run, swapped=True).update(
         response=None, error="the output holds no JSON"
