@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import math
 import time
+from dataclasses import replace
 from datetime import timedelta
 from typing import Any
 
@@ -15,8 +16,16 @@ import pytest
 from django.utils import timezone
 
 from annotation.feedback.batches import BatchSettings, create_feedback_batch
-from annotation.models import Answer, Assignment, AssignmentStatus, FeedbackBatch, Question, SourceKind
-from annotation.models.judging import ClaimCheck, JudgeRun, ModelJudgement
+from annotation.models import (
+    Answer,
+    Assignment,
+    AssignmentStatus,
+    FeedbackBatch,
+    FeedbackItem,
+    Question,
+    SourceKind,
+)
+from annotation.models.judging import ClaimCheck, JudgeRun, ModelJudgement, Routing
 from tests.conftest import running_worker
 from tests.test_sampling_endpoint import chat_ok, server  # noqa: F401 (the scripted server fixture)
 from tests.test_training_jobs import worker_env
@@ -78,7 +87,6 @@ def endpoint_fixture(settings, server):  # noqa: F811
     settings.SAMPLING_ENDPOINTS = {
         "judge": EndpointConfig("judge", server.url, "smollm2-135m", max_retries=0, timeout_s=5)
     }
-    settings.JUDGE_SCHEMA_ENDPOINTS = frozenset()
     server.script[CHAT] = [prefers_the_supported_answer]
     return server
 
@@ -114,15 +122,37 @@ def test_an_endpoint_judge_asks_every_item_in_both_orders_and_stores_both_verdic
     assert firsts == {GOOD, POOR}
 
 
-def test_a_json_schema_goes_to_an_endpoint_that_takes_one(alice, endpoint, settings):
-    settings.JUDGE_SCHEMA_ENDPOINTS = frozenset({"judge"})
-    run = judge(alice, make_batch(1, "minimal_comparison"))
+def test_a_routed_run_routes_its_batch_once_it_has_judged_every_item(alice, bob, endpoint):
+    batch = make_batch(4)
+    started = submitted_with_claims(batch, bob).item  # a labeler has it: it stays with the labelers
+    run = judge(alice, batch, route=True, confidence_threshold=0.85, audit_share=0.0)
     assert run.status == RunStatus.DONE, run.error
-    body = endpoint.calls(CHAT)[0]["body"]
-    schema = body["response_format"]["json_schema"]["schema"]
-    assert body["response_format"]["type"] == "json_schema"
+    paths = dict(Routing.objects.filter(run=run).values_list("item_id", "path"))
+    assert paths.pop(started.pk) == "human" and set(paths.values()) == {"judge"} and len(paths) == 3
+    assert not FeedbackItem.objects.filter(pk__in=paths, is_open=True).exists()
+    assert (
+        run.metrics["routing"] == {"judge": 3, "audit": 0, "human": 1}
+        and "Routed: 3 item(s) to judge" in run.log
+    )
+    unsure = judge(alice, make_batch(2), route=True, confidence_threshold=0.95)  # the fake says 0.9
+    assert unsure.metrics["routing"] == {"judge": 0, "audit": 0, "human": 2}
+
+
+@pytest.mark.parametrize(
+    ("kind", "schema_at"),
+    [("vllm", ("json_schema", "schema")), ("llamacpp", ("json_schema", "schema")), ("tgi", ("value",))],
+)
+def test_a_json_schema_goes_to_a_server_that_constrains_decoding_to_one(
+    alice, endpoint, settings, kind, schema_at
+):
+    settings.SAMPLING_ENDPOINTS = {"judge": replace(settings.SAMPLING_ENDPOINTS["judge"], server=kind)}
+    batch = make_batch(1, "minimal_comparison")
+    assert judge(alice, batch, check_claims=False).status == RunStatus.DONE
+    schema = endpoint.calls(CHAT)[0]["body"]["response_format"]
+    for key in schema_at:
+        schema = schema[key]
     assert set(schema["properties"]["ratings"]["properties"]) == {"accuracy", "coherence", "overall"}
-    assert ModelJudgement.objects.filter(run=run, details__constraint="json_schema").count() == 2
+    assert ModelJudgement.objects.filter(details__constraint="json_schema").count() == 2
 
 
 def test_an_unreadable_output_is_stored_with_its_reason_and_the_run_goes_on(alice, endpoint):

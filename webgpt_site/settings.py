@@ -395,16 +395,6 @@ try:
     SAMPLING_ENDPOINTS = parse_endpoints(env_str("SAMPLING_ENDPOINTS") or "{}")
 except ValueError as exc:
     raise ImproperlyConfigured(f"SAMPLING_ENDPOINTS: {exc}") from None
-# Endpoints (by name) that constrain decoding to a JSON schema sent as `response_format` (vLLM, llama.cpp's
-# server, hosted APIs): judge runs send them the verdict's schema; others' output is parsed (docs/judges.md).
-JUDGE_SCHEMA_ENDPOINTS = frozenset(env_list("JUDGE_SCHEMA_ENDPOINTS", []))
-if unknown := sorted(JUDGE_SCHEMA_ENDPOINTS - set(SAMPLING_ENDPOINTS)):
-    raise ImproperlyConfigured(f"JUDGE_SCHEMA_ENDPOINTS: not in SAMPLING_ENDPOINTS: {', '.join(unknown)}")
-# Endpoints (by name) that constrain decoding to a JSON schema sent as `response_format` (vLLM, llama.cpp's
-# server, hosted APIs): judge runs send them the verdict's schema; others' output is parsed (docs/judges.md).
-JUDGE_SCHEMA_ENDPOINTS = frozenset(env_list("JUDGE_SCHEMA_ENDPOINTS", []))
-if unknown := sorted(JUDGE_SCHEMA_ENDPOINTS - set(SAMPLING_ENDPOINTS)):
-    raise ImproperlyConfigured(f"JUDGE_SCHEMA_ENDPOINTS: not in SAMPLING_ENDPOINTS: {', '.join(unknown)}")
 
 # --- The browsing environment ----------------------------------------------------------------------
 CORPUS_INDEX_DIR = Path(env_str("CORPUS_INDEX_DIR") or VAR_DIR / "corpora")

@@ -79,13 +79,6 @@ def claim_messages(claim: Claim) -> tuple[Message, ...]:
     return (Message("system", f"{CLAIM_ROLE_V1}\n\n{CLAIM_REPLY_V1}"), Message("user", user))
 
 
-def claim_response_format() -> dict[str, Any]:
-    return {
-        "type": "json_schema",
-        "json_schema": {"name": "support", "schema": SUPPORT_SCHEMA, "strict": True},
-    }
-
-
 def read_support(text: str) -> tuple[str, str]:
     """The support level and "", or "" and why the output could not be read as one."""
     value, problem = find_json(text)

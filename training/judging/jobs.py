@@ -21,15 +21,16 @@ from django.conf import settings
 from django.db import transaction
 
 from annotation.feedback.validation import AnswerShape
+from annotation.judging.routing import route_batch, routing_counts
+from annotation.judging.verdicts import run_verdicts, verdict_counts
 from annotation.models import Answer, Assignment, AssignmentStatus, FeedbackItem
-from annotation.models.judging import ClaimCheck, JudgeKind, JudgeRun, ModelJudgement
-from annotation.workforce.judgements import canonical
+from annotation.models.judging import ClaimCheck, ClaimSupport, JudgeKind, JudgeRun, ModelJudgement
 from training.checkpoints import local_folder
 from training.judging.claims import (
     CLAIM_CHECK_V1,
+    SUPPORT_SCHEMA,
     Claim,
     claim_messages,
-    claim_response_format,
     claims_of,
     read_support,
 )
@@ -37,12 +38,13 @@ from training.judging.judges import (
     Ask,
     EndpointJudge,
     RewardJudge,
+    constrained,
     derived_seed,
-    with_format,
 )
-from training.judging.prompts import response_format, shown_item, slot_names
+from training.judging.prompts import shown_item, slot_names
 from training.judging.verdicts import Verdict
 from training.models import RunStatus as Status
+from training.sampling.endpoint import EndpointBackend
 from training.sampling.endpoints import backend_from
 from training.sampling.types import BackendError, CompletionRequest
 from webgpt_site.jobs.runner import run_job
@@ -99,9 +101,14 @@ def _execute(run: JudgeRun, echo: Callable[[JudgeRun], None]) -> str:
     echo(run)
     counted = metrics(run)
     run.append_log(
-        f"{counted['items_judged']} item(s) judged: {counted['unreadable']} unreadable output(s), "
-        f"{counted['consistent']} of {counted['both_orders']} consistent across the two orders"
+        f"{counted['judged']} item(s) judged: {counted['unreadable']} unreadable output(s), "
+        f"{counted['consistent']} of {counted['both_orders']} the same in both orders"
     )
+    if run.route:
+        # While the run is still running it holds the batch from labelers (routing.holding_runs): the
+        # judge's items are closed before anyone can take them.
+        paths = route_batch(run)
+        run.append_log("Routed: " + ", ".join(f"{count} item(s) to {path}" for path, count in paths.items()))
     if run.settings.get("check_claims"):
         return _check_claims(run, items)
     return Status.DONE
@@ -128,28 +135,20 @@ def _load_judge(run: JudgeRun) -> RewardJudge | EndpointJudge:
         set_threads(settings.SAMPLING_THREADS)
         scorer = RewardScorer(local_folder(run.reward_model))  # downloaded once per worker, if need be
         return RewardJudge(scorer, run.settings["tie_margin"], run.settings["much_margin"])
-    base = _endpoint(run)
-    schema = uses_schema(run.endpoint)
     return EndpointJudge(
-        (lambda shown: with_format(base, response_format(shown))) if schema else (lambda shown: base),
+        _endpoint(run),
         run.prompt_version,
         temperature=run.settings["temperature"],
         max_tokens=run.settings["max_tokens"],
         seed=run.settings["seed"],
-        schema=schema,
     )
 
 
-def _endpoint(run: JudgeRun) -> Any:
+def _endpoint(run: JudgeRun) -> EndpointBackend:
     endpoint = settings.SAMPLING_ENDPOINTS.get(run.endpoint)
     if endpoint is None:
         raise ValueError(f"the endpoint {run.endpoint!r} is no longer configured (SAMPLING_ENDPOINTS)")
     return backend_from(endpoint)
-
-
-def uses_schema(endpoint: str) -> bool:
-    """Whether the operator says the endpoint constrains decoding to a JSON schema."""
-    return endpoint in settings.JUDGE_SCHEMA_ENDPOINTS
 
 
 def drawn_order(answer_ids: Sequence[int], seed: int, item_id: int) -> list[int]:
@@ -219,32 +218,22 @@ def _items_done(run: JudgeRun) -> int:
 
 
 def metrics(run: JudgeRun) -> dict[str, Any]:
-    """The counts the run page and the API show: judgements stored, unreadable outputs, items judged in
-    both orders with a readable verdict each, and of those the items whose two verdicts agree (the same
-    judgement whatever the order: ``canonical``), plus the claim checks."""
-    batch = run.batch
-    rows = ModelJudgement.objects.filter(run=run).values_list("item_id", "response", "order", "error")
-    by_item: dict[int, list[dict]] = {}
-    unreadable = 0
-    for item_id, response, order, error in rows:
-        if error or response is None:
-            unreadable += 1
-            by_item.setdefault(item_id, [])
-            continue
-        by_item.setdefault(item_id, []).append(canonical(batch.template, response, order, batch.preset))
-    both = [verdicts for verdicts in by_item.values() if len(verdicts) == 2]
-    checks = ClaimCheck.objects.filter(run=run)
+    """The counts the run page and the API show: judgements stored and unreadable outputs; items judged,
+    read in both orders, the same in both (``consistent``: their verdict counts) and flipped with the order
+    (``annotation.judging.verdicts``, the results page's own reading); the claim checks."""
+    rows = ModelJudgement.objects.filter(run=run)
     found = {
-        "judgements": len(rows),
-        "items_judged": len(by_item),
-        "unreadable": unreadable,
-        "both_orders": len(both),
-        "consistent": sum(first == second for first, second in both),
+        "judgements": rows.count(),
+        "unreadable": rows.filter(response__isnull=True).count(),
+        **verdict_counts(run_verdicts(run)),
     }
+    if run.route:
+        found["routing"] = routing_counts(run)
     if run.settings.get("check_claims"):
+        checks = ClaimCheck.objects.filter(run=run)
         found["claims_checked"] = checks.count()
         found["claims_unreadable"] = checks.filter(support="").count()
-        for level in ("supported", "weakly", "unsupported"):
+        for level in ClaimSupport.values:
             found[f"claims_{level}"] = checks.filter(support=level).count()
     return found
 
@@ -255,8 +244,7 @@ def _check_claims(run: JudgeRun, items: Sequence[FeedbackItem]) -> str:
     done = set(ClaimCheck.objects.filter(run=run).values_list("assignment_id", "slot", "claim"))
     todo = [claim for claim in claims if (claim.assignment_id, claim.slot, claim.index) not in done]
     run.append_log(f"Checking {len(todo)} claim(s) of the batch's submitted comparisons against their quotes")
-    base = _endpoint(run)
-    backend = with_format(base, claim_response_format()) if uses_schema(run.endpoint) else base
+    backend, _ = constrained(_endpoint(run), "support", SUPPORT_SCHEMA)
     for start in range(0, len(todo), CLAIM_CHUNK):
         if run.cancel_was_requested():
             run.append_log(f"Cancelled: {start} of {len(todo)} claim(s) checked")

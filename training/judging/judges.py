@@ -3,9 +3,9 @@
 - ``RewardJudge``: a registered reward model's scores (``reward``); an item's answers are scored once and
   both orders read the same scores.
 - ``EndpointJudge``: a language model behind an endpoint of ``SAMPLING_ENDPOINTS``, sent the versioned
-  prompt (``prompts``) through ``EndpointBackend``; with a JSON schema as ``response_format`` where the
-  operator lists the endpoint in ``JUDGE_SCHEMA_ENDPOINTS`` (vLLM, llama.cpp's server and hosted APIs accept
-  one), otherwise the output is parsed. Either way the verdict is checked like a human submission
+  prompt (``prompts``) through ``EndpointBackend``; with the verdict's JSON schema where the endpoint's kind
+  of server constrains decoding to one (``schema_fields``: vLLM, llama.cpp's server, TGI), otherwise the
+  output is parsed. Either way the verdict is checked like a human submission
   (``verdicts``); an unreadable output is a verdict with its error, and only a server that cannot answer
   at all (``BackendError``, after the backend's retries) stops the run.
 
@@ -23,11 +23,11 @@ from typing import Any
 from annotation.feedback.validation import AnswerShape
 from browser.engine.observation import format_answer_prompt
 from browser.engine.page import Quote
-from training.judging.prompts import ShownItem, messages_for
+from training.judging.prompts import ShownItem, messages_for, verdict_schema
 from training.judging.reward import reward_response
 from training.judging.verdicts import Verdict, check_verdict, read_verdict
 from training.sampling.endpoint import EndpointBackend
-from training.sampling.types import Backend, CompletionRequest
+from training.sampling.types import CompletionRequest
 
 
 def derived_seed(seed: int, *parts: object) -> int:
@@ -105,36 +105,44 @@ def _quotes(stored: Sequence[Any]) -> tuple[Quote, ...]:
     )
 
 
-class SchemaEndpointBackend(EndpointBackend):
-    """``EndpointBackend`` sending an OpenAI ``response_format`` with every request (a JSON schema the
-    server constrains decoding to). ``EndpointBackend`` itself sends none: its constraints are the browser's
-    command grammar, which no server takes."""
+# The field each kind of server (``EndpointConfig.server``) constrains decoding to a JSON schema with. A
+# generic OpenAI-compatible server ("openai") may not know ``json_schema`` and refuse the request, and
+# ``transformers serve`` ignores ``response_format``: their output is parsed, unconstrained.
+JSON_SCHEMA = "json_schema"
+UNCONSTRAINED = "none"
 
-    def __init__(self, *args: Any, response_format: dict[str, Any], **kwargs: Any) -> None:
+
+def schema_fields(server: str, name: str, schema: dict[str, Any]) -> tuple[dict[str, Any], str]:
+    """(fields to add to a request body, the constraint they carry) asking ``server`` for ``schema``."""
+    if server in ("vllm", "llamacpp"):  # both take OpenAI's structured-outputs form
+        form = {"type": "json_schema", "json_schema": {"name": name, "schema": schema, "strict": True}}
+        return {"response_format": form}, JSON_SCHEMA
+    if server == "tgi":  # TGI's guidance: a JSON schema under "value"
+        return {"response_format": {"type": "json_object", "value": schema}}, JSON_SCHEMA
+    return {}, UNCONSTRAINED
+
+
+class SchemaEndpointBackend(EndpointBackend):
+    """``EndpointBackend`` adding ``fields`` (``schema_fields``) to every request: its own constraints are
+    the browser's command grammar and quotes, not a JSON schema."""
+
+    def __init__(self, *args: Any, fields: dict[str, Any], **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self.response_format = response_format
+        self.fields = fields
 
     def _post_with_retries(self, route: str, body: dict[str, Any], key: str | None) -> tuple[Any, int]:
-        return super()._post_with_retries(route, body | {"response_format": self.response_format}, key)
+        return super()._post_with_retries(route, body | self.fields, key)
 
 
 class EndpointJudge:
-    """Asks a language model for verdicts. ``backend_for(shown item)``: the backend to send with (one
-    sending the item's schema where the endpoint takes one; the plain one otherwise)."""
+    """Asks a language model behind ``base`` for verdicts (with each item's schema where its server takes
+    one: ``constrained``)."""
 
     def __init__(
-        self,
-        backend_for: Any,
-        prompt_version: str,
-        *,
-        temperature: float,
-        max_tokens: int,
-        seed: int,
-        schema: bool,
+        self, base: EndpointBackend, prompt_version: str, *, temperature: float, max_tokens: int, seed: int
     ) -> None:
-        self.backend_for = backend_for
-        self.prompt_version, self.temperature, self.max_tokens = prompt_version, temperature, max_tokens
-        self.seed, self.schema = seed, schema
+        self.base, self.prompt_version = base, prompt_version
+        self.temperature, self.max_tokens, self.seed = temperature, max_tokens, seed
 
     def judge(self, asks: Sequence[Ask]) -> list[Verdict]:
         """One verdict per ask, in order; the asks with the same number of answers (the same schema) are
@@ -150,7 +158,7 @@ class EndpointJudge:
         return [verdict for verdict in verdicts if verdict is not None]
 
     def _judge_alike(self, asks: Sequence[Ask]) -> list[Verdict]:
-        backend: Backend = self.backend_for(asks[0].shown)
+        backend, constraint = constrained(self.base, "verdict", verdict_schema(asks[0].shown))
         requests = [
             CompletionRequest(
                 max_new_tokens=self.max_tokens,
@@ -167,7 +175,7 @@ class EndpointJudge:
                 "tokens": completion.tokens,
                 "prompt_tokens": completion.prompt_tokens,
                 "finish_reason": completion.finish_reason,
-                "constraint": "json_schema" if self.schema else "none",
+                "constraint": constraint,
             }
             shown = ask.shown
             verdicts.append(
@@ -178,9 +186,13 @@ class EndpointJudge:
         return verdicts
 
 
-def with_format(base: EndpointBackend, response_format: dict[str, Any]) -> SchemaEndpointBackend:
-    """A backend like ``base`` (same server, model, key variable, timeouts) sending ``response_format``."""
-    return SchemaEndpointBackend(
+def constrained(base: EndpointBackend, name: str, schema: dict[str, Any]) -> tuple[EndpointBackend, str]:
+    """A backend like ``base`` (same server, model, key variable, timeouts) asking for ``schema`` where its
+    kind of server takes one (else ``base`` itself), and the constraint it carries."""
+    fields, constraint = schema_fields(base.server, name, schema)
+    if not fields:
+        return base, constraint
+    backend = SchemaEndpointBackend(
         base.base_url,
         base.model,
         api_key_env=base.api_key_env,
@@ -189,5 +201,7 @@ def with_format(base: EndpointBackend, response_format: dict[str, Any]) -> Schem
         max_retries=base.max_retries,
         backoff_s=base.backoff_s,
         max_parallel=base.max_parallel,
-        response_format=response_format,
+        server=base.server,
+        fields=fields,
     )
+    return backend, constraint

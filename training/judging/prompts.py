@@ -200,11 +200,3 @@ def _example(schema: dict[str, Any]) -> Any:
     if kind == "object":
         return {name: _example(part) for name, part in schema["properties"].items()}
     return {"boolean": False, "integer": 1, "number": 0.5, "string": "..."}.get(kind, "")
-
-
-def response_format(item: ShownItem) -> dict[str, Any]:
-    """The OpenAI ``response_format`` asking for a verdict of ``verdict_schema``."""
-    return {
-        "type": "json_schema",
-        "json_schema": {"name": "verdict", "schema": verdict_schema(item), "strict": True},
-    }

@@ -63,7 +63,7 @@ class Command(BaseCommand):
             raise CommandError(f"judge run {run.pk} {run.status}: {run.error} (its page: {page})")
         counts = run.metrics
         self.stdout.write(
-            f"judge run {run.pk} done: {counts['items_judged']} item(s), {counts['unreadable']} unreadable "
+            f"judge run {run.pk} done: {counts['judged']} item(s), {counts['unreadable']} unreadable "
             f"output(s), {counts['consistent']} of {counts['both_orders']} the same in both orders; {page}"
         )
 
