@@ -84,6 +84,10 @@ def test_the_run_page_shows_both_verdicts_with_the_raw_output_escaped(client_for
         and "Routing</dt><dd>off" in html
     )
     assert "Same verdict in both orders" in html
+    assert (
+        "[system]\nYou are a careful evaluator" in html
+        and "[user]\nQuestion: Why is the sky blue? (0)" in html
+    )
     ModelJudgement.objects.filter(run=run, swapped=True).update(
         response=None, error="the output holds no JSON"
     )

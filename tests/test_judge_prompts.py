@@ -14,6 +14,7 @@ from annotation.feedback.validation import AnswerShape
 from training.judging.claims import Claim, claim_messages, claims_of, read_support
 from training.judging.judges import derived_seed
 from training.judging.prompts import (
+    PROMPT_TEMPLATES,
     PROMPT_VERSIONS,
     example,
     messages_for,
@@ -67,6 +68,7 @@ def test_each_template_has_a_versioned_prompt_asking_for_its_fields():
     with pytest.raises(ValueError, match="does not judge"):
         messages_for("ranking-v1", comparison())
     assert set(PROMPT_VERSIONS.values()) == {"comparison-v1", "ranking-v1", "rating-v1"}
+    assert all(template in PROMPT_TEMPLATES[version] for template, version in PROMPT_VERSIONS.items())
 
 
 @pytest.mark.parametrize(

@@ -29,6 +29,12 @@ from training.sampling.types import Message
 COMPARISON_V1 = "comparison-v1"
 RANKING_V1 = "ranking-v1"
 RATING_V1 = "rating-v1"
+# The templates each version judges (every version ever used stays here: old runs' prompts still render).
+PROMPT_TEMPLATES = {
+    COMPARISON_V1: ("webgpt_comparison", "minimal_comparison"),
+    RANKING_V1: ("ranking",),
+    RATING_V1: ("rating",),
+}
 # The version a new run of each template uses.
 PROMPT_VERSIONS = {
     "webgpt_comparison": COMPARISON_V1,
@@ -125,7 +131,7 @@ def render_item(item: ShownItem) -> str:
 
 def messages_for(version: str, item: ShownItem) -> tuple[Message, ...]:
     """The chat a judge is sent for ``item`` under prompt ``version``."""
-    if version != PROMPT_VERSIONS.get(item.template):
+    if item.template not in PROMPT_TEMPLATES.get(version, ()):
         raise ValueError(f"prompt {version!r} does not judge {item.template} items")
     system = f"{JUDGE_ROLE_V1}\n\n{_task(item)}\n\n{REPLY_V1.format(example=json.dumps(example(item)))}"
     return (Message("system", system), Message("user", render_item(item)))

@@ -20,7 +20,7 @@ from annotation.models import Answer, FeedbackBatch
 from annotation.models.judging import JudgeRun, ModelJudgement
 from training.job_views import announce_request, cancel_unless_finished, shown
 from training.judging.forms import JudgeForm
-from training.judging.prompts import slot_names
+from training.judging.prompts import messages_for, shown_item, slot_names
 from training.judging.runs import cancel_judge_run, request_judge_run
 from webgpt_site.permissions import Role, get_visible_or_404, role_required
 
@@ -55,6 +55,7 @@ def judge_detail(request: HttpRequest, pk: int) -> HttpResponse:
     page = Paginator(judged, ITEMS_PER_PAGE).get_page(request.GET.get("page"))
     context["page"] = page
     context["items"] = item_rows(run, list(page.object_list))
+    context["prompt"] = prompt_text(run, context["items"])
     context["settings"] = [(name, shown(value)) for name, value in sorted((run.settings or {}).items())]
     return render(request, "training/judge_detail.html", context)
 
@@ -85,6 +86,22 @@ def item_rows(run: JudgeRun, item_ids: Sequence[int]) -> list[dict[str, Any]]:
         )
         row["verdicts"].append(verdict_view(run.batch, judgement, answers))
     return list(rows.values())
+
+
+def prompt_text(run: JudgeRun, rows: Sequence[dict[str, Any]]) -> str:
+    """The prompt as sent for the page's first item in its drawn order ("" for a reward model's run)."""
+    if not run.prompt_version or not rows:
+        return ""
+    judgement = rows[0]["verdicts"][0]["judgement"]
+    answers = Answer.objects.in_bulk([pk for pk in judgement.order if isinstance(pk, int)])
+    shown = [(answers[pk].text, answers[pk].quotes) for pk in judgement.order if pk in answers]
+    batch = run.batch
+    item = shown_item(batch.template, batch.preset, judgement.item.question.text, shown)
+    try:
+        messages = messages_for(run.prompt_version, item)
+    except ValueError:  # a version this code no longer has
+        return ""
+    return "\n\n".join(f"[{message.role}]\n{message.content}" for message in messages)
 
 
 def verdict_view(
