@@ -5,9 +5,9 @@
 - ``EndpointJudge``: a language model behind an endpoint of ``SAMPLING_ENDPOINTS``, sent the versioned
   prompt (``prompts``) through ``EndpointBackend``; with the verdict's JSON schema where the endpoint's kind
   of server constrains decoding to one (``schema_fields``: vLLM, llama.cpp's server, TGI), otherwise the
-  output is parsed. Either way the verdict is checked like a human submission
-  (``verdicts``); an unreadable output is a verdict with its error, and only a server that cannot answer
-  at all (``BackendError``, after the backend's retries) stops the run.
+  output is parsed. Either way the verdict is checked like a human submission (``verdicts``); an
+  unreadable output is a verdict with its error, and only a server that cannot answer at all
+  (``BackendError``, after the backend's retries) stops the run.
 
 Seeds: each request's seed is derived from the run's seed, the item and the order (``derived_seed``), so a
 run reproduces and the two orders of an item are two draws, not one repeated."""
@@ -47,10 +47,9 @@ class Ask:
     shown: ShownItem
     shapes: tuple[AnswerShape, ...]
     always_required: tuple[str, ...]
-    quotes: tuple[
-        tuple[Any, ...], ...
-    ]  # each answer's stored quotes, in ``order``: what a reward model reads
-    texts: tuple[str, ...]  # each answer's stored text, in ``order``
+    # Each answer's stored quotes and text, in ``order``: what a reward model reads.
+    quotes: tuple[tuple[Any, ...], ...]
+    texts: tuple[str, ...]
 
 
 class RewardJudge:
