@@ -155,6 +155,34 @@ def test_a_json_schema_goes_to_a_server_that_constrains_decoding_to_one(
     assert ModelJudgement.objects.filter(details__constraint="json_schema").count() == 2
 
 
+def test_rankings_and_ratings_are_asked_their_own_fields_and_checked_by_their_rules(alice, endpoint):
+    def by_template(request: dict[str, Any]) -> tuple:
+        system, user = (message["content"] for message in request["body"]["messages"])
+        if "Rank the 4 answers" in system:  # the Rayleigh answer first, whichever slot it is in
+            slot = next(n for n in "1234" if f"Answer {n}:\n{GOOD}" in user)
+            ranks = {n: 1 if n == slot else 2 for n in "1234"}
+            return chat_ok(json.dumps({"ranks": ranks, "confidence": 0.6}))
+        return chat_ok(json.dumps({"truthful": "yes", "informative": "maybe"}))  # "maybe" is no choice
+
+    endpoint.script[CHAT] = [by_template]
+    ranking = judge(alice, make_batch(1, "ranking", preset="webgpt", always_required=["ranks"]))
+    assert ranking.prompt_version == "ranking-v1" and ranking.metrics["consistent"] == 1
+    for row in ModelJudgement.objects.filter(run=ranking):
+        good = next(slot for slot, pk in enumerate(row.order, 1) if Answer.objects.get(pk=pk).text == GOOD)
+        assert row.response["ranks"][str(good)] == 1 and sorted(row.response["ranks"].values()) == [
+            1,
+            2,
+            2,
+            2,
+        ]
+    rating = judge(alice, make_batch(1, "rating", preset="truthfulqa"))
+    assert rating.prompt_version == "rating-v1" and rating.metrics["unreadable"] == 2
+    assert (
+        "informative: Is the answer informative?: choose one of Yes, No."
+        in ModelJudgement.objects.filter(run=rating).first().error
+    )
+
+
 def test_an_unreadable_output_is_stored_with_its_reason_and_the_run_goes_on(alice, endpoint):
     endpoint.script[CHAT] = [chat_ok("Answer A is better."), chat_ok('{"ratings": {"overall": "best"}}')]
     run = judge(alice, make_batch(2))
