@@ -100,6 +100,7 @@ RICH = {
     "training:sampling_new",
     "training:proxy_evaluations",
     "api-proxy-evaluations",
+    "api-judge-runs",
     "console:team_state",
     "api-team-state",
     "account:invite",
@@ -146,7 +147,7 @@ def _build_world(tmp: Any) -> World:
     from annotation.demonstrations import service as demos
     from annotation.feedback.answers_import import import_answers
     from annotation.feedback.batches import BatchSettings, create_feedback_batch, group_answers
-    from annotation.models import Assignment, Export, ExportStatus, FeedbackItem, Question
+    from annotation.models import Assignment, Export, ExportStatus, FeedbackItem, JudgeRun, Question
     from annotation.questions.service import import_questions
     from annotation.workforce.invitations import invite
     from annotation.workforce.states import qualify_for_role
@@ -261,6 +262,11 @@ def _build_world(tmp: Any) -> World:
         "proxy_evaluation": [
             ProxyEvaluation.objects.create(
                 owner=users["alice"], reward_model=checkpoint, reward_model_name=checkpoint.name
+            )
+        ],
+        "judge_run": [
+            JudgeRun.objects.create(
+                owner=users["alice"], batch=tasks[0].item.batch, judge_kind="reward_model", judge_name="tiny"
             )
         ],
     }

@@ -45,6 +45,7 @@ from annotation.models import (
     Question,
     SourceKind,
 )
+from annotation.models.judging import JudgeRun
 from annotation.questions.service import import_questions
 from annotation.workforce import invitations
 from browser.models import Corpus, CorpusImport
@@ -158,6 +159,9 @@ EXPECTED: dict[str, tuple] = {
     "training:sampling_new": RESEARCHER,
     "training:sampling_run": RESEARCH_OBJECT,
     "training:sampling_cancel": RESEARCH_OBJECT,
+    "training:judge_new": RESEARCHER,
+    "training:judge_run": RESEARCH_OBJECT,
+    "training:judge_cancel": RESEARCH_OBJECT,
     "training:proxy_evaluations": RESEARCHER,
     "training:proxy_evaluation": RESEARCH_OBJECT,
     "training:proxy_results_csv": RESEARCH_OBJECT,
@@ -203,6 +207,10 @@ EXPECTED: dict[str, tuple] = {
     "api-sampling-run-cancel": API_RESEARCH_OBJECT,
     "api-sampling-run-samples": API_RESEARCH_OBJECT,
     "api-sampling-endpoints": API_RESEARCHER,
+    "api-judge-runs": API_RESEARCHER,
+    "api-judge-run": API_RESEARCH_OBJECT,
+    "api-judge-run-cancel": API_RESEARCH_OBJECT,
+    "api-judge-run-judgements": API_RESEARCH_OBJECT,
     "api-proxy-evaluations": API_RESEARCHER,
     "api-proxy-evaluation": API_RESEARCH_OBJECT,
     "api-proxy-evaluation-cancel": API_RESEARCH_OBJECT,
@@ -321,6 +329,9 @@ def _build_world(tmp) -> tuple[dict, dict, dict]:
         "round": Round.objects.create(number=1, name="round one"),
         "proxy_evaluation": ProxyEvaluation.objects.create(
             owner=alice, reward_model=checkpoint, reward_model_name=checkpoint.name
+        ),
+        "judge_run": JudgeRun.objects.create(
+            owner=alice, batch=FeedbackBatch.objects.first(), judge_kind="reward_model", judge_name="tiny"
         ),
     }
     # What each page's forms send (hidden keys, versions, chosen options), for the routes they post to.
@@ -462,6 +473,7 @@ API_BODIES: dict[str, Any] = {
     "api-sampling-runs": lambda s, o: {"questions": {"split": "bc", "limit": 1}},
     "api-proxy-evaluations": lambda s, o: {"reward_model": s["checkpoint"].pk, "runs": [s["finished"].pk]},
     "api-rounds": lambda s, o: {"sampling_runs": [s["sampling_run"].pk]},
+    "api-judge-runs": lambda s, o: {"batch": s["batch"].pk, "reward_model": s["checkpoint"].pk},
     "api-task-submit": lambda s, o: {
         "response": {"ratings": {"overall": "a_better"}},
         "key": "9b2f2a4e-4d1c-4e7a-9a43-3f0c9a6c2b11",

@@ -1,6 +1,7 @@
 from django.urls import path
 
 from training.evaluation import proxy_views, round_views
+from training.judging import views as judge_views
 from training.rl import views as rl_views
 from training.runs import views
 from training.sampling import views as sampling_views
@@ -19,6 +20,9 @@ urlpatterns = [
     path("sampling/new/", sampling_views.sampling_new, name="sampling_new"),
     path("sampling/<int:pk>/", sampling_views.sampling_detail, name="sampling_run"),
     path("sampling/<int:pk>/cancel/", sampling_views.sampling_cancel, name="sampling_cancel"),
+    path("judge/batch/<int:pk>/", judge_views.judge_new, name="judge_new"),
+    path("judge/<int:pk>/", judge_views.judge_detail, name="judge_run"),
+    path("judge/<int:pk>/cancel/", judge_views.judge_cancel, name="judge_cancel"),
     path("proxy/", proxy_views.proxy_list, name="proxy_evaluations"),
     path("proxy/<int:pk>/", proxy_views.proxy_detail, name="proxy_evaluation"),
     path("proxy/<int:pk>/results.csv", proxy_views.proxy_results_csv, name="proxy_results_csv"),

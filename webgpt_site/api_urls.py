@@ -19,6 +19,7 @@ from annotation.api import (
 )
 from training.evaluation import proxy_api as proxy
 from training.evaluation import rounds_api as rounds
+from training.judging import api as judging
 from training.runs import api as training
 from training.sampling import api as sampling
 
@@ -72,6 +73,14 @@ urlpatterns = [
     ),
     path("sampling-runs/<int:pk>/samples", sampling.SampleList.as_view(), name="api-sampling-run-samples"),
     path("sampling-endpoints", sampling.BackendList.as_view(), name="api-sampling-endpoints"),
+    path("judge-runs", judging.JudgeRunList.as_view(), name="api-judge-runs"),
+    path("judge-runs/<int:pk>", judging.JudgeRunDetail.as_view(), name="api-judge-run"),
+    path("judge-runs/<int:pk>/cancel", judging.JudgeRunCancel.as_view(), name="api-judge-run-cancel"),
+    path(
+        "judge-runs/<int:pk>/judgements",
+        judging.ModelJudgementList.as_view(),
+        name="api-judge-run-judgements",
+    ),
     path("proxy-evaluations", proxy.ProxyEvaluationList.as_view(), name="api-proxy-evaluations"),
     path("proxy-evaluations/<int:pk>", proxy.ProxyEvaluationDetail.as_view(), name="api-proxy-evaluation"),
     path(

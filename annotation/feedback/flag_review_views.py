@@ -28,7 +28,7 @@ from annotation.feedback.scales import (
     TRUST_LEVELS,
     dimensions_for,
 )
-from annotation.models import Answer, Assignment, FeedbackBatch
+from annotation.models import Answer, Assignment, ClaimCheck, FeedbackBatch
 from webgpt_site.models import AuditEntry
 from webgpt_site.permissions import Role, get_visible_or_404, role_required
 
@@ -51,7 +51,8 @@ def _section(value: Any, key: str) -> dict:
     return part if isinstance(part, dict) else {}
 
 
-def _claims(claims: Any, text: str) -> list[dict[str, Any]]:
+def _claims(claims: Any, text: str, checks: Mapping[int, list[ClaimCheck]]) -> list[dict[str, Any]]:
+    """The marked claims in words, each with the model judges' checks of it (``checks`` by claim number)."""
     support, relevance = dict(CLAIM_SUPPORT), dict(CLAIM_RELEVANCE)
     return [
         {
@@ -59,16 +60,20 @@ def _claims(claims: Any, text: str) -> list[dict[str, Any]]:
             "support": support.get(claim.get("support"), claim.get("support")),
             "relevance": relevance.get(claim.get("relevance"), claim.get("relevance")),
             "quotes": [index + 1 for index in claim.get("quotes") or () if isinstance(index, int)],
+            "checks": checks.get(number, []),
         }
-        for claim in (claims if isinstance(claims, list) else ())
+        for number, claim in enumerate(claims if isinstance(claims, list) else ())
         if isinstance(claim, dict)
         and isinstance(claim.get("start"), int)
         and isinstance(claim.get("end"), int)
     ]
 
 
-def _slots(task: Assignment, answers: Mapping[int, Answer]) -> list[dict[str, Any]]:
-    """The answers in the labeler's order, as their page showed them, with what they marked on each."""
+def _slots(
+    task: Assignment, answers: Mapping[int, Answer], checks: Mapping[tuple[str, int], list[ClaimCheck]]
+) -> list[dict[str, Any]]:
+    """The answers in the labeler's order, as their page showed them, with what they marked on each (and
+    the judges' claim checks: ``checks`` by (slot, claim number))."""
     template = task.item.batch.template
     minimal = template == "minimal_comparison"  # shown without citations and references
     trust_words = dict(TRUST_LEVELS)
@@ -92,7 +97,11 @@ def _slots(task: Assignment, answers: Mapping[int, Answer]) -> list[dict[str, An
                     for index, quote in enumerate(answer.quotes)
                     if isinstance(quote, dict)
                 ],
-                "claims": _claims(_section(marked, slot).get("claims"), text),
+                "claims": _claims(
+                    _section(marked, slot).get("claims"),
+                    text,
+                    {claim: found for (where, claim), found in checks.items() if where == slot},
+                ),
             }
         )
     return slots
@@ -140,9 +149,12 @@ def review_rows(tasks: Iterable[Assignment]) -> list[dict[str, Any]]:
         object_id__in=[str(task.pk) for task in tasks],
     ):
         cleared[entry.object_id].append(entry)
+    checks: dict[int, dict[tuple[str, int], list[ClaimCheck]]] = defaultdict(lambda: defaultdict(list))
+    for check in ClaimCheck.objects.filter(assignment__in=tasks).select_related("run").order_by("run_id"):
+        checks[check.assignment_id][(check.slot, check.claim)].append(check)
     rows = []
     for task in tasks:
-        slots = _slots(task, answers)
+        slots = _slots(task, answers, checks[task.pk])
         texts = {slot["slot"]: slot["text"] for slot in slots}
         comparison = task.item.batch.template in COMPARISON_TEMPLATES
         response = task.response if isinstance(task.response, dict) else {}
