@@ -1,6 +1,6 @@
 """The README's screenshots, taken from a running app (`make run`):
 python scripts/screenshots.py [URL [STEP...]] (steps: demonstration, feedback, people, training, sampling,
-loop, rl, operations, workforce; all of them, in that order, by default)."""
+loop, rl, judges, operations, workforce; all of them, in that order, by default)."""
 
 from __future__ import annotations
 
@@ -154,6 +154,72 @@ def rl(page: Page, base: str) -> None:
     # The top of the page: lineage, the curves and the first of the latest step's 32 episodes.
     page.screenshot(
         path=OUT / "rl-run.png", full_page=True, clip={"x": 0, "y": 0, "width": 1280, "height": 2400}
+    )
+
+
+def judges(page: Page, base: str) -> None:
+    """A model judge beside the labelers: the labeler judges some of the demo's minimal comparisons, the demo
+    reward model judges the whole batch in both orders, the results put the two side by side; then a routed
+    run on the WebGPT-comparison batch leaves labelers only the items the judge is unsure of."""
+    sign_in(page, base, "researcher")
+    minimal = "FreshWiki demo: Minimal comparison"
+    page.goto(f"{base}/console/feedback/")
+    for row in page.locator("tbody tr").all():  # the labeler's next tasks come from this batch only
+        if row.locator("th a").inner_text() != minimal:
+            row.get_by_role("checkbox").check()
+    page.get_by_role("button", name="Pause", exact=True).click()
+    page.wait_for_load_state("networkidle")
+    labeler = page.context.browser.new_page(viewport={"width": 1280, "height": 1000})
+    sign_in(labeler, base, "labeler")
+    choices = (
+        "A better",
+        "B better",
+        "A much better",
+        "Equally good",
+        "B better",
+        "A better",
+        "B much better",
+    )
+    for choice in choices:
+        labeler.goto(f"{base}/tasks/")
+        resume = labeler.get_by_role("link", name="Continue your task")
+        (resume if resume.count() else labeler.get_by_role("button", name="Start next task")).click()
+        labeler.wait_for_load_state("load")
+        labeler.get_by_role("radiogroup", name="Overall usefulness").get_by_label(choice, exact=True).check()
+        for group in labeler.get_by_role("radiogroup").all():  # a task drawn with every part required
+            if not group.locator("input:checked").count():
+                group.get_by_role("radio").last.check()
+        labeler.get_by_role("button", name="Submit and back to the list").click()
+        labeler.wait_for_load_state("networkidle")
+    page.goto(f"{base}/console/feedback/")
+    page.get_by_role("link", name=minimal, exact=True).click()
+    batch_url = page.url
+    page.get_by_role("link", name="Judge this batch").click()
+    page.get_by_label("Judge").select_option(index=0)
+    page.get_by_label("Tie margin").fill("0")  # the demo reward model spreads answers by ~0.01 logits
+    started = time.monotonic()
+    page.get_by_role("button", name="Start judging").click()
+    expect(page.get_by_text("Done", exact=True).first).to_be_visible(timeout=600_000)
+    print(f"judge run: {time.monotonic() - started:.0f} s")
+    page.screenshot(
+        path=OUT / "judge-run.png", full_page=True, clip={"x": 0, "y": 0, "width": 1280, "height": 1600}
+    )
+    page.goto(batch_url.rstrip("/") + "/results/#judges")
+    page.wait_for_load_state("networkidle")
+    page.locator("#judges").scroll_into_view_if_needed()
+    page.screenshot(path=OUT / "judge-results.png", full_page=False)
+    page.goto(f"{base}/console/feedback/")
+    page.get_by_role("link", name="FreshWiki demo: WebGPT comparison", exact=True).click()
+    page.get_by_role("link", name="Judge this batch").click()
+    page.get_by_label("Judge").select_option(index=0)
+    page.get_by_label("Tie margin").fill("0")
+    page.get_by_label("Route").check()
+    page.get_by_label("Confidence threshold").fill("0.502")
+    page.get_by_label("Audit share").fill("0.25")
+    page.get_by_role("button", name="Start judging").click()
+    expect(page.get_by_text("Done", exact=True).first).to_be_visible(timeout=600_000)
+    page.screenshot(
+        path=OUT / "judge-routed.png", full_page=True, clip={"x": 0, "y": 0, "width": 1280, "height": 1400}
     )
 
 
@@ -402,6 +468,7 @@ def workforce(page: Page, base: str) -> None:
 
 
 JOURNEYS = {
+    "judges": judges,
     "operations": operations,
     "demonstration": demonstration,
     "feedback": feedback,

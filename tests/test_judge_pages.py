@@ -108,6 +108,11 @@ def test_the_htmx_partial_polls_while_running_and_cancel_stops_a_queued_run(clie
     ).content.decode()
     assert "<html" not in partial and 'hx-trigger="every 2s"' in partial
     assert "1 of 3 items judged" in partial and "about 3 min left" in partial
+    url = reverse("training:judge_run", args=[run.pk])
+    assert "HX-Refresh" not in client.get(url, HTTP_HX_REQUEST="true").headers
+    JudgeRun.objects.filter(pk=run.pk).update(status=RunStatus.DONE)
+    # The poll that sees the end reloads the page once, for the verdicts the page was loaded without.
+    assert client.get(url, HTTP_HX_REQUEST="true").headers["HX-Refresh"] == "true"
     JudgeRun.objects.filter(pk=run.pk).update(status=RunStatus.QUEUED)
     assert client.post(reverse("training:judge_cancel", args=[run.pk])).status_code == 302
     run.refresh_from_db()

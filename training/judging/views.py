@@ -50,7 +50,10 @@ def judge_detail(request: HttpRequest, pk: int) -> HttpResponse:
     run = get_visible_or_404(JudgeRun.objects.select_related("owner", "batch"), request.user, pk=pk)
     context: dict[str, Any] = {"run": run, "metrics": run.metrics or {}}
     if request.htmx:
-        return render(request, "training/_judge_status.html", context)
+        response = render(request, "training/_judge_status.html", context)
+        if run.is_finished:  # the last poll: reload once, so the verdicts below are all there
+            response["HX-Refresh"] = "true"
+        return response
     judged = run.judgements.order_by("item_id").values_list("item_id", flat=True).distinct()
     page = Paginator(judged, ITEMS_PER_PAGE).get_page(request.GET.get("page"))
     context["page"] = page
