@@ -11,6 +11,19 @@ PY=.venv/bin/python
 $PY manage.py migrate --noinput -v 0
 $PY manage.py load_demo
 mkdir -p var
+# SERVE=1: also run the prompted default model (SmolLM2, converted once) behind `transformers serve`, listed
+# as the endpoint "smollm2-serve" for sampling runs and judges: a real OpenAI-compatible server on the CPU.
+if [ "${SERVE:-0}" = 1 ]; then
+  SERVE_PORT="${SERVE_PORT:-8001}"
+  folder=$($PY manage.py shell -v 0 -c "from django.conf import settings; from training.runs.store import \
+converted_smollm2; print(converted_smollm2(settings.MODEL_STORE_DIR))")
+  HF_HUB_OFFLINE=1 OMP_WAIT_POLICY=PASSIVE .venv/bin/transformers serve "$folder" --host 127.0.0.1 --port "$SERVE_PORT" \
+    --device cpu >var/transformers-serve.log 2>&1 &
+  server=$!
+  trap 'kill $server 2>/dev/null || true' EXIT
+  export SAMPLING_ENDPOINTS="{\"smollm2-serve\": {\"base_url\": \"http://127.0.0.1:${SERVE_PORT}/v1\", \
+\"model\": \"$folder\", \"server\": \"transformers\", \"policy\": \"prompted\", \"max_parallel\": 2, \"timeout_s\": 300}}"
+fi
 # Real worker processes; with no CELERY_BROKER_URL they use the embedded broker in var/. Training and
 # sampling get a worker each (one job at a time, passive OpenMP threads) so that a long run never holds up
 # exports.
@@ -23,6 +36,7 @@ workers="$workers $!"
 OMP_WAIT_POLICY=PASSIVE .venv/bin/celery -A webgpt_site worker -n sampling@%h -Q sampling --concurrency 1 \
   --loglevel INFO >var/celery-sampling.log 2>&1 &
 workers="$workers $!"
+workers="$workers ${server:-}"
 trap 'kill $workers 2>/dev/null || true; wait $workers 2>/dev/null || true' EXIT INT TERM
 
 cat <<BANNER
