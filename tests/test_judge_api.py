@@ -10,8 +10,12 @@ from django.core.management import CommandError, call_command
 from django.urls import reverse
 from rest_framework.test import APIClient
 
-from annotation.models.judging import JudgeRun, ModelJudgement
-from tests.test_judge_jobs import endpoint_fixture, make_batch  # noqa: F401 (a fixture)
+from annotation.models.judging import ClaimCheck, JudgeKind, JudgeRun, ModelJudgement
+from tests.test_judge_jobs import (  # noqa: F401 (a fixture)
+    endpoint_fixture,
+    make_batch,
+    submitted_with_claims,
+)
 from tests.test_sampling_endpoint import server  # noqa: F401 (the scripted server fixture)
 from training.errors import RunError
 from training.judging.runs import JudgeRequest, check_settings, request_judge_run
@@ -197,3 +201,42 @@ def test_the_command_judges_a_batch_here_and_refuses_bad_options(alice, endpoint
     queued = StringIO()
     call_command("judge_batch", "--batch", str(batch.pk), "--endpoint", "judge", "--queue", stdout=queued)
     assert reverse("training:judge_run", args=[JudgeRun.objects.latest("pk").pk]) in queued.getvalue()
+
+
+def test_the_flag_review_api_gives_each_claims_checks_as_the_page_shows_them(alice, bob):
+    batch = make_batch(1)
+    task = submitted_with_claims(batch, bob)
+    first, second = (
+        JudgeRun.objects.create(batch=batch, judge_kind=JudgeKind.ENDPOINT, endpoint="judge", judge_name=name)
+        for name in ("judge:smol", "judge:big")
+    )
+    ClaimCheck.objects.create(run=second, assignment=task, slot="A", claim=0, support="weakly")
+    ClaimCheck.objects.create(run=first, assignment=task, slot="A", claim=0, support="supported")
+    ClaimCheck.objects.create(run=first, assignment=task, slot="B", claim=0, error="the output holds no JSON")
+    listed = api(alice).get(f"/api/batches/{batch.pk}/flags").json()["results"]
+    expected = [
+        {
+            "slot": "A",
+            "claim": 0,
+            "run": first.pk,
+            "judge": "judge:smol",
+            "support": "supported",
+            "error": "",
+        },
+        {"slot": "A", "claim": 0, "run": second.pk, "judge": "judge:big", "support": "weakly", "error": ""},
+        {
+            "slot": "B",
+            "claim": 0,
+            "run": first.pk,
+            "judge": "judge:smol",
+            "support": "",
+            "error": "the output holds no JSON",
+        },
+    ]
+    assert [row["id"] for row in listed] == [task.pk] and listed[0]["claim_checks"] == expected
+    # Each check names its claim in the stored response: slot A's first claim is the span checked.
+    assert listed[0]["response"]["answers"]["A"]["claims"][0]["end"] == 19
+    decided = api(alice).post(
+        f"/api/assignments/{task.pk}/flag-decision", {"decision": "keep"}, format="json"
+    )
+    assert decided.status_code == 200 and decided.json()["claim_checks"] == expected

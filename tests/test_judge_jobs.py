@@ -1,7 +1,8 @@
 """The judge job: a language model behind an endpoint (through ``EndpointBackend``, against the scripted
-OpenAI-compatible server of the endpoint tests) and a tiny random reward model judge a batch's items in both
-orders; unreadable outputs are stored with their reason; cancel, failure and resuming keep whole items; claim
-checks; and a run on a real worker of the sampling queue."""
+OpenAI-compatible server of the endpoint tests: a judge whose verdicts are known) and a tiny random reward
+model judge a batch's items in both orders; the JSON schema each kind of server is sent; cancel, failure and
+resuming keep whole items; claim checks; and a run on a real worker of the sampling queue. Unreadable
+outputs stored with their reason, and runs against a real server: test_judge_servers.py."""
 
 from __future__ import annotations
 
@@ -30,10 +31,13 @@ from tests.conftest import running_worker
 from tests.test_sampling_endpoint import chat_ok, server  # noqa: F401 (the scripted server fixture)
 from tests.test_training_jobs import worker_env
 from tests.tiny_models import tiny_reward_model
+from training.judging.claims import SUPPORT_SCHEMA
 from training.judging.jobs import drawn_order, run_judge_job
 from training.judging.runs import JudgeRequest, cancel_judge_run, request_judge_run
 from training.models import ModelCheckpoint, RunKind, RunStatus
+from training.sampling.dialects import request_fields
 from training.sampling.endpoints import EndpointConfig
+from training.sampling.types import CompletionRequest, Constraint, JsonSchema
 
 pytestmark = pytest.mark.django_db
 CHAT = "/v1/chat/completions"
@@ -155,6 +159,19 @@ def test_a_json_schema_goes_to_a_server_that_constrains_decoding_to_one(
     assert ModelJudgement.objects.filter(details__constraint="json_schema").count() == 2
 
 
+def test_a_request_asks_for_a_schema_or_a_command_grammar_and_raw_prompts_only_where_a_server_takes_one():
+    schema = JsonSchema("support", SUPPORT_SCHEMA)
+    prompt = CompletionRequest(prompt="Claim:", max_new_tokens=16, json_schema=schema)
+    assert request_fields("llamacpp", prompt) == ({"json_schema": SUPPORT_SCHEMA}, "json_schema")
+    assert request_fields("vllm", prompt)[0]["response_format"]["json_schema"]["name"] == "support"
+    assert request_fields("tgi", prompt) == ({}, "none")  # TGI's /v1/completions takes no grammar
+    assert request_fields("openai", prompt) == ({}, "none")
+    with pytest.raises(ValueError, match="not both"):
+        CompletionRequest(
+            prompt="x", max_new_tokens=16, json_schema=schema, constraint=Constraint(commands=True)
+        )
+
+
 def test_rankings_and_ratings_are_asked_their_own_fields_and_checked_by_their_rules(alice, endpoint):
     def by_template(request: dict[str, Any]) -> tuple:
         system, user = (message["content"] for message in request["body"]["messages"])
@@ -181,17 +198,6 @@ def test_rankings_and_ratings_are_asked_their_own_fields_and_checked_by_their_ru
         "informative: Is the answer informative?: choose one of Yes, No."
         in ModelJudgement.objects.filter(run=rating).first().error
     )
-
-
-def test_an_unreadable_output_is_stored_with_its_reason_and_the_run_goes_on(alice, endpoint):
-    endpoint.script[CHAT] = [chat_ok("Answer A is better."), chat_ok('{"ratings": {"overall": "best"}}')]
-    run = judge(alice, make_batch(2))
-    assert run.status == RunStatus.DONE, run.error
-    rows = ModelJudgement.objects.filter(run=run)
-    assert rows.count() == 4 and not rows.filter(response__isnull=False).exists()
-    errors = set(rows.values_list("error", flat=True))
-    assert any("no JSON object" in error for error in errors) and any("ratings.overall" in e for e in errors)
-    assert run.metrics["unreadable"] == 4 and run.metrics["both_orders"] == 0
 
 
 def test_a_server_that_cannot_answer_fails_the_run_keeping_whole_items_and_a_rerun_resumes(alice, endpoint):

@@ -124,15 +124,10 @@ def test_only_researchers_see_judge_pages_and_state_changes_need_the_csrf_token(
 ):
     batch = make_batch(1)
     run = request_judge_run(alice, JudgeRequest(batch=batch, reward_model=reward_model), queue=False)
+    new, choice = reverse("training:judge_new", args=[batch.pk]), form_data(f"rm:{reward_model.pk}")
     for user in (bob, dana, charlie):
         client = client_for(user)
-        assert client.get(reverse("training:judge_new", args=[batch.pk])).status_code == 403
-        assert (
-            client.post(
-                reverse("training:judge_new", args=[batch.pk]), form_data(f"rm:{reward_model.pk}")
-            ).status_code
-            == 403
-        )
+        assert client.get(new).status_code == 403 and client.post(new, choice).status_code == 403
         assert client.get(reverse("training:judge_run", args=[run.pk])).status_code == 404
         assert client.post(reverse("training:judge_cancel", args=[run.pk])).status_code == 404
     assert client_for(alice).get(reverse("training:judge_new", args=[batch.pk + 1])).status_code == 404
@@ -141,15 +136,10 @@ def test_only_researchers_see_judge_pages_and_state_changes_need_the_csrf_token(
     strict = Client(enforce_csrf_checks=True)
     strict.force_login(alice)
     assert strict.post(reverse("training:judge_cancel", args=[run.pk])).status_code == 403
-    assert (
-        strict.post(
-            reverse("training:judge_new", args=[batch.pk]), form_data(f"rm:{reward_model.pk}")
-        ).status_code
-        == 403
-    )
+    assert strict.post(new, choice).status_code == 403
     run.refresh_from_db()
     assert run.status == RunStatus.QUEUED and JudgeRun.objects.count() == 1
-    page = client_for(alice).get(reverse("training:judge_new", args=[batch.pk])).content.decode()
+    page = client_for(alice).get(new).content.decode()
     assert "<script>" not in page and "csrfmiddlewaretoken" in page
 
 

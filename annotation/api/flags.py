@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from django.core.paginator import Paginator
+from django.db.models import Prefetch, QuerySet
 from django.shortcuts import get_object_or_404
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema
@@ -20,7 +21,7 @@ from annotation.api.permissions import IsResearcher
 from annotation.api.strict import StrictSerializer
 from annotation.feedback import flag_review as review
 from annotation.feedback.scales import COMPARISON_TEMPLATES
-from annotation.models import Assignment, FeedbackBatch
+from annotation.models import Assignment, ClaimCheck, FeedbackBatch
 from webgpt_site.permissions import get_visible_or_404
 
 PAGE_SIZE = 50
@@ -40,7 +41,10 @@ class FlagDecisionInput(StrictSerializer):
 
 def judgement_data(task: Assignment) -> dict[str, Any]:
     """A flagged judgement: the answers' ids in the labeler's order (slot A/1 first), the response as
-    stored, the flags with their reasons in words, and the decisions (oldest first)."""
+    stored, the flags with their reasons in words, the decisions (oldest first), and the model judges'
+    checks of its claims as the page shows them (``claim_checks``: each names its claim by slot and
+    number in ``response.answers[slot].claims``, its judge run and judge; ``support`` is empty and
+    ``error`` says why when the judge's output was unreadable)."""
     comparison = task.item.batch.template in COMPARISON_TEMPLATES
     return {
         "id": task.pk,
@@ -66,12 +70,26 @@ def judgement_data(task: Assignment) -> dict[str, Any]:
             }
             for row in task.flag_reviews.all()
         ],
+        "claim_checks": [
+            {
+                "slot": check.slot,
+                "claim": check.claim,
+                "run": check.run_id,
+                "judge": check.run.judge_name,
+                "support": check.support,
+                "error": check.error,
+            }
+            for check in task.claim_checks.all()
+        ],
     }
 
 
-def _judgements() -> Any:
-    return Assignment.objects.select_related("labeler", "item__batch").prefetch_related(
-        "flag_reviews__reviewer"
+def _judgements(tasks: QuerySet[Assignment]) -> QuerySet[Assignment]:
+    """``tasks`` with what ``judgement_data`` reads, in a fixed number of queries (applied to the shown
+    queryset itself: ``a & b`` keeps only ``a``'s prefetches)."""
+    checks = ClaimCheck.objects.select_related("run").order_by("slot", "claim", "run_id")
+    return tasks.select_related("labeler", "item__batch").prefetch_related(
+        "flag_reviews__reviewer", Prefetch("claim_checks", queryset=checks)
     )
 
 
@@ -91,7 +109,7 @@ class BatchFlags(APIView):
         query = FlagListQuery(data=request.query_params)
         query.is_valid(raise_exception=True)
         shown = review.shown(batch, query.validated_data["show"])
-        page = Paginator(shown & _judgements(), PAGE_SIZE).get_page(query.validated_data["page"])
+        page = Paginator(_judgements(shown), PAGE_SIZE).get_page(query.validated_data["page"])
         return Response(
             {
                 "counts": review.flag_counts(batch),
@@ -120,4 +138,4 @@ class AssignmentFlagDecision(APIView):
             return Response(
                 {exc.field: [f"{exc.message} Nothing was changed."]}, status=status.HTTP_400_BAD_REQUEST
             )
-        return Response(judgement_data(_judgements().get(pk=task.pk)))
+        return Response(judgement_data(_judgements(Assignment.objects).get(pk=task.pk)))

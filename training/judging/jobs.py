@@ -34,19 +34,13 @@ from training.judging.claims import (
     claims_of,
     read_support,
 )
-from training.judging.judges import (
-    Ask,
-    EndpointJudge,
-    RewardJudge,
-    constrained,
-    derived_seed,
-)
+from training.judging.judges import Ask, EndpointJudge, RewardJudge, derived_seed
 from training.judging.prompts import shown_item, slot_names
 from training.judging.verdicts import Verdict
 from training.models import RunStatus as Status
 from training.sampling.endpoint import EndpointBackend
 from training.sampling.endpoints import backend_from
-from training.sampling.types import BackendError, CompletionRequest
+from training.sampling.types import BackendError, CompletionRequest, JsonSchema
 from webgpt_site.jobs.runner import run_job
 from webgpt_site.progress import Every, estimated_end
 
@@ -244,7 +238,7 @@ def _check_claims(run: JudgeRun, items: Sequence[FeedbackItem]) -> str:
     done = set(ClaimCheck.objects.filter(run=run).values_list("assignment_id", "slot", "claim"))
     todo = [claim for claim in claims if (claim.assignment_id, claim.slot, claim.index) not in done]
     run.append_log(f"Checking {len(todo)} claim(s) of the batch's submitted comparisons against their quotes")
-    backend, _ = constrained(_endpoint(run), "support", SUPPORT_SCHEMA)
+    backend, schema = _endpoint(run), JsonSchema("support", SUPPORT_SCHEMA)
     for start in range(0, len(todo), CLAIM_CHUNK):
         if run.cancel_was_requested():
             run.append_log(f"Cancelled: {start} of {len(todo)} claim(s) checked")
@@ -256,6 +250,7 @@ def _check_claims(run: JudgeRun, items: Sequence[FeedbackItem]) -> str:
                 temperature=run.settings["temperature"],
                 seed=derived_seed(run.settings["seed"], claim.assignment_id, claim.slot, claim.index),
                 messages=claim_messages(claim),
+                json_schema=schema,
             )
             for claim in chunk
         ]

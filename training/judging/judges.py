@@ -3,11 +3,11 @@
 - ``RewardJudge``: a registered reward model's scores (``reward``); an item's answers are scored once and
   both orders read the same scores.
 - ``EndpointJudge``: a language model behind an endpoint of ``SAMPLING_ENDPOINTS``, sent the versioned
-  prompt (``prompts``) through ``EndpointBackend``; with the verdict's JSON schema where the endpoint's kind
-  of server constrains decoding to one (``schema_fields``: vLLM, llama.cpp's server, TGI), otherwise the
-  output is parsed. Either way the verdict is checked like a human submission (``verdicts``); an
-  unreadable output is a verdict with its error, and only a server that cannot answer at all
-  (``BackendError``, after the backend's retries) stops the run.
+  prompt (``prompts``) through ``EndpointBackend``; each request carries the verdict's JSON schema, which
+  the backend sends where the endpoint's kind of server constrains decoding to one (vLLM, llama.cpp's
+  server, TGI: ``training.sampling.dialects``), otherwise the output is parsed. Either way the verdict is
+  checked like a human submission (``verdicts``); an unreadable output is a verdict with its error, and
+  only a server that cannot answer at all (``BackendError``, after the backend's retries) stops the run.
 
 Seeds: each request's seed is derived from the run's seed, the item and the order (``derived_seed``), so a
 run reproduces and the two orders of an item are two draws, not one repeated."""
@@ -26,8 +26,7 @@ from browser.engine.page import Quote
 from training.judging.prompts import ShownItem, messages_for, verdict_schema
 from training.judging.reward import reward_response
 from training.judging.verdicts import Verdict, check_verdict, read_verdict
-from training.sampling.endpoint import EndpointBackend
-from training.sampling.types import CompletionRequest
+from training.sampling.types import Backend, CompletionRequest, JsonSchema
 
 
 def derived_seed(seed: int, *parts: object) -> int:
@@ -104,43 +103,14 @@ def _quotes(stored: Sequence[Any]) -> tuple[Quote, ...]:
     )
 
 
-# The field each kind of server (``EndpointConfig.server``) constrains decoding to a JSON schema with. A
-# generic OpenAI-compatible server ("openai") may not know ``json_schema`` and refuse the request, and
-# ``transformers serve`` ignores ``response_format``: their output is parsed, unconstrained.
-JSON_SCHEMA = "json_schema"
-UNCONSTRAINED = "none"
-
-
-def schema_fields(server: str, name: str, schema: dict[str, Any]) -> tuple[dict[str, Any], str]:
-    """(fields to add to a request body, the constraint they carry) asking ``server`` for ``schema``."""
-    if server in ("vllm", "llamacpp"):  # both take OpenAI's structured-outputs form
-        form = {"type": "json_schema", "json_schema": {"name": name, "schema": schema, "strict": True}}
-        return {"response_format": form}, JSON_SCHEMA
-    if server == "tgi":  # TGI's guidance: a JSON schema under "value"
-        return {"response_format": {"type": "json_object", "value": schema}}, JSON_SCHEMA
-    return {}, UNCONSTRAINED
-
-
-class SchemaEndpointBackend(EndpointBackend):
-    """``EndpointBackend`` adding ``fields`` (``schema_fields``) to every request: its own constraints are
-    the browser's command grammar and quotes, not a JSON schema."""
-
-    def __init__(self, *args: Any, fields: dict[str, Any], **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        self.fields = fields
-
-    def _post_with_retries(self, route: str, body: dict[str, Any], key: str | None) -> tuple[Any, int]:
-        return super()._post_with_retries(route, body | self.fields, key)
-
-
 class EndpointJudge:
-    """Asks a language model behind ``base`` for verdicts (with each item's schema where its server takes
-    one: ``constrained``)."""
+    """Asks a language model behind ``backend`` for verdicts, each request carrying its item's verdict
+    schema (``CompletionRequest.json_schema``: sent where the server constrains decoding to one)."""
 
     def __init__(
-        self, base: EndpointBackend, prompt_version: str, *, temperature: float, max_tokens: int, seed: int
+        self, backend: Backend, prompt_version: str, *, temperature: float, max_tokens: int, seed: int
     ) -> None:
-        self.base, self.prompt_version = base, prompt_version
+        self.backend, self.prompt_version = backend, prompt_version
         self.temperature, self.max_tokens, self.seed = temperature, max_tokens, seed
 
     def judge(self, asks: Sequence[Ask]) -> list[Verdict]:
@@ -157,24 +127,25 @@ class EndpointJudge:
         return [verdict for verdict in verdicts if verdict is not None]
 
     def _judge_alike(self, asks: Sequence[Ask]) -> list[Verdict]:
-        backend, constraint = constrained(self.base, "verdict", verdict_schema(asks[0].shown))
+        schema = JsonSchema("verdict", verdict_schema(asks[0].shown))
         requests = [
             CompletionRequest(
                 max_new_tokens=self.max_tokens,
                 temperature=self.temperature,
                 seed=derived_seed(self.seed, ask.item_id, "swapped" if ask.swapped else "drawn"),
                 messages=messages_for(self.prompt_version, ask.shown),
+                json_schema=schema,
             )
             for ask in asks
         ]
         verdicts = []
-        for ask, request, completion in zip(asks, requests, backend.complete(requests), strict=True):
+        for ask, request, completion in zip(asks, requests, self.backend.complete(requests), strict=True):
             details = {
                 "seed": request.seed,
                 "tokens": completion.tokens,
                 "prompt_tokens": completion.prompt_tokens,
                 "finish_reason": completion.finish_reason,
-                "constraint": constraint,
+                "constraint": completion.details.get("constraint", "none"),
             }
             shown = ask.shown
             verdicts.append(
@@ -183,24 +154,3 @@ class EndpointJudge:
                 )
             )
         return verdicts
-
-
-def constrained(base: EndpointBackend, name: str, schema: dict[str, Any]) -> tuple[EndpointBackend, str]:
-    """A backend like ``base`` (same server, model, key variable, timeouts) asking for ``schema`` where its
-    kind of server takes one (else ``base`` itself), and the constraint it carries."""
-    fields, constraint = schema_fields(base.server, name, schema)
-    if not fields:
-        return base, constraint
-    backend = SchemaEndpointBackend(
-        base.base_url,
-        base.model,
-        api_key_env=base.api_key_env,
-        timeout_s=base.timeout_s,
-        connect_timeout_s=base.connect_timeout_s,
-        max_retries=base.max_retries,
-        backoff_s=base.backoff_s,
-        max_parallel=base.max_parallel,
-        server=base.server,
-        fields=fields,
-    )
-    return backend, constraint

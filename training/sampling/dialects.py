@@ -13,8 +13,14 @@
   policy repeats one invalid action to the limit): each request asks for sampling itself, through the
   server's ``generation_config`` field, when its temperature is above 0.
 
+A request's ``json_schema`` (a structured answer, e.g. a judge's verdict) goes as OpenAI's structured-outputs
+form ``response_format: {"type": "json_schema", ...}`` to vLLM (prompts and chats) and llama.cpp (chats; its
+raw ``/v1/completions`` takes the schema as ``json_schema``), and as TGI's ``response_format: {"type":
+"json_object", "value": schema}`` on chats; ``openai`` and ``transformers`` get nothing (a generic server
+may refuse ``json_schema``, ``transformers serve`` ignores it) and the caller parses the text.
+
 ``request_fields`` returns the extra fields and the kind of constraint the request carried ("commands
-(regex)", "quotes (gbnf)", "none"), which the run reports per action. Stdlib only.
+(regex)", "quotes (gbnf)", "json_schema", "none"), which the run reports per action. Stdlib only.
 """
 
 from __future__ import annotations
@@ -23,10 +29,11 @@ import json
 from typing import Any
 
 from training.sampling.grammar import grammar_for, to_gbnf, to_regex
-from training.sampling.types import CompletionRequest
+from training.sampling.types import CompletionRequest, JsonSchema
 
 SERVERS = ("openai", "vllm", "llamacpp", "tgi", "transformers")
 UNCONSTRAINED = "none"
+JSON_SCHEMA = "json_schema"
 
 
 def request_fields(server: str, request: CompletionRequest) -> tuple[dict[str, Any], str]:
@@ -36,8 +43,11 @@ def request_fields(server: str, request: CompletionRequest) -> tuple[dict[str, A
     fields: dict[str, Any] = {}
     if server == "transformers":
         fields["generation_config"] = json.dumps({"do_sample": request.temperature > 0})
-    grammar = grammar_for(request.constraint)
     chat = request.messages is not None
+    if request.json_schema is not None:
+        schema = _schema_fields(server, request.json_schema, chat)
+        return (fields | schema, JSON_SCHEMA) if schema else (fields, UNCONSTRAINED)
+    grammar = grammar_for(request.constraint)
     if grammar is None or server in ("openai", "transformers") or (server == "tgi" and not chat):
         return fields, UNCONSTRAINED
     if server == "llamacpp":
@@ -46,3 +56,15 @@ def request_fields(server: str, request: CompletionRequest) -> tuple[dict[str, A
         return fields | {"structured_outputs": {"regex": to_regex(grammar)}}, f"{grammar.kind} (regex)"
     regex = {"type": "regex", "value": to_regex(grammar)}  # tgi, on a chat
     return fields | {"response_format": regex}, f"{grammar.kind} (regex)"
+
+
+def _schema_fields(server: str, wanted: JsonSchema, chat: bool) -> dict[str, Any]:
+    """The fields asking ``server`` for ``wanted``; empty where it takes none."""
+    if server == "vllm" or (server == "llamacpp" and chat):
+        form = {"name": wanted.name, "schema": wanted.schema, "strict": True}
+        return {"response_format": {"type": "json_schema", "json_schema": form}}
+    if server == "llamacpp":  # llama-server's own field on raw completions
+        return {"json_schema": wanted.schema}
+    if server == "tgi" and chat:  # TGI's guidance: a JSON schema under "value"
+        return {"response_format": {"type": "json_object", "value": wanted.schema}}
+    return {}

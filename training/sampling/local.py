@@ -6,7 +6,8 @@ earlier prompt shares (the prompt cache: consecutive observations of an episode 
 question, quotes and past actions), then decodes all rows together from one left-padded KV cache. Each
 row samples with its own ``torch.Generator`` seeded from its request, so a request with a seed gives the
 same text whatever its batch partners are (up to float rounding between batch shapes). Constraints
-(``constraints.py``) mask each row's logits before sampling.
+(``constraints.py``) mask each row's logits before sampling; a ``json_schema`` is not enforced here (the
+row reports "none" and the caller parses and validates the text, as with a server that takes no schema).
 
 Measured on this 2-core CPU by ``bench/bench_sampling.py`` (SmolLM2-135M, prompted, 4 questions x best-of-4,
 6 actions): 2.06x the wall time of a naive ``generate()`` loop (docs/benchmarks.md). Dynamic int8

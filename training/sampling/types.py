@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Literal, Protocol
+from typing import Any, Literal, Protocol
 
 Role = Literal["system", "user", "assistant"]
 # Told how many tokens were just generated, while a batch is still being completed: a job's live figure
@@ -44,11 +44,24 @@ class Constraint:
 
 
 @dataclass(frozen=True)
+class JsonSchema:
+    """Structured output: the completion should be one JSON value matching ``schema``. A server that
+    constrains decoding to a JSON schema is asked to (``dialects.py``: vLLM, llama.cpp, TGI); other backends
+    (hosted APIs, ``transformers serve``, the local one) ignore it, so the caller parses and validates the
+    text either way. ``name``: what OpenAI's ``json_schema`` form calls it (letters, digits, _ and -)."""
+
+    name: str
+    schema: dict[str, Any]
+
+
+@dataclass(frozen=True)
 class CompletionRequest:
     """One completion. Exactly one of ``prompt`` (raw text, as a BC checkpoint was trained: the bare
     observation or answer prompt) and ``messages`` (a chat, for a prompted instruct model) is set.
     ``seed`` makes sampling reproducible: the same request with the same seed gives the same text on the
-    same backend and hardware. ``stop``: strings that end the completion (not included in the text)."""
+    same backend and hardware. ``stop``: strings that end the completion (not included in the text).
+    ``constraint`` (a browser command or quote) and ``json_schema`` (a structured answer) are the two
+    kinds of constrained decoding; a request asks for at most one."""
 
     max_new_tokens: int
     temperature: float = 0.8
@@ -57,6 +70,7 @@ class CompletionRequest:
     messages: tuple[Message, ...] | None = None
     stop: tuple[str, ...] = ()
     constraint: Constraint | None = None
+    json_schema: JsonSchema | None = None
 
     def __post_init__(self) -> None:
         if (self.prompt is None) == (self.messages is None):
@@ -65,6 +79,8 @@ class CompletionRequest:
             raise ValueError("max_new_tokens must be at least 1")
         if self.temperature < 0:
             raise ValueError("temperature must be at least 0")
+        if self.constraint is not None and self.json_schema is not None:
+            raise ValueError("a completion request has a command constraint or a JSON schema, not both")
 
 
 @dataclass(frozen=True)
