@@ -13,6 +13,7 @@ from annotation.feedback.scales import COMPARISON_SCALE, codes
 from annotation.feedback.validation import AnswerShape
 from training.judging.claims import Claim, claim_messages, claims_of, read_support
 from training.judging.judges import derived_seed
+from training.judging.outputs import check_verdict, find_json, read_verdict
 from training.judging.prompts import (
     PROMPT_TEMPLATES,
     PROMPT_VERSIONS,
@@ -23,7 +24,6 @@ from training.judging.prompts import (
     verdict_schema,
 )
 from training.judging.reward import comparison_code, reward_response
-from training.judging.verdicts import check_verdict, find_json, read_verdict
 
 SKY = {"title": "Sky", "url": "https://e.org/sky", "domain": "e.org", "extract": "Blue light scatters more."}
 SEA = {"title": "Sea", "url": "https://f.org/sea", "domain": "f.org", "extract": "The sea is blue."}
@@ -149,7 +149,7 @@ def test_rankings_and_ratings_are_checked_by_their_rules():
 
 
 def test_the_first_json_object_is_found_after_words_and_braces_inside_strings_are_text():
-    assert find_json('Verdict: {"comment": "a } inside", "n": 1} trailing {')[0] == {
+    assert find_json('ReadOutput: {"comment": "a } inside", "n": 1} trailing {')[0] == {
         "comment": "a } inside",
         "n": 1,
     }

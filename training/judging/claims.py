@@ -13,7 +13,7 @@ from typing import Any
 
 from annotation.feedback.scales import COMPARISON_SLOTS
 from annotation.models.judging import ClaimSupport
-from training.judging.verdicts import find_json
+from training.judging.outputs import find_json
 from training.sampling.types import Message
 
 CLAIM_CHECK_V1 = "claim-check-v1"

@@ -35,8 +35,8 @@ from training.judging.claims import (
     read_support,
 )
 from training.judging.judges import Ask, EndpointJudge, RewardJudge, derived_seed
+from training.judging.outputs import ReadOutput
 from training.judging.prompts import shown_item, slot_names
-from training.judging.verdicts import Verdict
 from training.models import RunStatus as Status
 from training.sampling.endpoint import EndpointBackend
 from training.sampling.endpoints import backend_from
@@ -181,9 +181,9 @@ def _asks(run: JudgeRun, item: FeedbackItem) -> list[Ask]:
     return asks
 
 
-def _store(run: JudgeRun, asks: Sequence[Ask], verdicts: Sequence[Verdict]) -> None:
+def _store(run: JudgeRun, asks: Sequence[Ask], verdicts: Sequence[ReadOutput]) -> None:
     """Each item's judgements in one transaction: an item is judged in both orders or not at all."""
-    by_item: dict[int, list[tuple[Ask, Verdict]]] = {}
+    by_item: dict[int, list[tuple[Ask, ReadOutput]]] = {}
     for ask, verdict in zip(asks, verdicts, strict=True):
         by_item.setdefault(ask.item_id, []).append((ask, verdict))
     for item_id, pairs in by_item.items():

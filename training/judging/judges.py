@@ -23,9 +23,9 @@ from typing import Any
 from annotation.feedback.validation import AnswerShape
 from browser.engine.observation import format_answer_prompt
 from browser.engine.page import Quote
+from training.judging.outputs import ReadOutput, check_verdict, read_verdict
 from training.judging.prompts import ShownItem, messages_for, verdict_schema
 from training.judging.reward import reward_response
-from training.judging.verdicts import Verdict, check_verdict, read_verdict
 from training.sampling.types import Backend, CompletionRequest, JsonSchema
 
 
@@ -57,7 +57,7 @@ class RewardJudge:
     def __init__(self, scorer: Any, tie_margin: float, much_margin: float) -> None:
         self.scorer, self.tie_margin, self.much_margin = scorer, tie_margin, much_margin
 
-    def judge(self, asks: Sequence[Ask]) -> list[Verdict]:
+    def judge(self, asks: Sequence[Ask]) -> list[ReadOutput]:
         scores = self._scores(asks)
         verdicts = []
         for ask in asks:
@@ -76,7 +76,7 @@ class RewardJudge:
                 "scores": {str(answer): scores[answer] for answer in ask.order},
                 "judged": sorted(response),  # the parts of a response it gives: ratings (overall) or ranks
             }
-            verdicts.append(Verdict(cleaned, raw, error, confidence, details))
+            verdicts.append(ReadOutput(cleaned, raw, error, confidence, details))
         return verdicts
 
     def _scores(self, asks: Sequence[Ask]) -> dict[int, float]:
@@ -113,10 +113,10 @@ class EndpointJudge:
         self.backend, self.prompt_version = backend, prompt_version
         self.temperature, self.max_tokens, self.seed = temperature, max_tokens, seed
 
-    def judge(self, asks: Sequence[Ask]) -> list[Verdict]:
+    def judge(self, asks: Sequence[Ask]) -> list[ReadOutput]:
         """One verdict per ask, in order; the asks with the same number of answers (the same schema) are
         sent together, in parallel up to the endpoint's ``max_parallel``."""
-        verdicts: list[Verdict | None] = [None] * len(asks)
+        verdicts: list[ReadOutput | None] = [None] * len(asks)
         groups: dict[int, list[int]] = {}
         for index, ask in enumerate(asks):
             groups.setdefault(len(ask.order), []).append(index)
@@ -126,7 +126,7 @@ class EndpointJudge:
                 verdicts[index] = verdict
         return [verdict for verdict in verdicts if verdict is not None]
 
-    def _judge_alike(self, asks: Sequence[Ask]) -> list[Verdict]:
+    def _judge_alike(self, asks: Sequence[Ask]) -> list[ReadOutput]:
         schema = JsonSchema("verdict", verdict_schema(asks[0].shown))
         requests = [
             CompletionRequest(

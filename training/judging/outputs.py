@@ -1,6 +1,6 @@
 """A judge's verdict read and checked like a labeler's submission: the JSON object found in the output,
 ``input_errors`` then ``validate_response`` (the task page's and the API's own checks), the cleaned response
-kept only when it is complete. What cannot be read is a ``Verdict`` with the reason, never an exception:
+kept only when it is complete. What cannot be read is a ``ReadOutput`` with the reason, never an exception:
 the raw output is stored beside it either way."""
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ NOT_ASKED = frozenset({"trust", "claims"})
 
 
 @dataclass(frozen=True)
-class Verdict:
+class ReadOutput:
     """A judge's answer on one item in one order: the cleaned response (None with ``error`` when it could
     not be read as a complete one), the raw output, the judge's confidence in [0, 1] where it gave one,
     and details (scores, tokens, the constraint used)."""
@@ -94,10 +94,10 @@ def read_verdict(
     answers: Sequence[AnswerShape],
     always_required: Sequence[str],
     details: dict[str, Any] | None = None,
-) -> Verdict:
+) -> ReadOutput:
     """A language model's output as a verdict (``error`` says why none could be read)."""
     value, problem = find_json(text)
     if problem:
-        return Verdict(None, text, problem, None, details or {})
+        return ReadOutput(None, text, problem, None, details or {})
     response, problem = check_verdict(template, preset, value, answers, always_required)
-    return Verdict(response, text, problem, read_confidence(value), details or {})
+    return ReadOutput(response, text, problem, read_confidence(value), details or {})
