@@ -159,3 +159,29 @@ def test_the_flag_review_page_shows_each_claims_checks_beside_it(client_for, ali
     link = f'<a href="{reverse("training:judge_run", args=[run.pk])}">{run.pk}</a>'
     assert f"Judge run {link} (judge:smol): supported" in first
     assert "unreadable (the output holds &lt;no&gt; JSON)" in second
+
+
+def test_a_reward_model_judge_that_calls_nearly_everything_equal_is_warned_about(
+    client_for, alice, reward_model
+):
+    run = request_judge_run(alice, JudgeRequest(batch=make_batch(5), reward_model=reward_model), queue=False)
+    items = list(run.batch.items.order_by("id"))
+    url = reverse("training:judge_run", args=[run.pk])
+
+    def judged(gaps: list[float]) -> str:
+        ModelJudgement.objects.filter(run=run).delete()
+        for item, gap in zip(items, gaps, strict=True):
+            first, second = item.answers.order_by("id").values_list("id", flat=True)
+            for swapped in (False, True):
+                scores = {str(first): 0.3 + gap, str(second): 0.3}
+                ModelJudgement.objects.create(
+                    run=run, item=item, swapped=swapped, order=[first, second], details={"scores": scores}
+                )
+        return " ".join(client_for(alice).get(url).content.decode().split())
+
+    warning = "The reward model's scores of the two answers differ by no more than the tie margin"
+    # The default margin 0.05: 8 of 10 judgements within it is under 90%, no warning.
+    assert warning not in judged([0.01, 0.02, 0.02, 0.03, 0.5])
+    html = judged([0.01, 0.02, 0.02, 0.03, 0.04])
+    assert f"{warning} (0.05) on 10 of its 10 judgements (median difference 0.0200 preference logits)" in html
+    assert warning not in judged([0.01, 0.02, 0.3, 0.4, 0.5])

@@ -48,3 +48,24 @@ def reward_response(
         }
         return {"ranks": ranks}, None
     raise ValueError(REFUSES_RATINGS)
+
+
+FLAT_SHARE = 0.9  # a reward-model judge calling at least this share of its comparisons equal is warned about
+
+
+def flat_reward_warning(
+    score_pairs: Sequence[tuple[float, float]], tie_margin: float
+) -> dict[str, float] | None:
+    """When a reward model's score differences on a run's comparisons (one pair per judgement) fall within
+    the tie margin on at least FLAT_SHARE of them, the figures a warning gives: how many, the share, and the
+    median difference; else None. The demo's reward model spreads answers by ~0.01 logits: under the default
+    margin every verdict is "equally good", which reads as a judge with no opinion rather than a faint one."""
+    if not score_pairs:
+        return None
+    gaps = sorted(abs(first - second) for first, second in score_pairs)
+    ties = sum(gap <= tie_margin for gap in gaps)
+    if ties < FLAT_SHARE * len(gaps):
+        return None
+    middle = len(gaps) // 2
+    median = gaps[middle] if len(gaps) % 2 else (gaps[middle - 1] + gaps[middle]) / 2
+    return {"ties": ties, "judgements": len(gaps), "median_gap": median, "tie_margin": tie_margin}

@@ -15,13 +15,14 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 from django.views.decorators.vary import vary_on_headers
 
-from annotation.feedback.scales import COMPARISON_SCALE, dimensions_for, rating_fields
+from annotation.feedback.scales import COMPARISON_SCALE, COMPARISON_TEMPLATES, dimensions_for, rating_fields
 from annotation.models import Answer, FeedbackBatch
-from annotation.models.judging import JudgeRun, ModelJudgement
+from annotation.models.judging import JudgeKind, JudgeRun, ModelJudgement
 from training.job_views import announce_request, cancel_unless_finished, shown
 from training.judging.forms import JudgeForm
 from training.judging.prompts import messages_for, shown_item, slot_names
-from training.judging.runs import cancel_judge_run, request_judge_run
+from training.judging.reward import flat_reward_warning
+from training.judging.runs import DEFAULTS, cancel_judge_run, request_judge_run
 from webgpt_site.permissions import Role, get_visible_or_404, role_required
 
 ITEMS_PER_PAGE = 25
@@ -59,7 +60,11 @@ def judge_detail(request: HttpRequest, pk: int) -> HttpResponse:
     context["page"] = page
     context["items"] = item_rows(run, list(page.object_list))
     context["prompt"] = prompt_text(run, context["items"])
-    context["settings"] = [(name, shown(value)) for name, value in sorted((run.settings or {}).items())]
+    unused = set() if run.route else {"confidence_threshold", "audit_share"}  # routing's, when it is off
+    context["settings"] = [
+        (name, shown(value)) for name, value in sorted((run.settings or {}).items()) if name not in unused
+    ]
+    context["flat"] = flat_judge(run)
     return render(request, "training/judge_detail.html", context)
 
 
@@ -150,3 +155,18 @@ def response_words(batch: FeedbackBatch, response: Any) -> list[tuple[str, str]]
 
 def _slot_key(entry: tuple[str, Any]) -> int:
     return int(entry[0]) if str(entry[0]).isdecimal() else 0
+
+
+def flat_judge(run: JudgeRun) -> dict[str, float] | None:
+    """A reward-model judge of comparisons whose score differences sit within its tie margin almost always
+    (``reward.flat_reward_warning``), for the page's warning; None otherwise."""
+    if run.judge_kind != JudgeKind.REWARD_MODEL or run.batch.template not in COMPARISON_TEMPLATES:
+        return None
+    pairs = [
+        tuple(scores.values())
+        for scores in (
+            details.get("scores") or {} for details in run.judgements.values_list("details", flat=True)
+        )
+        if len(scores) == 2
+    ]
+    return flat_reward_warning(pairs, float((run.settings or {}).get("tie_margin", DEFAULTS["tie_margin"])))
