@@ -16,7 +16,7 @@ from django.db import transaction
 
 from annotation.models import FeedbackBatch
 from annotation.models.judging import JudgeKind, JudgeRun
-from training.errors import RunError
+from training.errors import RunError, bounded_settings
 from training.judging.prompts import PROMPT_VERSIONS
 from training.judging.reward import REFUSES_RATINGS
 from training.models import ModelCheckpoint, RunKind
@@ -66,31 +66,13 @@ class JudgeRequest:
 
 def check_settings(given: Any) -> dict[str, Any]:
     """Every setting with its default filled in, or RunError naming the setting at fault."""
-    if not isinstance(given, dict):
-        raise RunError("expected an object of setting names and values", "settings")
-    unknown = sorted(str(name) for name in given if name not in SETTABLE)
-    if unknown:
-        raise RunError(f"unknown setting(s): {', '.join(unknown)}"[:300], "settings")
-    values = DEFAULTS | {name: value for name, value in given.items() if value is not None}
-    for name, (low, high) in BOUNDS.items():
-        value = values[name]
-        if isinstance(value, bool) or not isinstance(value, int | float):
-            raise RunError(f"expected a number, got {type(value).__name__}", name)
-        if not low <= value <= high:  # also refuses NaN and the infinities, before int() meets them
-            raise RunError(f"must be between {_number(low)} and {_number(high)}", name)
-        if name in WHOLE and value != int(value):
-            raise RunError("expected a whole number", name)
-        values[name] = int(value) if name in WHOLE else float(value)
+    values = bounded_settings(given, DEFAULTS, BOUNDS, WHOLE)
     for name in FLAGS:
         if not isinstance(values[name], bool):
             raise RunError("expected true or false", name)
     if values["much_margin"] < values["tie_margin"]:
         raise RunError("must be at least the tie margin", "much_margin")
     return values
-
-
-def _number(bound: float) -> str:
-    return str(int(bound)) if bound == int(bound) else f"{bound:g}"
 
 
 def check_judge_request(request: JudgeRequest) -> dict[str, Any]:

@@ -15,7 +15,7 @@ from django.db import transaction
 
 from annotation.models import DemonstrationBatch, Question, Split
 from browser.sources import LOCAL, check_source
-from training.errors import RunError
+from training.errors import RunError, bounded_settings
 from training.models import POLICY_KINDS, ModelCheckpoint, RunKind, SamplingRun
 from training.runs.config import SMOLLM2
 from webgpt_site.jobs.queueing import enqueue
@@ -103,22 +103,7 @@ def check_sampling(request: SamplingRequest) -> tuple[dict[str, Any], list[int]]
 
 
 def check_settings(given: dict[str, Any]) -> dict[str, Any]:
-    if not isinstance(given, dict):
-        raise RunError("expected an object of setting names and values", "settings")
-    unknown = sorted(str(name) for name in given if name not in SETTABLE)
-    if unknown:
-        raise RunError(f"unknown setting(s): {', '.join(unknown)}"[:300], "settings")
-    values = DEFAULTS | {k: v for k, v in given.items() if v is not None}
-    for name, (low, high) in BOUNDS.items():
-        value = values[name]
-        number_type = float if name == "temperature" else int
-        if isinstance(value, bool) or not isinstance(value, int | float):
-            raise RunError(f"expected a number, got {type(value).__name__}", name)
-        if number_type is int and value != int(value):
-            raise RunError("expected a whole number", name)
-        if not low <= value <= high:
-            raise RunError(f"must be between {low:g} and {high:g}", name)
-        values[name] = number_type(value)
+    values = bounded_settings(given, DEFAULTS, BOUNDS, whole=set(BOUNDS) - {"temperature"})
     if values["constrain_commands"] is not None and not isinstance(values["constrain_commands"], bool):
         raise RunError("expected true, false or null (the policy's default)", "constrain_commands")
     threshold = values["decline_threshold"]
