@@ -146,6 +146,10 @@ def test_browsing_episodes_train_on_the_policys_commands_and_answers(
     for sample in browsing:
         if sample.answer is None:
             assert sample.reward == cfg.no_answer_reward
+    # Each answer-only episode has a seed of its own: none repeats the browsing answer on the same quotes
+    # (the first of them once shared its seed, and so its text, with the first browsing episode's answer).
+    answers = [s.answer for s in browsing if s.answer is not None]
+    assert answers and not {s.answer for s in answer_only} & set(answers)
 
 
 def test_answer_only_episodes_train_on_the_tokens_the_policy_sampled(tmp_path, policy_dir, reward_dir):

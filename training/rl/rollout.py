@@ -118,16 +118,20 @@ class Roller:
         prompts: list[tuple[RLQuestion, tuple[Quote, ...], int]],
         step: int,
         first_episode: int = 0,
+        seeds: str = "answer",
     ) -> None:
         """Answer-only episodes: ``size`` answers to each (question, quotes), one group per prompt, all
-        decoded as one batch; the first is the step's answer-only episode ``first_episode``."""
+        decoded as one batch; the first is the step's answer-only episode ``first_episode``. ``seeds`` names
+        their seeds' series: a browsing step's answer-only episodes take their own, apart from the browsing
+        episodes' answers (``run_episodes`` seeds episode i's answer with "answer"), which the same number
+        and quotes would otherwise repeat word for word."""
         settings = self.settings(step)
         requests, texts, where = [], [], []
         for question, quotes, size in prompts:
             text = format_answer_prompt(question.text, quotes)
             group = rollout.group_count + len({g for g, _ in where})
             for _ in range(size):
-                seed = derive_seed(settings.seed, first_episode + len(requests), "answer")
+                seed = derive_seed(settings.seed, first_episode + len(requests), seeds)
                 requests.append(self.policy.answer_request_for(text, settings, seed))
                 texts.append(text)
                 where.append((group, question))
@@ -167,7 +171,8 @@ class Roller:
         # The answer-only episodes follow those of the processes before this one (a call every process makes).
         extra_before = self.before(len(extra))
         if extra:
-            self.answer_groups(rollout, extra, step, extra_before * self.cfg.answers_per_browse)
+            first_extra = extra_before * self.cfg.answers_per_browse
+            self.answer_groups(rollout, extra, step, first_extra, seeds="answer-on-quotes")
 
     def add_browsing(
         self,
