@@ -9,12 +9,13 @@ from __future__ import annotations
 from datetime import timedelta
 
 import pytest
+from django.contrib.auth import get_user_model
 from django.urls import reverse
 from django.utils import timezone
 from django.utils.html import escape
 
 from annotation.feedback.agreement import comparison_agreement
-from annotation.feedback.results import batch_results
+from annotation.feedback.results import batch_results, submissions
 from annotation.judging.agreement import majority, majority_agreement, pair_agreement
 from annotation.judging.report import judge_sections
 from annotation.judging.verdicts import Asked, run_verdicts, verdict
@@ -437,3 +438,12 @@ def test_ratings_are_scored_field_by_field_with_a_table_per_field(bob, django_us
     truthful, informative = section["confusion"]
     assert truthful["rows"][0] == {"judge": "Yes", "yes": 2, "no": 0, "none": 0, "total": 2}
     assert informative["rows"][0] == {"judge": "Yes", "yes": 0, "no": 2, "none": 0, "total": 2}
+
+
+def test_the_human_headline_reads_the_same_judgements_as_the_judges_figures(judged, bob):
+    """Flag-review exclusions, late work and work a revocation took out are in no figure: the headline's
+    judgements are the labelers' the judge is compared with (frank's came before his revocation)."""
+    batch, _, _ = judged
+    kept = {(s.labeler, s.item) for s in submissions(batch)}
+    names = dict(get_user_model().objects.values_list("id", "username"))
+    assert sorted(names[labeler] for labeler, _ in kept) == ["bob"] * 4 + ["carol"] * 3 + ["dave"]

@@ -59,6 +59,7 @@ from annotation.feedback.scales import (
 from annotation.feedback.stats import labeler_stats, overlap_summary
 from annotation.judging.report import judge_sections
 from annotation.models import Answer, Assignment, AssignmentStatus, FeedbackBatch, FlagDecision, Template
+from annotation.workforce.excluded import without_excluded_work
 from webgpt_site.inputs import parse_id
 
 _MAX_LABEL = 200
@@ -92,11 +93,11 @@ class Submission:
 
 def submissions(batch: FeedbackBatch) -> list[Submission]:
     """The batch's SUBMITTED assignments (late and skipped ones are not judgements), oldest first; any
-    without a readable order or response is left out, and so is any a researcher excluded on flag review
-    (as exports do)."""
+    without a readable order or response is left out, and so is any a researcher excluded on flag review or
+    a revocation took out of the data (as exports, alpha and the judges' figures do)."""
+    submitted = Assignment.objects.filter(item__batch=batch, status=AssignmentStatus.SUBMITTED)
     rows = (
-        Assignment.objects.filter(item__batch=batch, status=AssignmentStatus.SUBMITTED)
-        .exclude(flag_decision=FlagDecision.EXCLUDE)
+        without_excluded_work(submitted.exclude(flag_decision=FlagDecision.EXCLUDE))
         .order_by("id")
         .values_list(
             "item_id", "item__question_id", "item__is_gold", "item__sides", "labeler_id", "order", "response"
