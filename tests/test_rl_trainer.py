@@ -173,3 +173,35 @@ def test_answer_only_episodes_train_on_the_tokens_the_policy_sampled(tmp_path, p
         assert len(completion) == report.answer_tokens
         assert tokenizer.decode(completion, skip_special_tokens=True).strip() == report.answer
         assert episode == index
+
+
+def test_browsing_episodes_train_on_the_command_and_answer_tokens_the_policy_sampled(
+    tmp_path, policy_dir, reward_dir, freshwiki_index_dir
+):
+    from training.rl.rollout import Roller, Rollout
+    from training.runs.bc import load_policy
+    from training.sampling.best_of_n import RewardScorer
+    from training.sampling.episode import run_episodes
+    from training.sampling.local import LocalBackend
+    from training.sampling.policies import PromptedPolicy
+
+    index = LocalIndex.open(freshwiki_index_dir / "freshwiki")
+    cfg = config(tmp_path, policy_dir, reward_dir, episodes=BROWSE, max_actions=3, max_command_tokens=12)
+    model, tokenizer = load_policy(policy_dir)
+    backend = LocalBackend.over(model.eval(), tokenizer)
+    roller = Roller(cfg, PromptedPolicy(backend), backend, RewardScorer(reward_dir), None)
+    settings = roller.settings(1)
+    browsers = [Browser(index, ENV) for _ in range(2)]
+    samples = run_episodes(roller.policy, browsers, [QUESTIONS[1].text] * 2, settings)
+    for sample in samples:
+        rollout = Rollout()
+        roller.add_browsing(rollout, sample, QUESTIONS[1], 0.0, group=0, settings=settings)
+        expected = [list(step.token_ids) for step in sample.steps]
+        if sample.answer is not None:
+            expected.append(list(sample.answer_token_ids))
+        # every completion trained on is the tokens generated, as many as the backend counted, and a command's
+        # decode to the text the browser took (then the stop string that ended it)
+        assert [completion for _, completion, _ in rollout.pairs] == expected
+        for step in sample.steps:
+            assert len(step.token_ids) == step.tokens
+            assert tokenizer.decode(step.token_ids, skip_special_tokens=True).startswith(step.command)

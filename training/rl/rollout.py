@@ -187,10 +187,12 @@ class Roller:
         pairs = []
         for action in sample.steps:
             request = self.policy.command_request_for(action.observation, settings, 0)
-            pairs.append((self.backend.encode(request), self.text_ids(action.command)))
+            pairs.append(
+                (self.backend.encode(request), list(action.token_ids) or self.text_ids(action.command))
+            )
         if sample.answer is not None:
             request = self.policy.answer_request_for(sample.answer_prompt, settings, 0)
-            answer_ids = self.text_ids(sample.answer)
+            answer_ids = list(sample.answer_token_ids) or self.text_ids(sample.answer)
             answer_tokens = len(answer_ids)
             pairs.append((self.backend.encode(request), answer_ids))
         report = EpisodeReport(
@@ -209,14 +211,15 @@ class Roller:
         rollout.valid_actions += len(sample.steps) - sample.invalid_actions
 
     def completion_ids(self, completion: Completion) -> list[int]:
-        """The tokens the policy sampled (an answer: no stop string cuts it), ending with end of sequence when
-        the model ended it; else (cut by a stop string) as BC encodes a completion: its text's tokens, then
-        end of sequence (a completion cut at the token limit has none)."""
+        """The tokens the policy sampled, as the local backend gives them (``details["token_ids"]``); from a
+        backend that does not, as BC encodes a completion: its text's tokens, then end of sequence (a
+        completion cut at the token limit has none)."""
         if "token_ids" in completion.details:
             return list(completion.details["token_ids"])
         ids = self.backend.tokenizer(completion.text, add_special_tokens=False)["input_ids"]
         return [*ids, self.eos] if completion.finish_reason == "stop" else ids
 
     def text_ids(self, text: str) -> list[int]:
-        """A command or answer of a browsing episode (the text the environment took), ended."""
+        """A command or answer of a browsing episode whose sampled tokens the backend did not give: the text
+        the environment took, re-tokenised and ended."""
         return self.backend.tokenizer(text, add_special_tokens=False)["input_ids"] + [self.eos]

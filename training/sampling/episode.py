@@ -71,7 +71,9 @@ class Policy(Protocol):
 class Step:
     """One action: the observation the policy saw, the command it wrote, what the browser said, the
     digests of the pages shown before and after it (to store the episode like a human demonstration), and
-    the constraint its request carried as the backend reports it ("commands (regex)", "none"...)."""
+    the constraint its request carried as the backend reports it ("commands (regex)", "none"...);
+    ``token_ids``: the tokens sampled, where the backend gives them (the local one does), for RL to train on
+    as sampled."""
 
     observation: str
     command: str
@@ -81,6 +83,7 @@ class Step:
     page_before: str = ""
     page_after: str = ""
     constraint: str = UNCONSTRAINED
+    token_ids: tuple[int, ...] = ()
 
 
 @dataclass
@@ -96,6 +99,7 @@ class EpisodeSample:
     quotes: tuple[Quote, ...] = ()
     answer: str | None = None
     answer_prompt: str = ""
+    answer_token_ids: tuple[int, ...] = ()  # as ``Step.token_ids``
     end_reason: str = ""
     tokens_generated: int = 0
     env_seconds: float = 0.0
@@ -194,6 +198,7 @@ def run_episodes(
                     page_before,
                     browsers[i].page.digest,
                     completion.details.get("constraint", UNCONSTRAINED),
+                    tuple(completion.details.get("token_ids", ())),
                 )
             )
             samples[i].env_seconds += time.perf_counter() - started
@@ -231,6 +236,7 @@ def _end(
         answered, _complete(policy.backend, requests, answered, on_tokens), strict=True
     ):
         sample.answer = completion.text.strip()
+        sample.answer_token_ids = tuple(completion.details.get("token_ids", ()))
 
 
 def _complete(

@@ -223,12 +223,13 @@ class LocalBackend:
         text = self.tokenizer.decode(
             tokens[:-1] if ended else tokens, skip_special_tokens=True, clean_up_tokenization_spaces=False
         )
+        # The tokens as sampled, which an RL run trains on rather than the text re-tokenised: with the end of
+        # sequence when the model ended it, or ending with the token that completed a stop string (the text
+        # is checked after every token, so none follows it): what ended it is the policy's choice too.
+        sampled = {"token_ids": list(tokens)}
         cuts = [text.find(stop) for stop in request.stop if stop and stop in text]
         if cuts:
-            return Completion(text[: min(cuts)], len(tokens), "stop", prompt_tokens)
-        # Not cut by a stop string: the text is exactly these tokens (with the end of sequence when the model
-        # ended it), which an RL run trains on as sampled rather than re-tokenised.
-        sampled = {"token_ids": list(tokens)}
+            return Completion(text[: min(cuts)], len(tokens), "stop", prompt_tokens, sampled)
         if ended:
             return Completion(text, len(tokens), "stop", prompt_tokens, sampled)
         if force or len(tokens) >= request.max_new_tokens:
