@@ -42,6 +42,9 @@ def sign_in_and_start(page: Page) -> None:
     page.get_by_role("button", name="Sign in").click()
     page.get_by_role("button", name="Start next question").click()
     expect(page.get_by_label("Search query")).to_be_visible()
+    # The form is drawn before the page's deferred script runs: a key pressed in between would skip what the
+    # script adds (the ending confirmation, a slow run of the suite showed). "load" comes after it.
+    page.wait_for_load_state("load")
 
 
 def search_and_open(page: Page) -> None:
