@@ -9,7 +9,7 @@ from datetime import timedelta
 
 import pytest
 from django.utils import timezone
-from playwright.sync_api import Page, expect
+from playwright.sync_api import Locator, Page, expect
 
 from annotation.models import Assignment, AssignmentStatus, ExportFormat, FeedbackBatch
 from tests.conftest import demo_production_batches, make_user
@@ -33,6 +33,12 @@ TEMPLATES = [
     ("rating", "truthfulqa"),
     ("rating", "webglm"),
 ]
+
+
+def follow(link: Locator) -> None:
+    """Click a link and wait for the page it opens: axe run while the old page unloads finds no document."""
+    with link.page.expect_navigation():
+        link.click()
 
 
 class Audit:
@@ -77,7 +83,7 @@ def test_the_demonstrator_pages(demo_site, page):
     sign_in(page, "demonstrator", "demonstrator")
     expect(page.get_by_role("heading", level=1)).to_have_text("Next question")
     audit.check("demonstration landing")
-    page.get_by_role("link", name="instructions").click()
+    follow(page.get_by_role("link", name="instructions"))
     audit.check("instructions")
     page.go_back()
     page.get_by_role("button", name="Start next question").click()
@@ -101,7 +107,7 @@ def test_the_demonstrator_pages(demo_site, page):
     page.get_by_role("button", name="Submit answer").click()
     expect(page.get_by_role("status")).to_contain_text("Answer submitted")
     audit.check("demonstration landing, after an answer")
-    page.get_by_role("link", name="All your demonstrations").click()
+    follow(page.get_by_role("link", name="All your demonstrations"))
     audit.check("history")
     audit.assert_clean()
 
@@ -190,7 +196,7 @@ def test_the_researcher_console_pages(console_world, page):
     audit.check("console home, workers checked")
     nav = page.get_by_role("navigation", name="Main")
     for link in ("Questions", "Demos", "Feedback", "Workforce", "Exports", "Training"):
-        nav.get_by_role("link", name=link, exact=True).click()
+        follow(nav.get_by_role("link", name=link, exact=True))
         audit.check(link)
     for path in (
         "/console/workforce/candidates/webgpt_comparison/",
@@ -210,7 +216,7 @@ def test_the_researcher_console_pages(console_world, page):
     audit.check("feedback batch results")
     page.goto(f"/console/exports/{console_world['export'].pk}/")
     audit.check("export")
-    page.get_by_role("link", name="Train a model on it").click()
+    follow(page.get_by_role("link", name="Train a model on it"))
     audit.check("new training run (from an export)")
     page.goto(f"/console/training/{console_world['training'].pk}/")
     audit.check("training run")
@@ -218,7 +224,7 @@ def test_the_researcher_console_pages(console_world, page):
     audit.check("model registry")
     page.goto(f"/console/training/compare/?run={console_world['training'].pk}")
     audit.check("compare runs")
-    nav.get_by_role("link", name="Sampling", exact=True).click()
+    follow(nav.get_by_role("link", name="Sampling", exact=True))
     audit.check("sampling runs")
     sampling = console_world["sampling"]
     page.goto(f"/console/training/sampling/{sampling.pk}/")
@@ -229,11 +235,11 @@ def test_the_researcher_console_pages(console_world, page):
     audit.check("a sample's trajectory")
     page.goto("/console/training/sampling/new/")
     audit.check("new sampling run")
-    nav.get_by_role("link", name="Rounds", exact=True).click()
+    follow(nav.get_by_role("link", name="Rounds", exact=True))
     audit.check("rounds")
     page.get_by_role("link", name="round 1").first.click()
     expect(page.get_by_role("heading", name="round 1: first round")).to_be_visible()
     audit.check("round")
-    page.get_by_role("banner").get_by_role("link", name="API token").click()
+    follow(page.get_by_role("banner").get_by_role("link", name="API token"))
     audit.check("API token")
     audit.assert_clean()
