@@ -45,8 +45,8 @@ from annotation.feedback.scales import (
     preference_value,
     rating_fields,
 )
-from annotation.models import Assignment, AssignmentStatus, FeedbackBatch, FlagDecision
-from annotation.workforce.excluded import without_excluded_work
+from annotation.models import Assignment, FeedbackBatch
+from annotation.workforce.excluded import kept_judgements
 
 # Results are cached by a digest of the judgements read; CACHE_VERSION is part of it (raise it when the
 # computation changes, so a shared cache never serves a figure computed the old way).
@@ -120,10 +120,8 @@ def _rows(template: str, preset: str, batch_ids: list[int], *, resamples: int, s
     """The alphas of what the batches hold now, from the cache when exactly these judgements were measured
     before: the bootstrap (``resamples`` draws per measure) is the cost, the read is cheap, so the key is a
     digest of everything read. A new, revised or excluded judgement is another key: never a stale figure."""
-    submitted = Assignment.objects.filter(item__batch_id__in=batch_ids, status=AssignmentStatus.SUBMITTED)
     tasks = list(
-        without_excluded_work(submitted)
-        .exclude(flag_decision=FlagDecision.EXCLUDE)
+        kept_judgements(Assignment.objects.filter(item__batch_id__in=batch_ids))
         .order_by("id")
         .values_list("item_id", "labeler_id", "order", "response")
     )

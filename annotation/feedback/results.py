@@ -58,8 +58,8 @@ from annotation.feedback.scales import (
 )
 from annotation.feedback.stats import labeler_stats, overlap_summary
 from annotation.judging.report import judge_sections
-from annotation.models import Answer, Assignment, AssignmentStatus, FeedbackBatch, FlagDecision, Template
-from annotation.workforce.excluded import without_excluded_work
+from annotation.models import Answer, Assignment, FeedbackBatch, Template
+from annotation.workforce.excluded import kept_judgements
 from webgpt_site.inputs import parse_id
 
 _MAX_LABEL = 200
@@ -95,9 +95,8 @@ def submissions(batch: FeedbackBatch) -> list[Submission]:
     """The batch's SUBMITTED assignments (late and skipped ones are not judgements), oldest first; any
     without a readable order or response is left out, and so is any a researcher excluded on flag review or
     a revocation took out of the data (as exports, alpha and the judges' figures do)."""
-    submitted = Assignment.objects.filter(item__batch=batch, status=AssignmentStatus.SUBMITTED)
     rows = (
-        without_excluded_work(submitted.exclude(flag_decision=FlagDecision.EXCLUDE))
+        kept_judgements(Assignment.objects.filter(item__batch=batch))
         .order_by("id")
         .values_list(
             "item_id", "item__question_id", "item__is_gold", "item__sides", "labeler_id", "order", "response"

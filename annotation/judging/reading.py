@@ -11,8 +11,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from annotation.feedback.result_stats import Judgement, estimate
-from annotation.models import Assignment, AssignmentStatus, FeedbackBatch, FlagDecision
-from annotation.workforce.excluded import without_excluded_work
+from annotation.models import Assignment, FeedbackBatch
+from annotation.workforce.excluded import kept_judgements
 from annotation.workforce.judgements import canonical
 
 Figure = Callable[[Iterable[Judgement]], dict[str, Any]]
@@ -37,10 +37,7 @@ class Item:
 
 def human_judgements(batch: FeedbackBatch) -> dict[int, list[Human]]:
     """The labelers' judgements of ``batch`` by item (module docstring: which count), oldest first."""
-    tasks = Assignment.objects.filter(item__batch=batch, status=AssignmentStatus.SUBMITTED).exclude(
-        flag_decision=FlagDecision.EXCLUDE
-    )
-    rows = without_excluded_work(tasks).order_by("id")
+    rows = kept_judgements(Assignment.objects.filter(item__batch=batch)).order_by("id")
     found: dict[int, list[Human]] = defaultdict(list)
     for item, name, order, response in rows.values_list("item_id", "labeler__username", "order", "response"):
         if isinstance(order, list) and isinstance(response, dict):

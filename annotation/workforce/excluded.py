@@ -1,12 +1,13 @@
 """Work a revocation took out of the data: a person's judgements of a kind of work submitted before their
 ``Qualification.work_excluded_before`` for that kind. One rule for exports, Krippendorff's alpha and the
-careless-work signals, so the figures describe the same judgements a dataset holds."""
+careless-work signals, so the figures describe the same judgements a dataset holds; ``kept_judgements`` is
+that set for the figures: submitted, less flag-review exclusions and revoked work."""
 
 from __future__ import annotations
 
 from django.db.models import Exists, OuterRef, QuerySet
 
-from annotation.models import Assignment, Qualification
+from annotation.models import Assignment, AssignmentStatus, FlagDecision, Qualification
 from annotation.models.workforce import work_kind_expression
 
 
@@ -20,3 +21,10 @@ def without_excluded_work(tasks: QuerySet[Assignment]) -> QuerySet[Assignment]:
         work_excluded_before__gt=OuterRef("submitted_at"),
     )
     return tasks.annotate(work_kind=work_kind_expression("item__batch__")).filter(~Exists(excluded))
+
+
+def kept_judgements(tasks: QuerySet[Assignment]) -> QuerySet[Assignment]:
+    """The judgements among ``tasks`` that the batch results, alpha and the judges' figures count (the
+    judgements an export holds): submitted, less those excluded on flag review and revoked work."""
+    submitted = tasks.filter(status=AssignmentStatus.SUBMITTED).exclude(flag_decision=FlagDecision.EXCLUDE)
+    return without_excluded_work(submitted)

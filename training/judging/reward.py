@@ -15,6 +15,7 @@ Plain Python."""
 from __future__ import annotations
 
 from collections.abc import Sequence
+from statistics import median
 
 from annotation.feedback.scales import COMPARISON_TEMPLATES, OVERALL
 from training.runs.metrics import sigmoid
@@ -62,10 +63,8 @@ def flat_reward_warning(
     margin every verdict is "equally good", which reads as a judge with no opinion rather than a faint one."""
     if not score_pairs:
         return None
-    gaps = sorted(abs(first - second) for first, second in score_pairs)
+    gaps = [abs(first - second) for first, second in score_pairs]
     ties = sum(gap <= tie_margin for gap in gaps)
     if ties < FLAT_SHARE * len(gaps):
         return None
-    middle = len(gaps) // 2
-    median = gaps[middle] if len(gaps) % 2 else (gaps[middle - 1] + gaps[middle]) / 2
-    return {"ties": ties, "judgements": len(gaps), "median_gap": median, "tie_margin": tie_margin}
+    return {"ties": ties, "judgements": len(gaps), "median_gap": median(gaps), "tie_margin": tie_margin}
