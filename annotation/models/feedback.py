@@ -236,6 +236,11 @@ class Assignment(models.Model):
     leased_until = models.DateTimeField()
     started_at = models.DateTimeField(auto_now_add=True)
     submitted_at = models.DateTimeField(null=True, blank=True)
+    # The first submission, never changed by a revision: gold checks and screening tests score it (a
+    # labeler who saw a reference or a running score could otherwise revise their way to a pass), the
+    # revision window runs from it, and a revocation's exclusion is decided by it.
+    first_submitted_at = models.DateTimeField(null=True, blank=True)
+    first_response = models.JSONField(null=True, blank=True)
     last_seen_at = models.DateTimeField(null=True, blank=True)
     active_seconds = models.FloatField(default=0.0)
     draft = models.JSONField(default=dict, blank=True)
