@@ -106,6 +106,7 @@ def build(first: int, count: int, batch, labeler_ids: list[int], rng: random.Ran
         }
         task = Assignment(item=item, labeler_id=labeler_ids[i % len(labeler_ids)], status="submitted")
         task.order, task.response, task.leased_until, task.submitted_at = order, response, now, now
+        task.first_response, task.first_submitted_at = response, now  # bulk_create skips the model's save
         task.active_seconds = round(rng.uniform(30, 300), 1)
         tasks.append(task)
     Assignment.objects.bulk_create(tasks, batch_size=5000)
@@ -181,10 +182,10 @@ def measure(env: dict[str, str], kind: str, path: Path, *flags: str) -> dict:
 def api_run(prod: dict[str, str], answers: list, rounds: int, warmup: int) -> dict:
     """One client: next task (untimed) then submit (timed) on a truthfulqa rating batch, over gunicorn."""
     from django.contrib.auth.models import Group, User
-    from rest_framework.authtoken.models import Token
 
     from annotation.feedback.batches import BatchSettings, create_feedback_batch
     from annotation.workforce.states import qualify_for_role
+    from webgpt_site.api_tokens import issue
     from webgpt_site.permissions import Role
 
     config = BatchSettings(name="bench api", template="rating", preset="truthfulqa", required_probability=0.0)
@@ -192,7 +193,7 @@ def api_run(prod: dict[str, str], answers: list, rounds: int, warmup: int) -> di
     user = User.objects.create(username="apilabeler")
     user.groups.add(Group.objects.get(name="labeler"))
     qualify_for_role(user, Role.LABELER, by=None, reason="benchmark")  # past the gate, as a worker
-    headers = {"Authorization": f"Token {Token.objects.create(user=user).key}", "X-Forwarded-Proto": "https"}
+    headers = {"Authorization": f"Token {issue(user)}", "X-Forwarded-Proto": "https"}
     headers["Content-Type"] = "application/json"
     times: list[float] = []
     with serving(prod, 4, 1) as port:

@@ -95,6 +95,8 @@ def gold_world(alice, bob, zelda):
     """Four gold items; bob's judgements score 1, 0, 0.5 and 1 (the last three weeks ago is 1 of them);
     zelda shares two items with bob, agreeing on one (1) and saying "equal" on the other (0.5)."""
     batch = _batch(alice)
+    batch.revision_seconds = 0  # every revision window is over: the references may be shown
+    batch.save()
     items = list(batch.items.order_by("id"))
     orders = [sorted(item.answers.values_list("id", flat=True)) for item in items]  # [lower id, higher id]
     expected = [1.0, 1.0, 1.0, 0.5]  # the preference for the lower-id answer

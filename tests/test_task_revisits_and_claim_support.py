@@ -10,13 +10,13 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 from django.urls import reverse
-from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
 from annotation.feedback.batches import BatchSettings, create_feedback_batch
 from annotation.feedback.presenter import revision_window
 from annotation.models import Answer, Assignment, AssignmentStatus, SourceKind
 from annotation.questions.service import import_questions
+from webgpt_site.api_tokens import issue
 
 pytestmark = pytest.mark.django_db
 
@@ -66,7 +66,7 @@ def take_and_submit(client, user) -> Assignment:
 
 
 def submitted_at(task: Assignment, when: datetime) -> Assignment:
-    Assignment.objects.filter(pk=task.pk).update(submitted_at=when)
+    Assignment.objects.filter(pk=task.pk).update(submitted_at=when, first_submitted_at=when)
     task.refresh_from_db()
     return task
 
@@ -134,7 +134,7 @@ def test_past_its_window_a_submitted_task_says_it_can_no_longer_be_revised(clien
 def test_the_task_api_gives_submitted_at_and_revisable_until(bob):
     comparison_batch(revision_seconds=600)
     client = APIClient()
-    client.credentials(HTTP_AUTHORIZATION=f"Token {Token.objects.create(user=bob).key}")
+    client.credentials(HTTP_AUTHORIZATION=f"Token {issue(bob)}")
     fresh = client.post("/api/tasks/next").json()
     assert (fresh["submitted_at"], fresh["revisable_until"], fresh["revisable"]) == (None, None, False)
     body = {"response": {"ratings": {"overall": "equal"}}, "key": "6f1c1b9e-3c4b-4f57-9a51-1d1f0c2b7e10"}

@@ -24,9 +24,12 @@ class MyQuality(APIView):
     """Your own figures, as the "My quality" page shows them: ``kinds`` (per kind of work: state, the
     reason when paused or revoked, gold accuracy and agreement with the other labelers, each
     ``{accuracy, count, low, high}`` with its 95% Wilson interval, overall and per ISO week),
-    ``disagreements`` (gold items where you differed from the reference, in your display order, with the
-    reference and the researcher's explanation), ``screenings`` (your screening scores per measure) and
-    ``reviews`` (researchers' grades and comments on your demonstrations). Nothing about other people."""
+    ``disagreements`` (gold items where you differed from the reference, in your display order, with what
+    you first submitted (the judgement scored), ``revised`` when you changed it later, the reference and
+    the researcher's explanation; only items you can no longer revise: ``withheld`` counts the others and
+    ``withheld_until`` says when the first of them is shown), ``screenings`` (your screening scores per
+    measure, on your first submissions) and ``reviews`` (researchers' grades and comments on your
+    demonstrations). Nothing about other people."""
 
     permission_classes = (IsLabelerOrDemonstrator,)
 

@@ -18,8 +18,16 @@ from django.utils import timezone
 
 from annotation.demonstrations.answers import answer_errors
 from annotation.demonstrations.batches import batch_source
-from annotation.models import DemonstrationBatch, Episode, EpisodeAction, EpisodeStatus, Question, Split
-from annotation.workforce.gate import demonstration_state
+from annotation.models import (
+    DEMONSTRATION,
+    DemonstrationBatch,
+    Episode,
+    EpisodeAction,
+    EpisodeStatus,
+    Question,
+    Split,
+)
+from annotation.workforce.gate import demonstration_state, refusal
 from annotation.workforce.states import State
 from browser.engine.backend import ReplayOnly
 from browser.engine.browser import Browser, StepResult
@@ -51,8 +59,8 @@ class Outcome:
 
 def next_episode(user: AnyUser) -> Episode | None:
     """The person's open episode, or a new one on a question they have not done; None when none is left."""
-    current = Episode.objects.filter(user=user).open().first()
-    if current is not None:
+    current = Episode.objects.filter(user=user).open().select_related("batch").first()
+    if current is not None and not _refused(current, user):
         return current
     with transaction.atomic():
         question, batch = _pick_question(user)
@@ -123,6 +131,13 @@ def _pick_question(user: AnyUser) -> tuple[Question | None, DemonstrationBatch |
     return question, None
 
 
+def _refused(episode: Episode, user: AnyUser) -> str:
+    """Why the person's state for demonstrations stops them from changing this episode now ("" when
+    nothing does): a pause or a revocation ends the episode they hold (``workforce.held_work``), and this
+    refuses every change that still arrives for it."""
+    return refusal(user, DEMONSTRATION, "", bool(episode.batch_id and episode.batch.is_screening))
+
+
 def open_browser(episode: Episode, *, with_all_pages: bool = False) -> Browser:
     """The episode's browser on its source; ``with_all_pages``: every page it opened, for a replay, which
     asks no backend (a live episode replays with the network gone or the provider since unconfigured)."""
@@ -138,6 +153,8 @@ def record_action(episode_id: int, user: AnyUser, command: str, key: uuid.UUID, 
         refused = _not_applied(episode, key, version)
         if refused is not None:
             return refused
+        if standing := _refused(episode, user):
+            return Outcome(episode, notice=standing)
         if episode.status != EpisodeStatus.BROWSING:
             return Outcome(episode, notice="Browsing has ended for this episode.")
         browser = open_browser(episode)
@@ -190,6 +207,8 @@ def remove_quote(episode_id: int, user: AnyUser, number: int, key: uuid.UUID, ve
         refused = _not_applied(episode, key, version)
         if refused is not None:
             return refused
+        if standing := _refused(episode, user):
+            return Outcome(episode, notice=standing)
         if not episode.is_open:
             return Outcome(episode, notice="This episode is closed: its quotes stay as they were.")
         browser = open_browser(episode)
@@ -242,13 +261,15 @@ def _touch(episode: Episode, now: datetime) -> None:
     episode.last_seen_at = now
 
 
-def heartbeat(episode_id: int, user: AnyUser, *, now: datetime | None = None) -> None:
-    """The page is visible and in use (sent by the page every few seconds while that is so)."""
+def heartbeat(episode_id: int, user: AnyUser, *, now: datetime | None = None) -> bool:
+    """The page is visible and in use (sent by the page every few seconds while that is so); whether it
+    counted (only while the episode is open)."""
     with transaction.atomic():
         episode = Episode.objects.select_for_update().get(pk=episode_id, user=user)
         if episode.is_open:
             _touch(episode, now or timezone.now())
             episode.save(update_fields=["active_seconds", "last_seen_at"])
+        return episode.is_open
 
 
 def save_draft(episode_id: int, user: AnyUser, text: str) -> Episode:
@@ -256,6 +277,8 @@ def save_draft(episode_id: int, user: AnyUser, text: str) -> Episode:
         episode = Episode.objects.select_for_update().get(pk=episode_id, user=user)
         if episode.status != EpisodeStatus.ANSWERING:
             raise EpisodeClosed("This episode is not at the answer step.")
+        if standing := _refused(episode, user):
+            raise EpisodeClosed(standing)
         episode.answer_draft = text
         _touch(episode, timezone.now())
         episode.save(update_fields=["answer_draft", "active_seconds", "last_seen_at"])
@@ -272,6 +295,8 @@ def submit_answer(episode_id: int, user: AnyUser, text: str) -> list[str]:
             return []
         if episode.status != EpisodeStatus.ANSWERING:
             return [_not_answering(episode)]
+        if standing := _refused(episode, user):
+            return [standing]
         errors = answer_errors(text, len(episode.state["quotes"]))
         episode.answer_draft = text
         if not errors:
@@ -304,6 +329,8 @@ def return_to_browsing(episode_id: int, user: AnyUser) -> str:
         episode = Episode.objects.select_for_update().get(pk=episode_id, user=user)
         if episode.status != EpisodeStatus.ANSWERING:
             return "This episode is not at the answer step."
+        if standing := _refused(episode, user):
+            return standing
         browser = open_browser(episode)
         if not browser.reopen():
             return "No actions are left: write the answer with the quotes you have."

@@ -2,7 +2,7 @@
 memory). Which judgements count: submitted ones (``AssignmentStatus.SUBMITTED``), and late ones only when
 the request includes them; skipped, expired and leased ones never reach a dataset. Screening tests are
 tests, not data: their judgements and demonstrations never do either, nor a person's work of a kind
-submitted before ``Qualification.work_excluded_before`` for that kind (set on a revocation)."""
+first submitted before ``Qualification.work_excluded_before`` for that kind (set on a revocation)."""
 
 from __future__ import annotations
 

@@ -19,6 +19,7 @@ from django.db.models import Count, Exists, OuterRef, Q, QuerySet
 from django.utils import timezone
 
 from annotation.feedback.flag_review import clear_on_revision
+from annotation.feedback.slots import has_room, release_slot
 from annotation.feedback.validation import AnswerShape, Validation, draw_required_all, validate_response
 from annotation.models import (
     Answer,
@@ -28,7 +29,7 @@ from annotation.models import (
     FeedbackItem,
 )
 from annotation.workforce.after_submit import after_submit
-from annotation.workforce.gate import open_batch_priorities, open_batches
+from annotation.workforce.gate import open_batch_priorities, open_batches, refusal
 from webgpt_site.models import log_action
 from webgpt_site.permissions import AnyUser
 
@@ -72,10 +73,16 @@ def next_assignment(labeler: AnyUser, *, now: datetime | None = None) -> Assignm
     """The labeler's live lease, or a new one on an item of ``available_items``; None when nothing is
     left for them now (``progress.held_back`` tells whether work waits behind the same-question window)."""
     now = now or timezone.now()
-    current = Assignment.objects.filter(
-        labeler=labeler, status=AssignmentStatus.LEASED, leased_until__gt=now, is_reference=False
-    ).first()
-    if current is not None:
+    current = (
+        Assignment.objects.filter(
+            labeler=labeler, status=AssignmentStatus.LEASED, leased_until__gt=now, is_reference=False
+        )
+        .select_related("item__batch")
+        .first()
+    )
+    # A state change ends the leases it no longer allows (``held_work``); one taken in a race with it is
+    # not handed back either (its submit would be refused).
+    if current is not None and not _refused(current, labeler):
         return current
     reclaim_expired(now)
     with transaction.atomic():
@@ -100,12 +107,6 @@ def next_assignment(labeler: AnyUser, *, now: datetime | None = None) -> Assignm
         item.is_open = has_room(item)
         item.save(update_fields=["slots_taken", "is_open"])
     return assignment
-
-
-def has_room(item: FeedbackItem) -> bool:
-    """Whether the item takes another labeler: a screening item takes every applicant; any other item
-    ``target_overlap`` labelers (the batch's overlap, plus those asked for on disagreement)."""
-    return item.batch.is_screening or item.slots_taken < item.target_overlap
 
 
 def batch_turns(labeler: AnyUser, active: Mapping[int, int]) -> list[int]:
@@ -214,15 +215,17 @@ def reclaim_expired(now: datetime | None = None) -> int:
             return 0
         Assignment.objects.filter(pk__in=[pk for pk, _ in expired]).update(status=AssignmentStatus.EXPIRED)
         for _, item_id in sorted(expired, key=lambda pair: pair[1]):
-            _release_slot(item_id)
+            release_slot(item_id)
     return len(expired)
 
 
-def _release_slot(item_id: int) -> None:
-    item = FeedbackItem.objects.select_for_update().get(pk=item_id)
-    item.slots_taken = max(0, item.slots_taken - 1)
-    item.is_open = True
-    item.save(update_fields=["slots_taken", "is_open"])
+def _refused(assignment: Assignment, labeler: AnyUser) -> str:
+    """Why the labeler's state no longer lets them change this task ("" when it does; a researcher's
+    reference is theirs to revise at any time)."""
+    if assignment.is_reference:
+        return ""
+    batch = assignment.item.batch
+    return refusal(labeler, batch.template, batch.preset, batch.is_screening)
 
 
 def own_assignment(labeler: AnyUser, pk: int) -> Assignment | None:
@@ -284,6 +287,8 @@ def keep_alive(assignment_id: int, labeler: AnyUser, *, now: datetime | None = N
     now = now or timezone.now()
     with transaction.atomic():
         assignment = _locked(assignment_id, labeler)
+        if refused := _refused(assignment, labeler):
+            raise TaskClosed(refused)
         _renew(assignment, now)
         if assignment.status == AssignmentStatus.LEASED:
             assignment.save(update_fields=_LEASE_FIELDS)
@@ -311,6 +316,8 @@ def save_draft(
             raise TaskChanged(STALE_TASK)
         if assignment.status == AssignmentStatus.SKIPPED:
             raise TaskClosed("This task is closed.")
+        if refused := _refused(assignment, labeler):
+            raise TaskClosed(refused)
         _renew(assignment, now)
         assignment.draft = draft
         assignment.save(update_fields=[*_LEASE_FIELDS, "draft"])
@@ -354,9 +361,12 @@ def submit(
             return SubmitResult(None, assignment, repeated=True)
         if version is not None and version != assignment.version:
             return SubmitResult(None, assignment, stale=True)
+        if refused := _refused(assignment, labeler):
+            raise TaskClosed(refused)
         batch = assignment.item.batch
         if assignment.status in (AssignmentStatus.SUBMITTED, AssignmentStatus.LATE):
-            if now - assignment.submitted_at > timedelta(seconds=batch.revision_seconds):
+            # From the first submission: a revision must not reopen the window it was made in.
+            if now > assignment.revisable_until:
                 raise TaskClosed("The time to revise this task has passed.")
         elif assignment.status == AssignmentStatus.REFERENCE:
             pass  # a researcher's reference may be revised at any time
@@ -398,6 +408,7 @@ def _store(
     assignment.status = AssignmentStatus.LATE if late else AssignmentStatus.SUBMITTED
     if assignment.is_reference:
         assignment.status = AssignmentStatus.REFERENCE
+    # The first submission is kept for good by the model's save: scoring and the revision window read it.
     assignment.submitted_at, assignment.submit_key = now, key
     assignment.version += 1
     log_action(labeler, "assignment.submit", assignment, flags=list(result.flags), late=late)
@@ -417,5 +428,5 @@ def skip(assignment_id: int, labeler: AnyUser, reason: str) -> None:
         assignment.version += 1
         assignment.save(update_fields=["status", "skip_reason", "version"])
         if holds_slot:
-            _release_slot(assignment.item_id)
+            release_slot(assignment.item_id)
         log_action(labeler, "assignment.skip", assignment, reason=reason.strip())

@@ -7,7 +7,7 @@ import json
 import re
 import uuid
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import Any
 
 from django.utils import timezone
@@ -83,14 +83,12 @@ class RevisionWindow:
 
 
 def revision_window(assignment: Assignment, now: datetime | None = None) -> RevisionWindow | None:
-    """The revision window of a submitted (or late) task; None while it was never submitted. The bound is
-    inclusive, as ``assignment.submit`` refuses only once ``now - submitted_at`` exceeds the window."""
-    if assignment.submitted_at is None or assignment.status not in (
-        AssignmentStatus.SUBMITTED,
-        AssignmentStatus.LATE,
-    ):
+    """The revision window of a submitted (or late) task, from its first submission; None while it was
+    never submitted. The bound is inclusive, as ``assignment.submit`` refuses only once ``now`` is past
+    ``revisable_until``."""
+    until = assignment.revisable_until
+    if until is None or assignment.status not in (AssignmentStatus.SUBMITTED, AssignmentStatus.LATE):
         return None
-    until = assignment.submitted_at + timedelta(seconds=assignment.item.batch.revision_seconds)
     return RevisionWindow(assignment.submitted_at, until, (now or timezone.now()) <= until)
 
 

@@ -8,7 +8,7 @@ that fails or is cancelled holds nothing, and every item goes to humans as befor
 
 How an item is closed: ``is_open`` False, the same flag a full item has, so the pool's index scan, the
 counts of waiting work and the next-task pick all pass it by with no rule of their own. Nothing reopens it:
-slots come back to the pool only from a lease that expires or is skipped (``assignment._release_slot``), an
+slots come back to the pool only from a lease that expires or is skipped (``slots.release_slot``), an
 expired lease is retaken only by its labeler (``_retake``), and adaptive overlap asks for more only on
 disagreement among submissions; so only items no labeler has started (nothing leased, submitted, expired or
 late: skipped tasks aside) are routed to the judge, checked under the items' row locks. Gold items measure

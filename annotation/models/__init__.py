@@ -1,5 +1,6 @@
 """Annotation data: the question bank, demonstrations and feedback tasks."""
 
+from annotation.models.activity import ActiveKind, ActiveSpan
 from annotation.models.demonstrations import (
     DemonstrationBatch,
     Episode,
@@ -39,11 +40,14 @@ from annotation.models.workforce import (
     QualificationEvent,
     QualificationState,
     TimeCorrection,
+    may_take,
     work_kind,
 )
 
 __all__ = [
     "DEMONSTRATION",
+    "ActiveKind",
+    "ActiveSpan",
     "Answer",
     "Assignment",
     "AssignmentRevision",
@@ -80,5 +84,6 @@ __all__ = [
     "Split",
     "Template",
     "TimeCorrection",
+    "may_take",
     "work_kind",
 ]

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from datetime import timedelta
+from datetime import datetime, timedelta
+from typing import Any
 
 from django.conf import settings
 from django.core.validators import MaxValueValidator, MinValueValidator
@@ -273,6 +274,34 @@ class Assignment(models.Model):
 
     def __str__(self) -> str:
         return f"assignment {self.pk} ({self.labeler}, {self.status})"
+
+    def save(self, *args: Any, **kwargs: Any) -> None:
+        # Whatever stores a submission (the submit service, a fixture, an import) keeps it as the first one
+        # once, and no save ever changes it again.
+        if self.submitted_at is not None and self.first_submitted_at is None:
+            self.first_submitted_at, self.first_response = self.submitted_at, self.response
+            if kwargs.get("update_fields") is not None:
+                kwargs["update_fields"] = {*kwargs["update_fields"], "first_submitted_at", "first_response"}
+        super().save(*args, **kwargs)
+
+    @property
+    def scored_response(self) -> dict | None:
+        """What gold checks and screening tests score: the first submission, whatever revisions came
+        after it (the response itself for a task never submitted)."""
+        return self.first_response if self.first_submitted_at is not None else self.response
+
+    @property
+    def revisable_until(self) -> datetime | None:
+        """The end of the revision window: the batch's ``revision_seconds`` after the first submission, so
+        revising never moves it (None while never submitted). Reads ``item.batch``."""
+        if self.first_submitted_at is None:
+            return None
+        return self.first_submitted_at + timedelta(seconds=self.item.batch.revision_seconds)
+
+    @property
+    def revised(self) -> bool:
+        """Whether the response was changed after its first submission (the history is in ``revisions``)."""
+        return self.first_submitted_at is not None and self.submitted_at != self.first_submitted_at
 
 
 class FlagReview(models.Model):

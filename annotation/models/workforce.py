@@ -42,6 +42,13 @@ class QualificationState(models.TextChoices):
     REVOKED = "revoked", "Revoked"
 
 
+def may_take(state: str, is_screening: bool) -> bool:
+    """An applicant takes screening tests only; a qualified person the real work only; paused or revoked,
+    nothing of that kind. The one rule for handing out work and for taking, drafting, submitting or
+    revising what was handed out (``workforce.gate``, ``workforce.held_work``)."""
+    return state == (QualificationState.APPLICANT if is_screening else QualificationState.QUALIFIED)
+
+
 class Qualification(models.Model):
     """One person's state for one kind of work. No row means applicant: a person with the role who has not
     passed that kind's screening test. Every change is a ``QualificationEvent`` (``workforce.states``

@@ -12,6 +12,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from django.utils import timezone
+
 from annotation.feedback.presenter import CITATION
 from annotation.feedback.scales import (
     COMPARISON_SCALE,
@@ -25,6 +27,7 @@ from annotation.feedback.scales import (
     rating_fields,
 )
 from annotation.models import Answer, Assignment, work_kind
+from annotation.workforce.gate import refusal
 from annotation.workforce.gold import GoldCheck
 from annotation.workforce.judgements import FIELDS, FLAGS, PREFERENCE
 from annotation.workforce.states import kind_label
@@ -58,6 +61,7 @@ class GoldDisagreement:
     mine: list[Line]
     reference: list[Line]
     explanation: str
+    revised: bool = False  # changed after the first submission, which is what ``mine`` shows and was scored
 
 
 def slot_names(template: str, count: int) -> list[str]:
@@ -160,16 +164,36 @@ def _slots(task: Assignment, answers: Mapping[int, Answer]) -> list[Slot]:
     return slots
 
 
-def disagreements(user: AnyUser, checks: Sequence[GoldCheck]) -> list[GoldDisagreement]:
-    """The person's gold judgements that scored under 1, newest first, each shown as they saw it."""
+def can_still_revise(task: Assignment, user: AnyUser, now: datetime) -> bool:
+    """Whether the person may still revise the task: its revision window is open and their state lets them
+    (``gate.refusal``). A reference is shown only once this is False, so that seeing it cannot change the
+    judgement a dataset holds (the score cannot change anyway: it reads the first submission)."""
+    batch = task.item.batch
+    until = task.revisable_until
+    return until is not None and now <= until and not refusal(user, batch.template, batch.preset, False)
+
+
+@dataclass(frozen=True)
+class Disagreements:
+    shown: list[GoldDisagreement]
+    withheld: int  # missed gold items still revisable: their reference comes when that ends
+    next_at: datetime | None  # when the first of them is shown
+
+
+def disagreements(user: AnyUser, checks: Sequence[GoldCheck], now: datetime | None = None) -> Disagreements:
+    """The person's gold judgements that scored under 1, newest first, each shown as they saw it with what
+    they first submitted (the judgement scored), once they can no longer revise it."""
+    now = now or timezone.now()
     missed = {check.assignment_id: check for check in checks if check.score < 1}
     if not missed:
-        return []
+        return Disagreements([], 0, None)
     tasks = list(
         Assignment.objects.filter(pk__in=missed, labeler=user)
         .select_related("item__batch", "item__question")
-        .order_by("-submitted_at", "-id")
+        .order_by("-first_submitted_at", "-id")
     )
+    waiting = [task.revisable_until for task in tasks if can_still_revise(task, user, now)]
+    tasks = [task for task in tasks if not can_still_revise(task, user, now)]
     answers = Answer.objects.in_bulk({pk for task in tasks for pk in task.order})
     shown = []
     for task in tasks:
@@ -181,13 +205,14 @@ def disagreements(user: AnyUser, checks: Sequence[GoldCheck]) -> list[GoldDisagr
                 assignment_id=task.pk,
                 kind=kind,
                 kind_label=kind_label(kind),
-                submitted_at=task.submitted_at,
+                submitted_at=task.first_submitted_at,
                 score=missed[task.pk].score,
                 question=item.question.text,
                 answers=_slots(task, answers),
-                mine=response_lines(batch.template, batch.preset, task.response, names),
+                mine=response_lines(batch.template, batch.preset, task.scored_response, names),
                 reference=reference_lines(batch.template, batch.preset, item.gold_expected or {}, task.order),
                 explanation=item.gold_explanation,
+                revised=task.revised,
             )
         )
-    return shown
+    return Disagreements(shown, len(waiting), min(waiting, default=None))

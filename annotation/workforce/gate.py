@@ -20,16 +20,12 @@ from annotation.models import (
     EpisodeStatus,
     FeedbackBatch,
     Qualification,
+    may_take,
     work_kind,
 )
 from annotation.models.workforce import work_kind_expression
 from annotation.workforce.states import State, kind_label, states_of
 from webgpt_site.permissions import AnyUser
-
-
-def may_take(state: str, is_screening: bool) -> bool:
-    """An applicant takes screening tests only; a qualified person the real work only."""
-    return state == (State.APPLICANT if is_screening else State.QUALIFIED)
 
 
 def takeable_batches() -> QuerySet[FeedbackBatch]:
@@ -62,6 +58,26 @@ def open_batch_priorities(labeler: AnyUser) -> dict[int, int]:
         for pk, priority, template, preset, is_screening in active
         if may_take(states.get(work_kind(template, preset), State.APPLICANT), is_screening)
     }
+
+
+def refusal(person: AnyUser, template: str, preset: str, is_screening: bool) -> str:
+    """Why the person's state for this kind of work stops them from drafting, submitting or revising a
+    task (or an episode) of it now; "" when nothing does. The same rule as handing work out (``may_take``):
+    a pause or a revocation ends what they hold and every later change of it."""
+    kind = work_kind(template, preset)
+    state = states_of(person).get(kind, State.APPLICANT)
+    if may_take(state, is_screening):
+        return ""
+    label = kind_label(kind)
+    if state == State.PAUSED:
+        why = f"you are paused for {label}, so your work of this kind is on hold (see My quality)"
+    elif state == State.REVOKED:
+        why = f"a researcher has withdrawn {label} from you"
+    elif is_screening:
+        why = f"you are past the screening test for {label}: its answers stay as you submitted them"
+    else:
+        why = f"you are not qualified for {label}"
+    return f"Not saved: {why}. Nothing you submitted before was changed."
 
 
 def demonstration_state(user: AnyUser) -> str:

@@ -34,13 +34,15 @@ class GoldCheck:
     assignment_id: int
     item_id: int
     batch_id: int
-    submitted_at: datetime
+    submitted_at: datetime  # the first submission, the one scored
     score: float
+    revised: bool = False  # changed after the first submission (the revision is kept, never scored)
 
 
 def gold_checks(labeler: AnyUser | int, kind: str | None = None) -> list[GoldCheck]:
-    """The labeler's scored gold judgements in production batches (screening tests aside), oldest first;
-    judgements excluded on flag review do not count."""
+    """The labeler's scored gold judgements in production batches (screening tests aside), oldest first,
+    each scored on its first submission: a labeler who saw the reference (My quality) cannot revise their
+    way to a better score. Judgements excluded on flag review do not count."""
     tasks = (
         Assignment.objects.filter(
             labeler=labeler,
@@ -50,17 +52,19 @@ def gold_checks(labeler: AnyUser | int, kind: str | None = None) -> list[GoldChe
         )
         .exclude(flag_decision=FlagDecision.EXCLUDE)
         .select_related("item__batch")
-        .order_by("submitted_at", "id")
+        .order_by("first_submitted_at", "id")
     )
     checks = []
     for task in tasks:
         batch = task.item.batch
         if kind is not None and work_kind(batch.template, batch.preset) != kind:
             continue
-        mine = canonical(batch.template, task.response, task.order, batch.preset)
+        mine = canonical(batch.template, task.scored_response, task.order, batch.preset)
         score = gold_score(batch.template, mine, task.item.gold_expected or {})
         if score is not None:
-            checks.append(GoldCheck(task.pk, task.item_id, batch.pk, task.submitted_at, score))
+            checks.append(
+                GoldCheck(task.pk, task.item_id, batch.pk, task.first_submitted_at, score, task.revised)
+            )
     return checks
 
 

@@ -116,7 +116,7 @@ def ask_more_on_disagreement(task: Assignment) -> bool:
     if not judgements_disagree(batch, kept):
         return False
     item.extra_overlap += 1
-    item.is_open = item.slots_taken < item.target_overlap  # assignment.has_room, for a batch not screening
+    item.is_open = item.slots_taken < item.target_overlap  # slots.has_room, for a batch not screening
     item.save(update_fields=["extra_overlap", "is_open"])
     log_action(None, "feedback_item.extra_overlap", item, target=item.target_overlap, after=task.pk)
     return True

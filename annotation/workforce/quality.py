@@ -119,6 +119,9 @@ class Review:
 class Report:
     kinds: list[KindQuality] = field(default_factory=list)
     disagreements: list[GoldDisagreement] = field(default_factory=list)
+    # Missed gold items the person may still revise: their references come once that ends (the first).
+    withheld: int = 0
+    withheld_until: datetime | None = None
     screenings: list[Screening] = field(default_factory=list)
     reviews: list[Review] = field(default_factory=list)
     labeler: bool = False
@@ -197,7 +200,7 @@ def screening_scores(user: AnyUser) -> list[Screening]:
             labeler=user, status=AssignmentStatus.SUBMITTED, item__batch__is_screening=True
         )
         .select_related("item__batch")
-        .order_by("submitted_at", "id")
+        .order_by("first_submitted_at", "id")
     )
     by_batch: dict[int, list[Assignment]] = defaultdict(list)
     for task in tasks:
@@ -210,7 +213,9 @@ def screening_scores(user: AnyUser) -> list[Screening]:
         for task in judged:
             reference = references.get(task.item_id)
             if reference:
-                own = canonical(batch.template, task.response, task.order, batch.preset)
+                # The first submission, as the candidates page scores it: the running score shown here
+                # after each item cannot be revised towards.
+                own = canonical(batch.template, task.scored_response, task.order, batch.preset)
                 for measure, score in compare(batch.template, own, reference).items():
                     measures[measure].append(score)
         order = [main_measure(batch.template), FLAGS]
@@ -220,7 +225,7 @@ def screening_scores(user: AnyUser) -> list[Screening]:
             Screening(
                 kind,
                 kind_label(kind),
-                judged[-1].submitted_at,
+                judged[-1].first_submitted_at,
                 len(judged),
                 [ScreeningScore(m, MEASURE_LABELS.get(m, m), share(measures[m])) for m in ranked],
             )
@@ -281,9 +286,12 @@ def report(user: AnyUser) -> Report:
                 by_week(agreement.get(kind, [])),
             )
         )
+    missed = disagreements(user, checks)
     return Report(
         kinds=kinds,
-        disagreements=disagreements(user, checks),
+        disagreements=missed.shown,
+        withheld=missed.withheld,
+        withheld_until=missed.next_at,
         screenings=screening_scores(user) if labeler else [],
         reviews=reviews_of(user) if demonstrator else [],
         labeler=labeler,

@@ -137,7 +137,8 @@ def feedback_candidates(kind: str) -> list[Candidate]:
             continue
         done[task.labeler_id] += 1
         batch = item.batch
-        mine = canonical(batch.template, task.response, task.order, batch.preset)
+        # The first submission: a candidate who saw their running score cannot revise towards a pass.
+        mine = canonical(batch.template, task.scored_response, task.order, batch.preset)
         for measure, value in compare(batch.template, mine, item.gold_expected).items():
             scores[task.labeler_id][measure].append(value)
     states = _states(kind)

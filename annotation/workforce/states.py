@@ -9,8 +9,15 @@ from django.db import transaction
 from django.utils import timezone
 
 from annotation.feedback.scales import RATING_PRESET_CHOICES, TEMPLATES
-from annotation.models import DEMONSTRATION, Qualification, QualificationEvent, QualificationState, work_kind
+from annotation.models import (
+    DEMONSTRATION,
+    Qualification,
+    QualificationEvent,
+    QualificationState,
+    work_kind,
+)
 from annotation.models.workforce import RATING_PREFIX
+from annotation.workforce.held_work import end_held_work
 from webgpt_site.models import log_action
 from webgpt_site.permissions import AnyUser, Role
 
@@ -69,13 +76,21 @@ ACTION_STATES = {
     "revoke": State.REVOKED,
     "reset": State.APPLICANT,
 }
+# An action named for its start: reinstating is for someone paused or revoked. An applicant is qualified
+# ("qualify", with their screening result beside it), never reinstated past the screening test.
+ACTION_FROM = {"reinstate": {State.PAUSED, State.REVOKED}}
 
 
 class StateError(ValueError):
     """A change the current state does not allow, or one without a reason."""
 
 
-def _check_allowed(kind: str, from_state: str, to_state: str) -> None:
+def _check_allowed(kind: str, from_state: str, to_state: str, action: str | None = None) -> None:
+    if action in ACTION_FROM and from_state not in ACTION_FROM[action]:
+        raise StateError(
+            f"{kind_label(kind)}: only a paused or revoked person is reinstated; a person who is "
+            f"{State(from_state).label.lower()} is qualified (after their screening test) instead."
+        )
     if to_state not in ALLOWED[State(from_state)]:
         raise StateError(
             f"{kind_label(kind)}: a person who is {State(from_state).label.lower()} cannot become "
@@ -92,11 +107,15 @@ def set_state(
     reason: str,
     figures: dict[str, Any] | None = None,
     exclude_work: bool = False,
+    action: str | None = None,
     now: datetime | None = None,
 ) -> Qualification:
     """Change one person's state for one kind of work and record it (who, when, why, on what figures).
-    ``exclude_work`` (revocations only) leaves their work of that kind submitted until now out of exports.
-    StateError when the change is not allowed from the current state or the reason is blank."""
+    ``exclude_work`` (revocations only) leaves their work of that kind first submitted until now out of
+    exports. ``action`` (of ``ACTION_STATES``), when the change was asked for by name, must suit the current
+    state too. The work they hold that the new state does not let them take is ended at once
+    (``held_work``). StateError when the change is not allowed from the current state or the reason is
+    blank."""
     now = now or timezone.now()
     reason = reason.strip()
     if not reason:
@@ -106,10 +125,10 @@ def set_state(
     # Checked before anything is written too: the row made for a refused change would be rolled back,
     # yet a write all the same (the fuzz test counts it).
     current = Qualification.objects.filter(user=user, kind=kind).values_list("state", flat=True).first()
-    _check_allowed(kind, current or State.APPLICANT, to_state)
+    _check_allowed(kind, current or State.APPLICANT, to_state, action)
     with transaction.atomic():
         row, _ = Qualification.objects.select_for_update().get_or_create(user=user, kind=kind)
-        _check_allowed(kind, row.state, to_state)  # again under the lock: it may have changed since
+        _check_allowed(kind, row.state, to_state, action)  # again under the lock: it may have changed since
         QualificationEvent.objects.create(
             user=user,
             kind=kind,
@@ -125,6 +144,7 @@ def set_state(
             row.work_excluded_before = now
         row.save()
         log_action(by, "qualification.change", row, kind=kind, state=to_state, reason=reason)
+        end_held_work(user, kind, to_state, by=by, reason=reason, now=now)
     return row
 
 
@@ -161,6 +181,8 @@ def qualify_for_role(user: AnyUser, role: Role, *, by: AnyUser | None, reason: s
         )
         if new:
             log_action(by, "qualification.change", user, kinds=new, state=State.QUALIFIED, reason=reason)
+        for kind in new:  # a screening task or episode they held is over: they do the real work now
+            end_held_work(user, kind, State.QUALIFIED, by=by, reason=reason, now=now)
         for kind, state in current.items():
             if kind in kinds_for(role) and state != State.QUALIFIED:
                 set_state(user, kind, State.QUALIFIED, by=by, reason=reason, now=now)
