@@ -33,9 +33,12 @@ def task_data(task: Assignment) -> dict[str, Any]:
     context = task_context(task)
     batch = task.item.batch
     revision = context["revision"]
+    # Why its labeler may not change it now (paused, revoked, past the screening test): "" when they may.
+    closed = work.standing_refusal(task, task.labeler)
     return {
         "id": task.pk,
         "status": task.status,
+        "closed_reason": closed.removeprefix("Not saved: "),
         "template": batch.template,
         "preset": batch.preset,
         "screening": batch.is_screening,
@@ -44,7 +47,7 @@ def task_data(task: Assignment) -> dict[str, Any]:
         "submitted_at": task.submitted_at,
         # Until when a new submit may replace the response (null before the first submit), and whether now.
         "revisable_until": revision.revisable_until if revision else None,
-        "revisable": revision.revisable if revision else False,
+        "revisable": bool(revision and revision.revisable and not closed),
         "question": context["question"],
         "answers": [
             {

@@ -1,8 +1,9 @@
-"""The team over the API (researchers): everyone's roles, state per kind of work, gold accuracy with its
-count and 95% interval, hours this week and last activity (``api-team``); and a change of one person's
-state for one kind of work, with the reason (``api-team-state``), checked and recorded by
+"""The team over the API (researchers): everyone's roles, state per kind of work, screening results, gold
+accuracy with its count and 95% interval, hours this week and last activity (``api-team``); and a change of
+one person's state for one kind of work, with the reason (``api-team-state``), checked and recorded by
 ``workforce.states.set_state`` exactly as the team page does; and the withdrawal of a pending invitation
-(``api-team-invitation``)."""
+(``api-team-invitation``). Both changes follow ``workforce.authority``: on one's own account, another
+researcher's or an administrator's, a 403 whose ``detail`` says why."""
 
 from __future__ import annotations
 
@@ -23,12 +24,34 @@ from annotation.api.strict import StrictSerializer
 from annotation.models import Qualification
 from annotation.workforce import invitations
 from annotation.workforce import team as people
+from annotation.workforce.authority import check_may_act_on
+from annotation.workforce.screening import Candidate
 from annotation.workforce.states import ACTION_STATES, State, StateError, set_state
 from annotation.workforce.team_forms import MAX_REASON
 from annotation.workforce.timesheets import this_week
 from webgpt_site.permissions import get_visible_or_404
 
 User = get_user_model()
+
+
+def screening_data(candidate: Candidate) -> dict[str, Any]:
+    """A screening result as the candidates page shows it: the suggestion, items done, each score."""
+    return {
+        "suggestion": candidate.suggestion,
+        "done": candidate.done,
+        "total": candidate.total,
+        "scores": [
+            {
+                "measure": score.measure,
+                "value": score.value,
+                "count": score.count,
+                "low": score.low,
+                "high": score.high,
+                "cutoff": score.cutoff,
+            }
+            for score in candidate.scores
+        ],
+    }
 
 
 def member_data(member: people.Member) -> dict[str, Any]:
@@ -39,6 +62,9 @@ def member_data(member: people.Member) -> dict[str, Any]:
         "active": member.user.is_active,
         "roles": [role.value for role in member.roles],
         "states": {state.kind: state.state for state in member.states},
+        "screening": {
+            state.kind: screening_data(state.screening) for state in member.states if state.screening
+        },
         "gold": {"accuracy": gold.accuracy, "count": gold.count, "low": gold.low, "high": gold.high},
         "agreement": {
             "value": member.agreement.accuracy,
@@ -54,8 +80,10 @@ def member_data(member: people.Member) -> dict[str, Any]:
 
 class TeamList(APIView):
     """Everyone with an account: ``people`` (a labeler or demonstrator role), ``researchers`` and
-    ``without_role``. A kind of work without a state is "applicant"; gold accuracy is over every gold item
-    the person judged in production batches (``accuracy`` null when none), its interval Wilson's."""
+    ``without_role``. A kind of work without a state is "applicant"; ``screening`` has, per kind of work
+    whose screening test they took, the candidates page's suggestion and scores against the cutoffs; gold
+    accuracy is over every gold item the person judged in production batches (``accuracy`` null when none),
+    its interval Wilson's."""
 
     permission_classes = (IsResearcher,)
 
@@ -111,13 +139,15 @@ class TeamState(APIView):
     """Change one person's state for one kind of work: ``action`` qualify, pause, reinstate (to qualified),
     revoke or reset (a revoked person back to applicant), with a ``reason``; ``exclude_work`` (revoke only)
     leaves their work of that kind submitted until now out of exports. A change the current state does not
-    allow is a 400 under ``action``: nothing is changed."""
+    allow is a 400 under ``action``; a person the caller may not act on (``workforce.authority``: themselves,
+    another researcher, an administrator) a 403 naming why. Either way nothing is changed."""
 
     permission_classes = (IsResearcher,)
 
     @extend_schema(request=StateInput, responses={200: OpenApiTypes.OBJECT})
     def post(self, request: Request, pk: int) -> Response:
         person = get_object_or_404(User, pk=pk)
+        check_may_act_on(request.user, person)
         body = StateInput(data=request.data)
         body.is_valid(raise_exception=True)
         data = body.validated_data
@@ -129,6 +159,7 @@ class TeamState(APIView):
                 by=request.user,
                 reason=data["reason"],
                 exclude_work=data["exclude_work"],
+                action=data["action"],
             )
         except StateError as error:
             return Response({"action": [f"{error} Nothing was changed."]}, status=status.HTTP_400_BAD_REQUEST)
@@ -138,7 +169,8 @@ class TeamState(APIView):
 class InvitationDetail(APIView):
     """A pending invitation (an open one, or the link of an account made on the team page): ``DELETE``
     withdraws it, so its link stops working (204), with an audit entry. One used, expired or withdrawn is a
-    404, and so is any invitation to anyone but a researcher (the research team's: it does not exist)."""
+    404, and so is any invitation to anyone but a researcher (the research team's: it does not exist); one
+    the caller may not act on (``workforce.authority``) a 403 naming why."""
 
     @extend_schema(responses={204: None})
     def delete(self, request: Request, pk: int) -> Response:

@@ -82,7 +82,7 @@ def next_assignment(labeler: AnyUser, *, now: datetime | None = None) -> Assignm
     )
     # A state change ends the leases it no longer allows (``held_work``); one taken in a race with it is
     # not handed back either (its submit would be refused).
-    if current is not None and not _refused(current, labeler):
+    if current is not None and not standing_refusal(current, labeler):
         return current
     reclaim_expired(now)
     with transaction.atomic():
@@ -219,7 +219,7 @@ def reclaim_expired(now: datetime | None = None) -> int:
     return len(expired)
 
 
-def _refused(assignment: Assignment, labeler: AnyUser) -> str:
+def standing_refusal(assignment: Assignment, labeler: AnyUser) -> str:
     """Why the labeler's state no longer lets them change this task ("" when it does; a researcher's
     reference is theirs to revise at any time)."""
     if assignment.is_reference:
@@ -287,7 +287,7 @@ def keep_alive(assignment_id: int, labeler: AnyUser, *, now: datetime | None = N
     now = now or timezone.now()
     with transaction.atomic():
         assignment = _locked(assignment_id, labeler)
-        if refused := _refused(assignment, labeler):
+        if refused := standing_refusal(assignment, labeler):
             raise TaskClosed(refused)
         _renew(assignment, now)
         if assignment.status == AssignmentStatus.LEASED:
@@ -316,7 +316,7 @@ def save_draft(
             raise TaskChanged(STALE_TASK)
         if assignment.status == AssignmentStatus.SKIPPED:
             raise TaskClosed("This task is closed.")
-        if refused := _refused(assignment, labeler):
+        if refused := standing_refusal(assignment, labeler):
             raise TaskClosed(refused)
         _renew(assignment, now)
         assignment.draft = draft
@@ -361,7 +361,7 @@ def submit(
             return SubmitResult(None, assignment, repeated=True)
         if version is not None and version != assignment.version:
             return SubmitResult(None, assignment, stale=True)
-        if refused := _refused(assignment, labeler):
+        if refused := standing_refusal(assignment, labeler):
             raise TaskClosed(refused)
         batch = assignment.item.batch
         if assignment.status in (AssignmentStatus.SUBMITTED, AssignmentStatus.LATE):

@@ -18,8 +18,8 @@ from annotation.feedback import progress
 from annotation.feedback.forms import response_from_post
 from annotation.feedback.presenter import task_context
 from annotation.feedback.validation import input_errors, skip_reason_error
-from annotation.models import Assignment, AssignmentStatus
-from annotation.workforce import gate
+from annotation.models import ActiveKind, Assignment, AssignmentStatus
+from annotation.workforce import activity, gate
 from webgpt_site.permissions import Role, any_role_required, get_visible_or_404, role_required
 
 TEMPLATE_PAGES = {
@@ -109,9 +109,12 @@ def _render_task(request: HttpRequest, task: Assignment, refused: dict) -> HttpR
     mine = task.labeler_id == request.user.pk
     revision = context["revision"]
     closed = revision is not None and not revision.revisable  # a submit would be refused: say so up front
-    context["mine"] = mine
-    context["read_only"] = not mine or task.status not in EDITABLE or closed
-    context["slot_gone"] = work.SLOT_GONE if mine and task.status == AssignmentStatus.EXPIRED else ""
+    # Paused, revoked or past the screening test: the page says why and takes nothing (as submit would).
+    standing = work.standing_refusal(task, request.user) if mine else ""
+    context["mine"], context["standing"] = mine, standing.removeprefix("Not saved: ")
+    context["read_only"] = not mine or task.status not in EDITABLE or closed or bool(standing)
+    expired = mine and task.status == AssignmentStatus.EXPIRED and not standing
+    context["slot_gone"] = work.SLOT_GONE if expired else ""
     # The labeler's own progress line; a researcher looking at someone's task, or entering a reference,
     # sees none.
     context["progress"] = progress.task_progress(task) if mine and not task.is_reference else None
@@ -245,8 +248,14 @@ def skip(request: HttpRequest, pk: int) -> HttpResponse:
 @require_POST
 @any_role_required(Role.LABELER, Role.RESEARCHER)  # a researcher's own reference task
 def heartbeat(request: HttpRequest, pk: int) -> HttpResponse:
+    task = _own(request, pk)
+    served = activity.served_at(request.POST.get("page_view"), request.user, ActiveKind.TASK, task.pk)
+    if served is None:  # no page of this task was served to this person: nothing is renewed or counted
+        return HttpResponse(activity.NO_PAGE_VIEW, status=400)
     try:
-        work.keep_alive(_own(request, pk).pk, request.user)
+        task = work.keep_alive(task.pk, request.user)
     except work.TaskClosed as exc:
         return HttpResponse(str(exc), status=409)
+    if not task.is_reference:  # a researcher's reference is no one's paid work
+        activity.record(request.user, ActiveKind.TASK, served)
     return HttpResponse(status=204)

@@ -1,7 +1,9 @@
 """The researcher's team page (``console:team``) and each person's page (``console:team_person``): roles,
 states per kind of work, gold accuracy, hours this week, last activity, the audit trail, and the actions
 (each with its reason). A refused action is a 400 that shows the page again with the error: nothing was
-changed. A new invitation link is shown once, on the page that answers its POST, never stored."""
+changed. An action on someone the researcher may not act on (``authority``: their own account, another
+researcher's, an administrator's) is a 403 that says why. A new invitation link is shown once, on the page
+that answers its POST, never stored."""
 
 from __future__ import annotations
 
@@ -20,6 +22,7 @@ from django.views.decorators.http import require_GET, require_POST
 from annotation.models import QualificationEvent
 from annotation.workforce import invitations
 from annotation.workforce import team as people
+from annotation.workforce.authority import NotYourCall, check_may_act_on, may_grant, refusal
 from annotation.workforce.states import (
     ACTION_STATES,
     StateError,
@@ -43,8 +46,9 @@ BUTTONS = {
 }
 
 
-def _team_page(request: HttpRequest, status: int = 200, **forms: Any) -> HttpResponse:
+def _team_page(request: HttpRequest, status: int = 200, error: str = "", **forms: Any) -> HttpResponse:
     context = {
+        "error": error,
         "team": people.team(),
         "pending": invitations.pending(),
         "add_form": forms.get("add_form") or AddPersonForm(request.user),
@@ -113,6 +117,8 @@ def withdraw_invitation(request: HttpRequest, pk: int) -> HttpResponse:
         invitations.withdraw(request.user, invitation.pk)
     except invitations.InvitationError:  # used or withdrawn since it was read
         raise Http404 from None
+    except NotYourCall as refused:
+        return _team_page(request, 403, f"{refused} Nothing was changed.")
     messages.success(request, "The invitation is withdrawn: its link no longer works.")
     return redirect("console:team")
 
@@ -126,11 +132,12 @@ def _who(event: QualificationEvent) -> str:
 def _person_page(request: HttpRequest, person: Any, status: int = 200, error: str = "") -> HttpResponse:
     member = people.member(person)
     gold = people.gold_by_kind(person, [state.kind for state in member.states])
+    refused = refusal(request.user, person)
     rows = [
         {
             "state": state,
             "gold_text": people.accuracy_text(gold[state.kind]) if state.kind in gold else "",
-            "buttons": BUTTONS[state.state],
+            "buttons": () if refused else BUTTONS[state.state],
         }
         for state in member.states
     ]
@@ -145,6 +152,7 @@ def _person_page(request: HttpRequest, person: Any, status: int = 200, error: st
     context = {
         "person": person,
         "member": member,
+        "refusal": refused,  # why the actions are not offered: the researcher may not act on this account
         "rows": rows,
         "events": [
             {
@@ -156,12 +164,13 @@ def _person_page(request: HttpRequest, person: Any, status: int = 200, error: st
             for event in events
         ],
         "role_history": role_history,
-        "roles": [
-            {"role": role, "has": role in member.roles, "may": people.may_change_role(request.user, role)}
+        # Not "roles": that is the layout's (the navigation's) context variable.
+        "role_rows": [
+            {"role": role, "has": role in member.roles, "may": not refused and may_grant(request.user, role)}
             for role in people.ROLE_ORDER
         ],
-        "worker_roles": [role for role in people.WORKER_ROLES if role in member.roles],
-        "needs_link": not person.has_usable_password(),
+        "worker_roles": [] if refused else [role for role in people.WORKER_ROLES if role in member.roles],
+        "needs_link": not refused and not person.has_usable_password(),
         "error": error,
     }
     return render(request, "console/team_person.html", context, status=status)
@@ -177,11 +186,22 @@ def _form_error(form: Any) -> str:
     return " ".join(str(message) for errors in form.errors.values() for message in errors)
 
 
+def _refused(request: HttpRequest, person: Any) -> HttpResponse | None:
+    """The person's page with why, as a 403, when the researcher may not act on this person; else None."""
+    try:
+        check_may_act_on(request.user, person)
+    except NotYourCall as refused:
+        return _person_page(request, person, 403, f"{refused} Nothing was changed.")
+    return None
+
+
 @require_POST
 @role_required(Role.RESEARCHER)
 def person_state(request: HttpRequest, pk: int) -> HttpResponse:
     """Qualify, pause, reinstate, revoke or reset one kind of work, with the reason."""
     person = get_object_or_404(User, pk=pk)
+    if refused := _refused(request, person):
+        return refused
     form = StateForm(request.POST)
     if not form.is_valid():
         return _person_page(request, person, 400, _form_error(form) + " Nothing was changed.")
@@ -194,6 +214,7 @@ def person_state(request: HttpRequest, pk: int) -> HttpResponse:
             by=request.user,
             reason=data["reason"],
             exclude_work=data["exclude_work"],
+            action=data["action"],
         )
     except StateError as error:
         return _person_page(request, person, 400, f"{error} Nothing was changed.")
@@ -213,6 +234,8 @@ def person_state(request: HttpRequest, pk: int) -> HttpResponse:
 def person_qualify_role(request: HttpRequest, pk: int) -> HttpResponse:
     """Qualify for every kind of one role's work (those already qualified are left alone)."""
     person = get_object_or_404(User, pk=pk)
+    if refused := _refused(request, person):
+        return refused
     form = QualifyRoleForm(request.POST)
     if not form.is_valid():
         return _person_page(request, person, 400, _form_error(form) + " Nothing was changed.")
@@ -230,6 +253,8 @@ def person_qualify_role(request: HttpRequest, pk: int) -> HttpResponse:
 def person_roles(request: HttpRequest, pk: int) -> HttpResponse:
     """Grant or remove one role (the researcher role: superusers only)."""
     person = get_object_or_404(User, pk=pk)
+    if refused := _refused(request, person):
+        return refused
     form = RoleForm(request.POST)
     if not form.is_valid():
         return _person_page(request, person, 400, _form_error(form) + " Nothing was changed.")
@@ -257,6 +282,8 @@ def person_roles(request: HttpRequest, pk: int) -> HttpResponse:
 def person_link(request: HttpRequest, pk: int) -> HttpResponse:
     """A new link for an account without a password (earlier unused links of it end now)."""
     person = get_object_or_404(User, pk=pk)
+    if refused := _refused(request, person):
+        return refused
     try:
         link = invitations.renew(request.user, person)
     except invitations.InvitationError as error:
