@@ -32,8 +32,16 @@ from annotation.models import (
 )
 from annotation.questions.service import import_questions
 from annotation.workforce import invitations
-from annotation.workforce.states import ACTION_STATES, ALLOWED, State, kinds_for, set_state, state_of
-from annotation.workforce.team import last_activity
+from annotation.workforce.states import (
+    ACTION_STATES,
+    ALLOWED,
+    State,
+    kind_label,
+    kinds_for,
+    set_state,
+    state_of,
+)
+from annotation.workforce.team import last_activity, screening_results
 from annotation.workforce.team_views import BUTTONS
 from tests.conftest import make_user
 from webgpt_site.models import AuditEntry
@@ -639,3 +647,51 @@ def test_the_team_page_shows_agreement_with_the_others_with_its_interval(django_
     body = client.get(reverse("api-team")).json()
     row = next(person for person in body["people"] if person["username"] == "first")
     assert row["agreement"]["count"] == 2 and row["agreement"]["value"] == 1.0
+
+
+# The person page's navigation and the screening result beside the decision -------------------------------
+
+
+def test_the_person_page_shows_the_navigation(team):
+    page = (
+        signed_in(team["alice"]).get(reverse("console:team_person", args=[team["bob"].pk])).content.decode()
+    )
+    nav = page[page.index('<nav aria-label="Main">') : page.index("</nav>")]
+    assert reverse("console:workforce") in nav and reverse("console:exports") in nav
+
+
+def test_the_team_list_and_the_person_page_show_a_failed_screening_before_qualifying(team):
+    from tests.test_workforce_gate import KIND, comparison_batch, judge, set_reference
+
+    alice, bob = team["alice"], team["bob"]
+    screening = comparison_batch("screen", 6, is_screening=True)
+    set_reference(screening, alice, [True] * 6)
+    for agrees in [True] + [False] * 5:  # 1 of 6: 17%, under the 75% cutoff
+        judge(bob, agrees)
+    shown = "screening: <strong>fail</strong>, 6 of 6 items; Agreement with the reference preference 17% ["
+    team_page = signed_in(alice).get(reverse("console:team")).content.decode()
+    bob_row = team_page[team_page.index(">bob<") : team_page.index(">dana<")]
+    assert shown in bob_row and "cutoff 75%" in bob_row
+    person = signed_in(alice).get(reverse("console:team_person", args=[bob.pk])).content.decode()
+    row = person[person.index(f"{kind_label(KIND)}</th>") :].split("</tr>")[0]
+    assert shown in row and "Screening (6 of 6 items)" in row  # the reason offered names the scores
+    body = api(alice).get("/api/team").json()
+    screened = next(one for one in body["people"] if one["username"] == "bob")["screening"]
+    assert list(screened) == [KIND] and screened[KIND]["suggestion"] == "fail"
+    assert screened[KIND]["scores"][0]["value"] == pytest.approx(1 / 6)
+
+
+def test_screening_results_cost_the_same_queries_whatever_the_number_of_candidates(team, django_user_model):
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    from tests.test_workforce_gate import comparison_batch, judge, set_reference
+
+    set_reference(comparison_batch("screen", 1, is_screening=True), team["alice"], [True])
+    counts = []
+    for name in ("first", "second", "third"):
+        judge(make_user(django_user_model, name, "labeler", applicant=True), True)
+        with CaptureQueriesContext(connection) as queries:
+            assert len(screening_results()) == len(counts) + 1
+        counts.append(len(queries))
+    assert len(set(counts)) == 1

@@ -1,6 +1,8 @@
 """A researcher's correction to someone's time on one day (the console page and the API both come here).
 A correction is a row of its own, added to the recorded active time, never edited nor deleted: a mistaken
-one is undone by another, so the time sheet keeps what was paid and why. Each one is in the audit log."""
+one is undone by another, so the time sheet keeps what was paid and why. Each one is in the audit log.
+Nobody corrects their own hours, and only a superuser a researcher's or an administrator's
+(``workforce.authority``)."""
 
 from __future__ import annotations
 
@@ -11,6 +13,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from annotation.models import TimeCorrection
+from annotation.workforce.authority import check_may_act_on
 from annotation.workforce.periods import FIRST_DAY
 from annotation.workforce.timesheets import days
 from webgpt_site.models import log_action
@@ -44,7 +47,8 @@ def minutes_text(seconds: float) -> str:
 def correct(by: AnyUser, username: str, day: date, minutes: int, reason: str) -> TimeCorrection:
     """Add ``minutes`` (signed) to ``username``'s time on ``day``, for ``reason``; ``CorrectionError``
     when the person is not a labeler or demonstrator, the day is in the future, the reason is empty or too
-    long, the correction is 0 or over a day either way, or the day's total would fall below zero."""
+    long, the correction is 0 or over a day either way, or the day's total would fall below zero;
+    ``authority.NotYourCall`` when ``by`` may not act on the person (their own hours, for one)."""
     reason = (reason or "").strip()
     if not reason:
         raise CorrectionError("reason", "Say why: a correction needs a reason.")
@@ -67,6 +71,7 @@ def correct(by: AnyUser, username: str, day: date, minutes: int, reason: str) ->
         person = get_user_model().objects.select_for_update().filter(username=username).first()
         if person is None or not any(has_role(person, role) for role in WORKER_ROLES):
             raise CorrectionError("user", f"No labeler or demonstrator is called '{username[:150]}'.")
+        check_may_act_on(by, person)
         before = sum(row.recorded_seconds + row.corrected_seconds for row in days(day, day, [person.pk]))
         seconds = minutes * 60.0
         if before + seconds < 0:

@@ -30,6 +30,7 @@ from django.db.models import QuerySet
 from django.utils import timezone
 
 from annotation.models import Invitation
+from annotation.workforce.authority import check_may_act_on
 from annotation.workforce.team import check_roles
 from webgpt_site.models import log_action
 from webgpt_site.permissions import AnyUser, Role
@@ -111,7 +112,10 @@ def add_person(
 
 
 def renew(actor: AnyUser, user: AnyUser, days: int = DEFAULT_DAYS) -> Link:
-    """A new link for an account without a password (the first expired); earlier unused links end now."""
+    """A new link for an account without a password (the first expired); earlier unused links end now.
+    Whoever opens the link sets the password, so it is issued only by someone who may act on the account
+    (``authority``: never for an administrator by a researcher); else ``authority.NotYourCall``."""
+    check_may_act_on(actor, user)
     if user.has_usable_password():
         raise InvitationError(f"{user.get_username()} has a password already: they sign in with it.")
     now = timezone.now()
@@ -127,7 +131,8 @@ def renew(actor: AnyUser, user: AnyUser, days: int = DEFAULT_DAYS) -> Link:
 def withdraw(actor: AnyUser, invitation_id: int) -> Invitation:
     """End a pending invitation now (an open one, or an account's link): its link opens nothing from then
     on, like an expired one. The row stays, with the audit entry. InvitationError when it was used, expired
-    or withdrawn meanwhile; an account whose link is withdrawn keeps its roles and may get a new link."""
+    or withdrawn meanwhile; an account whose link is withdrawn keeps its roles and may get a new link.
+    ``authority.NotYourCall`` when ``actor`` may not act on its account or grant its roles."""
     now = timezone.now()
     with transaction.atomic():
         # Under the row's lock: an accept at the same moment either comes first (then this refuses) or
@@ -135,6 +140,7 @@ def withdraw(actor: AnyUser, invitation_id: int) -> Invitation:
         invitation = valid(now).select_for_update().filter(pk=invitation_id).first()
         if invitation is None:
             raise InvitationError("This invitation was used, has expired or was withdrawn.")
+        check_may_act_on(actor, invitation.accepted_by, _roles(invitation))
         invitation.expires_at = now
         invitation.save(update_fields=["expires_at"])
         account = invitation.accepted_by.get_username() if invitation.accepted_by else None
@@ -147,6 +153,11 @@ def withdraw(actor: AnyUser, invitation_id: int) -> Invitation:
             account=account,
         )
     return invitation
+
+
+def _roles(invitation: Invitation) -> list[Role]:
+    """The roles an open invitation carries (``invite`` stores nothing else)."""
+    return [Role(name) for name in invitation.roles if name in {role.value for role in Role}]
 
 
 def valid(now: datetime | None = None) -> QuerySet[Invitation]:
@@ -191,9 +202,8 @@ def accept(invitation_id: int, username: str, password: str) -> AnyUser:
                 raise InvitationError(
                     f"The username {username!r} is taken: choose another.", "username"
                 ) from None
-            for role in invitation.roles:
-                if role in {known.value for known in Role}:  # stored by ``invite``: never anything else
-                    user.groups.add(Group.objects.get_or_create(name=role)[0])
+            for role in _roles(invitation):
+                user.groups.add(Group.objects.get_or_create(name=role.value)[0])
         invitation.accepted_by, invitation.accepted_at = user, timezone.now()
         invitation.save(update_fields=["accepted_by", "accepted_at"])
         log_action(user, "team.accept_invitation", invitation, roles=invitation.roles)

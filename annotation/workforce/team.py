@@ -1,10 +1,10 @@
 """The team: who has which role, their state per kind of work, gold accuracy, hours this week and last
 activity; granting and removing roles.
 
-Who may grant what: a researcher grants and removes the labeler and demonstrator roles; the researcher role
-itself only a superuser (it opens the whole console, exports and the team page: one researcher must not
-be able to make another, nor take a colleague's access away). Staff accounts are researchers whatever
-their groups (``permissions.user_roles``), so removing the group does not take that away from them.
+Who may grant what, and on whose account, is ``workforce.authority``'s rule. Staff accounts are researchers
+whatever their groups (``permissions.user_roles``), so removing the group does not take that away from them.
+Each state carries the person's screening result for that kind (the candidates page's scores and
+suggestion), so nobody is qualified without it in sight.
 """
 
 from __future__ import annotations
@@ -20,8 +20,10 @@ from django.db.models import Max
 
 from annotation.models import Assignment, Episode, Qualification
 from annotation.models.workforce import DEMONSTRATION
+from annotation.workforce.authority import check_may_act_on, may_grant
 from annotation.workforce.gold import Accuracy, accuracy_of, gold_checks
 from annotation.workforce.quality import agreement_scores, share
+from annotation.workforce.screening import Candidate, candidates_for
 from annotation.workforce.states import State, all_kinds, kind_label, kinds_for
 from annotation.workforce.timesheets import seconds_by_user, this_week
 from webgpt_site.models import log_action
@@ -41,6 +43,7 @@ class KindState:
     kind: str
     label: str
     state: str
+    screening: Candidate | None = None  # their screening test's result, when they took one
 
 
 @dataclass
@@ -117,6 +120,12 @@ def last_activity(user_ids: list[int]) -> dict[int, datetime]:
     return latest
 
 
+def screening_results() -> dict[tuple[int, str], Candidate]:
+    """Everyone's screening result per kind of work, by (user id, kind): the candidates page's computation,
+    once per kind whatever the number of people."""
+    return {(one.user_id, kind): one for kind in all_kinds() for one in candidates_for(kind)}
+
+
 def _members(users: list[AnyUser]) -> list[Member]:
     ids = [user.pk for user in users]
     rows: dict[int, dict[str, str]] = {}
@@ -126,13 +135,14 @@ def _members(users: list[AnyUser]) -> list[Member]:
         rows.setdefault(user_id, {})[kind] = state
     hours = seconds_by_user(*this_week(), users=ids)
     latest = last_activity(ids)
+    screened = screening_results()
     members = []
     for user in users:
         roles = roles_of(user)
         mine = rows.get(user.pk, {})
         member = Member(user, roles, week_seconds=hours.get(user.pk, 0.0), last_activity=latest.get(user.pk))
         member.states = [
-            KindState(kind, kind_label(kind), mine.get(kind, State.APPLICANT))
+            KindState(kind, kind_label(kind), mine.get(kind, State.APPLICANT), screened.get((user.pk, kind)))
             for kind in kinds_of(roles, mine)
         ]
         if Role.LABELER in roles or any(kind != DEMONSTRATION for kind in mine):
@@ -171,11 +181,6 @@ def gold_by_kind(user: AnyUser, kinds: Iterable[str]) -> dict[str, Accuracy]:
     return {kind: accuracy_of(gold_checks(user, kind)) for kind in kinds if kind != DEMONSTRATION}
 
 
-def may_change_role(actor: AnyUser, role: Role) -> bool:
-    """Researchers grant and remove labeler and demonstrator; the researcher role is a superuser's call."""
-    return bool(getattr(actor, "is_superuser", False)) or role in WORKER_ROLES
-
-
 def role_named(name: str) -> Role:
     try:
         return Role(name)
@@ -186,13 +191,15 @@ def role_named(name: str) -> Role:
 def check_roles(actor: AnyUser, roles: Iterable[Role]) -> None:
     """RoleError when ``actor`` may not grant one of ``roles``."""
     for role in roles:
-        if not may_change_role(actor, role):
+        if not may_grant(actor, role):
             raise RoleError(f"Only a superuser may grant or remove the {role.value} role.")
 
 
 def grant_role(actor: AnyUser, user: AnyUser, role: Role) -> bool:
-    """Give ``user`` the role (they start as an applicant for its kinds of work). False: they had it."""
+    """Give ``user`` the role (they start as an applicant for its kinds of work). False: they had it.
+    RoleError or ``authority.NotYourCall`` when it is not ``actor``'s call."""
     check_roles(actor, [role])
+    check_may_act_on(actor, user)
     with transaction.atomic():
         group, _ = Group.objects.get_or_create(name=role.value)
         if user.groups.filter(pk=group.pk).exists():
@@ -203,8 +210,10 @@ def grant_role(actor: AnyUser, user: AnyUser, role: Role) -> bool:
 
 
 def remove_role(actor: AnyUser, user: AnyUser, role: Role) -> bool:
-    """Take the role away; their states and work stay. False: they did not have it."""
+    """Take the role away; their states and work stay. False: they did not have it. RoleError or
+    ``authority.NotYourCall`` when it is not ``actor``'s call."""
     check_roles(actor, [role])
+    check_may_act_on(actor, user)
     with transaction.atomic():
         group = Group.objects.filter(name=role.value).first()
         if group is None or not user.groups.filter(pk=group.pk).exists():

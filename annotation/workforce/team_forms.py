@@ -9,9 +9,10 @@ from django import forms
 from django.contrib.auth import get_user_model, password_validation
 from django.contrib.auth.validators import UnicodeUsernameValidator
 
+from annotation.workforce.authority import may_grant
 from annotation.workforce.invitations import DEFAULT_DAYS, MAX_DAYS, MIN_DAYS
 from annotation.workforce.states import ACTION_STATES, all_kinds, kind_label
-from annotation.workforce.team import WORKER_ROLES, may_change_role
+from annotation.workforce.team import WORKER_ROLES
 from webgpt_site.permissions import AnyUser, Role
 
 User = get_user_model()
@@ -23,7 +24,7 @@ ROLE_CHOICES = [
 
 def _roles_offered(actor: AnyUser) -> list[tuple[str, str]]:
     """A researcher is offered labeler and demonstrator; a superuser researcher too."""
-    return [(value, label) for value, label in ROLE_CHOICES if may_change_role(actor, Role(value))]
+    return [(value, label) for value, label in ROLE_CHOICES if may_grant(actor, Role(value))]
 
 
 def _days() -> forms.IntegerField:

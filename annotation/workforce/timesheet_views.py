@@ -15,6 +15,7 @@ from django.urls import reverse
 from django.utils import timezone
 from django.views.decorators.http import require_GET, require_POST
 
+from annotation.workforce.authority import NotYourCall
 from annotation.workforce.corrections import (
     MAX_MINUTES,
     MAX_REASON,
@@ -147,14 +148,19 @@ def timesheets_csv(request: HttpRequest) -> HttpResponse:
 @role_required(Role.RESEARCHER)
 def correct_time(request: HttpRequest) -> HttpResponse:
     """A correction from the page's form: on success back to the week of the corrected day, showing it;
-    refused, the page again with the form as sent and what is wrong (a 400, nothing written)."""
+    refused, the page again with the form as sent and what is wrong (a 400, nothing written; a 403 for a
+    person the researcher may not act on, their own hours for one)."""
     form = CorrectionForm(request.POST)
+    status = 400
     if form.is_valid():
         data = form.cleaned_data
         try:
             correction = correct(request.user, data["user"], data["day"], data["minutes"], data["reason"])
         except CorrectionError as exc:
             form.add_error(exc.field if exc.field in form.fields else None, exc.message)
+        except NotYourCall as refused:
+            form.add_error("user", str(refused))
+            status = 403
         else:
             messages.success(
                 request,
@@ -165,4 +171,4 @@ def correct_time(request: HttpRequest) -> HttpResponse:
             return redirect(f"{reverse('console:timesheets')}?{period.query}")
     day = getattr(form, "cleaned_data", {}).get("day")
     shown = day if day and FIRST_DAY <= day <= timezone.localdate() else timezone.localdate()
-    return _page(request, week_of(shown), form=form, status=400)
+    return _page(request, week_of(shown), form=form, status=status)
