@@ -352,14 +352,16 @@ def test_exports_leave_out_screening_tests_and_work_excluded_on_a_revocation(dja
     assert len(export_rows("rm-pairs", batch=production.pk)) == 2
 
     # bob's work before his exclusion is left out; carol's of the same time, and bob's later work, stay.
-    Assignment.objects.filter(pk=early.pk).update(submitted_at=timezone.now() - timedelta(days=2))
-    Assignment.objects.filter(pk=later.pk).update(submitted_at=timezone.now() - timedelta(days=2))
+    two_days_ago = timezone.now() - timedelta(days=2)
+    for pk in (early.pk, later.pk):
+        Assignment.objects.filter(pk=pk).update(submitted_at=two_days_ago, first_submitted_at=two_days_ago)
     cutoff = timezone.now() - timedelta(days=1)
     Qualification.objects.filter(user=bob, kind="minimal_comparison").update(work_excluded_before=cutoff)
     assert {row["assignment"] for row in export_rows("comparisons-full")} == {later.pk}
     assert [row["assignment"] for row in export_rows("rm-pairs")] == [later.pk]
     assert len(export_rows("webgpt-comparisons-pairs")) == 1
-    Assignment.objects.filter(pk=early.pk).update(submitted_at=cutoff + timedelta(hours=1))
+    after = cutoff + timedelta(hours=1)
+    Assignment.objects.filter(pk=early.pk).update(submitted_at=after, first_submitted_at=after)
     assert {row["assignment"] for row in export_rows("comparisons-full")} == {early.pk, later.pk}
     # An exclusion for another kind of work leaves this kind's alone.
     Qualification.objects.filter(user=carol, kind="rating:truthfulqa").update(

@@ -289,7 +289,7 @@ def test_work_a_revocation_excluded_is_left_out_as_exports_leave_it_out(comparis
     _, carol, _ = people
     cutoff = timezone.now() - timedelta(days=1)
     Assignment.objects.filter(item__question__text="q1", labeler=carol).update(
-        submitted_at=cutoff - timedelta(days=1)
+        submitted_at=cutoff - timedelta(days=1), first_submitted_at=cutoff - timedelta(days=1)
     )
     # An exclusion of another kind of work leaves this kind's alpha alone.
     Qualification.objects.filter(user=carol, kind="ranking").update(work_excluded_before=timezone.now())
