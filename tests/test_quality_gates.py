@@ -226,3 +226,26 @@ def test_a_paused_demonstrator_cannot_go_on_with_the_episode_they_held(django_us
     assert "paused" in outcome.notice and not episode.actions.exists()
     assert demonstrations.next_episode(dana) is None
     assert Episode.objects.filter(user=dana).count() == 1
+
+
+def test_the_upgrade_takes_each_judgements_first_submission_from_its_history(django_user_model):
+    import importlib
+
+    from django.apps import apps
+
+    migration = importlib.import_module("annotation.migrations.0022_assignment_first_submission")
+    comparison_batch("work", 2, revision_seconds=3600)
+    bob = make_user(django_user_model, "bob", "labeler")
+    revised, untouched = judge(bob, False), judge(bob, True)
+    first_at = revised.first_submitted_at
+    revise(revised, bob, True)
+    # As before the upgrade: no first submission recorded.
+    Assignment.objects.update(first_submitted_at=None, first_response=None)
+    migration.backfill_first_submission(apps, None)
+    revised.refresh_from_db()
+    untouched.refresh_from_db()
+    assert revised.first_submitted_at == first_at
+    assert revised.first_response["ratings"] == prefer(revised, False)["ratings"]
+    assert revised.response["ratings"] == prefer(revised, True)["ratings"]
+    assert untouched.first_response == untouched.response
+    assert untouched.first_submitted_at == untouched.submitted_at
