@@ -109,7 +109,7 @@ def test_the_screening_score_is_no_oracle(django_user_model, alice):
     for task in tasks:  # each item "fixed" after reading the running score
         assert revise(task, applicant, True).validation.complete
     [candidate] = feedback_candidates(KIND)
-    assert candidate.suggestion == FAIL and candidate.scores[0].value == 0.0
+    assert candidate.suggestion == FAIL and candidate.scores[0].value == 0.0 and candidate.revised == 3
     [test] = quality.screening_scores(applicant)
     assert test.scores[0].figure.accuracy == 0.0
 

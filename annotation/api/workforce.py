@@ -19,8 +19,9 @@ from annotation.workforce.states import State, all_kinds, kind_label
 
 class WorkforceCandidates(APIView):
     """Everyone who took the kind's screening test: items done of those with a reference, each score (value,
-    count, 95% interval, cutoff, whether it reaches it) and the suggestion (pass, fail, incomplete). 404 for
-    a kind of work that does not exist."""
+    count, 95% interval, cutoff, whether it reaches it; on each item's first submission), ``revised`` (items
+    changed after it) and the suggestion (pass, fail, incomplete). 404 for a kind of work that does not
+    exist."""
 
     permission_classes = (IsResearcher,)
 
@@ -35,6 +36,7 @@ class WorkforceCandidates(APIView):
                 "state": candidate.state,
                 "done": candidate.done,
                 "total": candidate.total,
+                "revised": candidate.revised,
                 "suggestion": candidate.suggestion,
                 "scores": [{**asdict(score), "passes": score.passes} for score in candidate.scores],
             }

@@ -82,6 +82,7 @@ class Candidate:
     done: int
     total: int
     scores: list[Score] = field(default_factory=list)
+    revised: int = 0  # items changed after their first submission (scored as first submitted)
 
     @property
     def suggestion(self) -> str:
@@ -129,6 +130,7 @@ def feedback_candidates(kind: str) -> list[Candidate]:
     )
     scores: dict[int, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
     done: dict[int, int] = defaultdict(int)
+    revised: dict[int, int] = defaultdict(int)
     names: dict[int, str] = {}
     for task in tasks:
         names[task.labeler_id] = task.labeler.get_username()
@@ -136,6 +138,7 @@ def feedback_candidates(kind: str) -> list[Candidate]:
         if item is None:
             continue
         done[task.labeler_id] += 1
+        revised[task.labeler_id] += task.revised
         batch = item.batch
         # The first submission: a candidate who saw their running score cannot revise towards a pass.
         mine = canonical(batch.template, task.scored_response, task.order, batch.preset)
@@ -146,6 +149,7 @@ def feedback_candidates(kind: str) -> list[Candidate]:
     for user_id, username in names.items():
         state = states.get(user_id, State.APPLICANT)
         candidate = Candidate(user_id, username, kind, state, done[user_id], len(items))
+        candidate.revised = revised[user_id]
         for measure, values in sorted(scores[user_id].items()):
             low, high = wilson_interval(sum(values), len(values))
             cutoff = cutoffs.get(measure, latest.agreement_cutoff)
