@@ -249,3 +249,14 @@ def test_the_upgrade_takes_each_judgements_first_submission_from_its_history(dja
     assert revised.response["ratings"] == prefer(revised, True)["ratings"]
     assert untouched.first_response == untouched.response
     assert untouched.first_submitted_at == untouched.submitted_at
+
+
+def test_the_batch_pages_gold_accuracy_reads_the_first_submission_too(django_user_model):
+    from annotation.feedback.stats import labeler_stats
+
+    batch = gold_batch(1, revision_seconds=3600)
+    bob = make_user(django_user_model, "bob", "labeler")
+    task = judge(bob, False)
+    revise(task, bob, True)
+    [row] = labeler_stats(batch)
+    assert row["gold_accuracy"] == 0.0

@@ -63,9 +63,11 @@ def late_submissions(batch: FeedbackBatch) -> QuerySet[Assignment]:
     )
 
 
-def _preference_for_first_answer(assignment: Assignment) -> float | None:
-    """The overall preference for the answer with the lower id, whatever order the labeler saw."""
-    code = ((assignment.response or {}).get("ratings") or {}).get("overall")
+def _preference_for_first_answer(assignment: Assignment, response: dict | None = None) -> float | None:
+    """The overall preference for the answer with the lower id, whatever order the labeler saw, in
+    ``response`` (by default the task's latest)."""
+    response = assignment.response if response is None else response
+    code = ((response or {}).get("ratings") or {}).get("overall")
     if code is None:
         return None
     value = preference_value(code)
@@ -74,8 +76,9 @@ def _preference_for_first_answer(assignment: Assignment) -> float | None:
 
 def labeler_stats(batch: FeedbackBatch) -> list[dict[str, Any]]:
     """One row per labeler: submitted, skipped, flagged, median active time, agreement with the others
-    (comparisons: overall preference; rankings: pairwise order) and accuracy on gold items; judgements
-    excluded on flag review count as submitted and flagged, never towards agreement or gold accuracy."""
+    (comparisons: overall preference; rankings: pairwise order) and accuracy on gold items (on their first
+    submission); judgements excluded on flag review count as submitted and flagged, never towards agreement
+    or gold accuracy."""
     assignments = list(
         Assignment.objects.filter(item__batch=batch).select_related("labeler", "item").order_by("id")
     )
@@ -104,9 +107,11 @@ def labeler_stats(batch: FeedbackBatch) -> list[dict[str, Any]]:
             value = _preference_for_first_answer(task)
             if value is not None:
                 preferences[item][labeler] = value
-                if task.item.is_gold and "preference" in task.item.gold_expected:
-                    gold_labels[labeler][item] = value
-                    gold_truth[item] = float(task.item.gold_expected["preference"])
+            # Gold accuracy reads the first submission, as the gold checks do: a revision is not scored.
+            first = _preference_for_first_answer(task, task.scored_response)
+            if first is not None and task.item.is_gold and "preference" in task.item.gold_expected:
+                gold_labels[labeler][item] = first
+                gold_truth[item] = float(task.item.gold_expected["preference"])
         elif batch.template == "ranking":
             ranks = (task.response or {}).get("ranks") or {}
             rankings[item][labeler] = {
