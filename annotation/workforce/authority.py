@@ -59,10 +59,6 @@ def refusal(actor: AnyUser | None, target: AnyUser | None, roles: Iterable[Role]
     return ""
 
 
-def may_act_on(actor: AnyUser | None, target: AnyUser) -> bool:
-    return not refusal(actor, target)
-
-
 def check_may_act_on(actor: AnyUser | None, target: AnyUser | None, roles: Iterable[Role] = ()) -> None:
     """``NotYourCall`` unless ``actor`` may act on ``target`` (None: an open invitation, judged by the
     ``roles`` it carries)."""
