@@ -48,7 +48,7 @@ def revise(task: Assignment, user, lower_id_better: bool | None):
 
 
 def test_a_gold_item_revised_after_its_reference_is_still_scored_on_the_first_answer(
-    django_user_model, client_for
+    django_user_model, alice, client_for
 ):
     gold_batch(1, revision_seconds=3600)
     bob = make_user(django_user_model, "bob", "labeler")
@@ -65,6 +65,9 @@ def test_a_gold_item_revised_after_its_reference_is_still_scored_on_the_first_an
     assert task.revised and task.revisions.count() == 1
     [check] = gold_checks(bob)
     assert check.score == 0.0 and check.revised
+    # Researchers see the revision as such on the person's page.
+    person = client_for(alice).get(reverse("console:team_person", args=[bob.pk])).content.decode()
+    assert "0% of 1 gold item" in person and "1 revised later, scored as first submitted" in person
     # Once the window is over the reference is shown next to what bob first answered, marked revised.
     with time_machine.travel(timezone.now() + timedelta(hours=2)):
         [shown] = quality.report(bob).disagreements

@@ -176,9 +176,18 @@ def member(user: AnyUser) -> Member:
     return _members([User.objects.prefetch_related("groups").get(pk=user.pk)])[0]
 
 
-def gold_by_kind(user: AnyUser, kinds: Iterable[str]) -> dict[str, Accuracy]:
-    """Gold accuracy per kind of feedback work (demonstrations have no gold items)."""
-    return {kind: accuracy_of(gold_checks(user, kind)) for kind in kinds if kind != DEMONSTRATION}
+def gold_by_kind(user: AnyUser, kinds: Iterable[str]) -> dict[str, str]:
+    """Gold accuracy per kind of feedback work in words (demonstrations have no gold items), saying how many
+    gold judgements were revised after the first submission, which is the one scored."""
+    texts = {}
+    for kind in kinds:
+        if kind == DEMONSTRATION:
+            continue
+        checks = gold_checks(user, kind)
+        revised = sum(check.revised for check in checks)
+        later = f"; {revised} revised later, scored as first submitted" if revised else ""
+        texts[kind] = accuracy_text(accuracy_of(checks)) + later
+    return texts
 
 
 def role_named(name: str) -> Role:

@@ -136,7 +136,7 @@ def _person_page(request: HttpRequest, person: Any, status: int = 200, error: st
     rows = [
         {
             "state": state,
-            "gold_text": people.accuracy_text(gold[state.kind]) if state.kind in gold else "",
+            "gold_text": gold.get(state.kind, ""),
             "buttons": () if refused else BUTTONS[state.state],
         }
         for state in member.states
