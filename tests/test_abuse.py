@@ -1,5 +1,6 @@
-"""Brute force and floods: sign-in lockout per username and per address (django-axes) on both sign-in
-forms, a clear page when locked out, unlocking by command; API throttles per user and per address."""
+"""Brute force and floods: sign-in lockout per username and, with its own larger limit, per address
+(django-axes) on both sign-in forms, a clear page when locked out, unlocking by command; API throttles per
+user and per address."""
 
 from __future__ import annotations
 
@@ -7,7 +8,8 @@ import pytest
 from django.core.management import call_command
 from django.test import Client
 from django.urls import reverse
-from rest_framework.authtoken.models import Token
+
+from webgpt_site.api_tokens import issue
 
 pytestmark = pytest.mark.django_db
 
@@ -39,7 +41,7 @@ def test_five_wrong_passwords_lock_the_account_with_a_clear_page_until_an_admin_
 
 
 def test_one_address_trying_many_usernames_is_locked_out_and_other_addresses_are_not(bob, settings):
-    settings.AXES_FAILURE_LIMIT = 5
+    settings.AXES_FAILURE_LIMIT, settings.LOGIN_FAILURES_PER_ADDRESS = 3, 5
     tries = [fail(1, name, address="10.0.0.66")[0] for name in ("ann", "ben", "cat", "dan", "eve")]
     assert tries == [200, 200, 200, 200, 429]
     assert sign_in("bob", "bob-pw", address="10.0.0.66").status_code == 429
@@ -49,7 +51,7 @@ def test_one_address_trying_many_usernames_is_locked_out_and_other_addresses_are
 
 
 def test_a_forged_forwarded_for_header_does_not_dodge_the_address_lockout(bob, settings):
-    settings.AXES_FAILURE_LIMIT = 3
+    settings.LOGIN_FAILURES_PER_ADDRESS = 3
     tries = [sign_in(name, "wrong", HTTP_X_FORWARDED_FOR=f"192.0.2.{n}") for n, name in enumerate("abc")]
     assert [response.status_code for response in tries] == [200, 200, 429]
     assert sign_in("bob", "bob-pw", HTTP_X_FORWARDED_FOR="192.0.2.99").status_code == 429
@@ -61,6 +63,28 @@ def test_the_admin_sign_in_is_locked_out_too(django_user_model, settings):
     assert fail(3, "root", url="/admin/login/") == [200, 200, 429]
     assert sign_in("root", "root-pw-long", url="/admin/login/").status_code == 429
     assert sign_in("root", "root-pw-long", address="10.0.0.2").status_code == 429  # same account
+
+
+def test_five_typos_lock_that_username_and_not_the_office_they_came_from(alice, bob, settings):
+    """bob and alice label from one office address: bob's five wrong passwords lock bob only."""
+    settings.AXES_FAILURE_LIMIT, settings.LOGIN_FAILURES_PER_ADDRESS = 5, 50
+    office = "10.0.0.50"
+    assert fail(5, "bob", address=office) == [200, 200, 200, 200, 429]
+    assert sign_in("bob", "bob-pw", address=office).status_code == 429
+    assert sign_in("alice", "alice-pw", address=office).status_code == 302
+
+
+def test_an_address_is_locked_at_its_own_larger_limit(alice, bob, settings):
+    """Typos from an office add up to the address's limit, however they spread over usernames; then the
+    address is locked for everyone there, and only there."""
+    settings.AXES_FAILURE_LIMIT, settings.LOGIN_FAILURES_PER_ADDRESS = 3, 8
+    office = "10.0.0.50"
+    tries = [status for name in ("ann", "ben", "cat") for status in fail(2, name, address=office)]
+    assert tries == [200] * 6  # six failures: no username at its limit of 3, the address under its 8
+    assert sign_in("alice", "alice-pw", address=office).status_code == 302
+    assert fail(2, "dan", address=office) == [200, 429]  # the eighth failure locks the address
+    assert sign_in("bob", "bob-pw", address=office).status_code == 429
+    assert sign_in("bob", "bob-pw", address="10.0.0.7").status_code == 302
 
 
 def test_a_right_password_clears_the_count(bob, settings):
@@ -99,8 +123,7 @@ def rates(settings):
 
 def test_the_api_throttles_each_user_on_their_own(rates, alice, bob):
     rates(user="3/minute")
-    token = Token.objects.create(user=alice)
-    client = Client(HTTP_AUTHORIZATION=f"Token {token.key}")
+    client = Client(HTTP_AUTHORIZATION=f"Token {issue(alice)}")
     assert [client.get("/api/questions").status_code for _ in range(3)] == [200, 200, 200]
     refused = client.get("/api/questions")
     assert refused.status_code == 429 and int(refused.headers["Retry-After"]) > 0
@@ -120,7 +143,7 @@ def test_an_anonymous_caller_is_refused_before_any_throttle_counts(rates):
 
 
 def test_behind_a_trusted_proxy_the_lockout_counts_the_address_it_saw(bob, settings):
-    settings.AXES_FAILURE_LIMIT = 2
+    settings.LOGIN_FAILURES_PER_ADDRESS = 2
     settings.REST_FRAMEWORK = {**settings.REST_FRAMEWORK, "NUM_PROXIES": 1}
     proxy = "10.0.0.254"
     forwarded = "forged, 198.51.100.1"  # the client wrote the first entry, our proxy the last

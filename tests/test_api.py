@@ -14,7 +14,6 @@ from django.core.management import call_command
 from hypothesis import HealthCheck, given
 from hypothesis import settings as hsettings
 from hypothesis import strategies as st
-from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
 from annotation.demonstrations import service as demos
@@ -31,6 +30,7 @@ from annotation.models import (
 )
 from annotation.questions.service import import_questions
 from tests.conftest import demo_production_batches, make_user
+from webgpt_site.api_tokens import issue
 from webgpt_site.models import AuditEntry
 
 pytestmark = pytest.mark.django_db
@@ -67,10 +67,10 @@ def episode(freshwiki, dana) -> Episode:
 
 
 def test_token_auth_works_and_anonymous_is_refused(alice):
-    token = Token.objects.create(user=alice)
+    token = issue(alice)
     client = APIClient()
     assert client.get("/api/questions").status_code == 401
-    client.credentials(HTTP_AUTHORIZATION=f"Token {token.key}")
+    client.credentials(HTTP_AUTHORIZATION=f"Token {token}")
     response = client.get("/api/questions")
     assert response.status_code == 200 and response.json()["count"] == 0
     client.credentials(HTTP_AUTHORIZATION="Token not-a-token")

@@ -10,7 +10,6 @@ and nothing else is."""
 from __future__ import annotations
 
 import os
-import re
 import shutil
 import subprocess
 import sys
@@ -36,7 +35,7 @@ TASKS_EACH = 15
 SETUP = """
 import json
 from django.contrib.auth.models import Group, User
-from rest_framework.authtoken.models import Token
+from webgpt_site.api_tokens import issue
 from annotation.feedback.answers_import import import_answers
 from annotation.feedback.batches import BatchSettings, create_feedback_batch, group_answers
 from annotation.questions.service import import_questions
@@ -52,7 +51,7 @@ for n in range(%(labelers)d):
     user = User.objects.create_user(f"labeler{n}", password="x")
     user.groups.add(labelers)
     qualify_for_role(user, Role.LABELER, by=None, reason="already working")
-    print(Token.objects.create(user=user).key)
+    print("token", issue(user))
 """
 
 
@@ -152,7 +151,7 @@ def test_a_database_restart_in_a_burst_loses_and_duplicates_nothing(tmp_path):
             [*manage, "shell", "-c", setup], cwd=ROOT, env=env, capture_output=True, text=True
         )
         assert done.returncode == 0, done.stderr[-3000:]
-        tokens = [word for word in done.stdout.split() if re.fullmatch(r"[0-9a-f]{40}", word)]
+        tokens = [line.split()[1] for line in done.stdout.splitlines() if line.startswith("token ")]
         assert len(tokens) == LABELERS, done.stdout
         server, base = start_gunicorn("-w", "2", "--threads", "4", env=env)
         try:

@@ -5,6 +5,7 @@ from django.test import Client
 from django.urls import reverse
 
 from annotation.questions.service import import_questions
+from webgpt_site.api_tokens import issue
 
 pytestmark = pytest.mark.django_db
 
@@ -44,50 +45,12 @@ def test_state_changes_need_the_csrf_token(alice):
 
 
 def test_the_api_schema_needs_a_signed_in_user(client_for, charlie):
-    from rest_framework.authtoken.models import Token
-
     anonymous = client_for(None).get(reverse("api-schema"))
     assert anonymous.status_code == 401
     assert b"/api/tasks/next" not in anonymous.content
     assert client_for(charlie).get(reverse("api-schema")).status_code == 200
-    token = Token.objects.create(user=charlie)
-    by_token = Client().get(reverse("api-schema"), HTTP_AUTHORIZATION=f"Token {token.key}")
+    by_token = Client().get(reverse("api-schema"), HTTP_AUTHORIZATION=f"Token {issue(charlie)}")
     assert by_token.status_code == 200 and b"/api/tasks/next" in by_token.content
-
-
-def test_people_see_replace_and_revoke_their_own_api_token(alice, bob):
-    from rest_framework.authtoken.models import Token
-
-    from webgpt_site.models import AuditEntry
-
-    old = Token.objects.create(user=alice).key
-    bobs = Token.objects.create(user=bob).key
-    client = Client(enforce_csrf_checks=True)
-    client.force_login(alice)
-    page = client.get(reverse("account:token"))
-    assert page.status_code == 200 and old in page.content.decode() and bobs not in page.content.decode()
-    assert "no-store" in page.headers["Cache-Control"]
-    assert client.get(reverse("account:token_rotate")).status_code == 405  # a change needs a POST
-    assert client.post(reverse("account:token_rotate")).status_code == 403  # ... with the CSRF token
-    assert Token.objects.get(user=alice).key == old
-
-    csrf = {"csrfmiddlewaretoken": page.context["csrf_token"]}
-    assert client.post(reverse("account:token_rotate"), csrf).status_code == 302
-    new = Token.objects.get(user=alice).key
-    assert new != old
-    assert api_status(old) == 401 and api_status(new) == 200
-    assert new in client.get(reverse("account:token")).content.decode()
-
-    assert client.post(reverse("account:token_revoke"), csrf).status_code == 302
-    assert not Token.objects.filter(user=alice).exists() and api_status(new) == 401
-    assert Token.objects.get(user=bob).key == bobs  # only one's own
-    entries = AuditEntry.objects.filter(actor=alice).order_by("pk")
-    actions = list(entries.values_list("action", "object_id", "data"))
-    assert actions == [("account.rotate_token", "", {}), ("account.revoke_token", "", {})]  # never the key
-
-
-def api_status(key: str) -> int:
-    return Client().get("/api/questions", HTTP_AUTHORIZATION=f"Token {key}").status_code
 
 
 def test_every_response_switches_off_browser_features_it_does_not_use(client_for, alice):

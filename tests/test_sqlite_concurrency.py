@@ -27,7 +27,7 @@ ITEMS, OVERLAP = 10, 3  # 30 slots for 36 people: six must hear "none left"
 
 SETUP = f"""
 from django.contrib.auth.models import Group, User
-from rest_framework.authtoken.models import Token
+from webgpt_site.api_tokens import issue
 from annotation.feedback.batches import BatchSettings, create_feedback_batch
 from annotation.models import Answer, SourceKind
 from annotation.questions.service import import_questions
@@ -44,7 +44,7 @@ for n in range({LABELERS}):
     user = User.objects.create_user(f"labeler{{n}}")
     user.groups.add(labelers)
     qualify_for_role(user, Role.LABELER, by=None, reason="already working")
-    print("token", Token.objects.create(user=user).key)
+    print("token", issue(user))
 """
 
 

@@ -11,13 +11,13 @@ import uuid
 import pytest
 from django.urls import reverse
 from django.utils.html import escape
-from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
 from annotation.feedback.batches import BatchSettings, create_feedback_batch
 from annotation.feedback.scales import RATING_PRESETS
 from annotation.models import Answer, Assignment, AssignmentStatus, SourceKind
 from annotation.questions.service import import_questions
+from webgpt_site.api_tokens import issue
 from webgpt_site.models import AuditEntry
 
 pytestmark = pytest.mark.django_db
@@ -49,7 +49,7 @@ def batch_for(template: str, preset: str = "", answers: int = 2) -> None:
 
 def token_client(user) -> APIClient:
     client = APIClient()
-    client.credentials(HTTP_AUTHORIZATION=f"Token {Token.objects.create(user=user).key}")
+    client.credentials(HTTP_AUTHORIZATION=f"Token {issue(user)}")
     return client
 
 

@@ -18,13 +18,13 @@ from pathlib import Path
 import psycopg
 import pytest
 import requests
-from rest_framework.authtoken.models import Token
 
 from annotation.feedback.answers_import import import_answers
 from annotation.feedback.batches import BatchSettings, create_feedback_batch, group_answers
 from annotation.models import Assignment, AssignmentRevision, AssignmentStatus
 from annotation.questions.service import import_questions
 from tests.conftest import database_url_for_tests, make_user, start_gunicorn
+from webgpt_site.api_tokens import issue
 
 pytestmark = [pytest.mark.worker, pytest.mark.django_db(transaction=True)]
 WAITING_FOR_THE_ROW = (
@@ -48,7 +48,7 @@ def test_a_submit_whose_web_process_is_killed_is_stored_once_when_sent_again(tmp
     }
     server, base = start_gunicorn("-w", "1", env=env)
     session = requests.Session()
-    session.headers["Authorization"] = f"Token {Token.objects.create(user=bob).key}"
+    session.headers["Authorization"] = f"Token {issue(bob)}"
     try:
         deadline = time.monotonic() + 60
         while True:  # the socket listens from the start: a request waits there until the worker is up

@@ -1,4 +1,4 @@
-"""Platform-wide records: the audit log and worker health checks."""
+"""Platform-wide records: the audit log, worker health checks and API tokens."""
 
 from __future__ import annotations
 
@@ -69,3 +69,21 @@ class WorkerPing(models.Model):
         if timezone.now() - self.requested_at < self.PATIENCE:
             return "waiting"
         return "busy with a job" if self.busy else "no worker"
+
+
+class ApiToken(models.Model):
+    """A person's token for scripts. Only its SHA-256 is stored (webgpt_site/api_tokens.py): the token
+    itself is shown once, when it is made, and a copy of the database opens nothing."""
+
+    user = models.OneToOneField(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="api_token")
+    digest = models.CharField(max_length=64, unique=True)
+    # The token's first characters, so its owner can tell which copy a script holds; far too few to guess
+    # the rest from.
+    prefix = models.CharField(max_length=8)
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        verbose_name = "API token"
+
+    def __str__(self) -> str:
+        return f"{self.prefix}… ({self.user})"

@@ -67,7 +67,6 @@ INSTALLED_APPS = [
     "django_htmx",
     "csp",
     "rest_framework",
-    "rest_framework.authtoken",
     "drf_spectacular",
     "drf_spectacular_sidecar",
     "axes",
@@ -243,12 +242,16 @@ if not DEBUG:
 TRUSTED_PROXIES = env_int("TRUSTED_PROXIES", 0, minimum=0)
 
 # Brute-force protection on every sign-in form (/accounts/login/, /admin/login/): after
-# LOGIN_FAILURE_LIMIT failures for one username, or from one address, sign-ins are refused for
-# LOGIN_LOCKOUT_MINUTES (each refused try starts the wait again). Unlock early with
-# `manage.py axes_reset_username NAME`, `axes_reset_ip ADDRESS` or `axes_reset` (everything).
+# LOGIN_FAILURE_LIMIT failures for one username, or LOGIN_FAILURES_PER_ADDRESS from one address (larger:
+# a whole office signs in from one), sign-ins are refused for LOGIN_LOCKOUT_MINUTES (each refused try
+# starts the wait again). Unlock early with `manage.py axes_reset_username NAME`, `axes_reset_ip ADDRESS`
+# or `axes_reset` (everything).
 AXES_FAILURE_LIMIT = env_int("LOGIN_FAILURE_LIMIT", 5, minimum=1)
+LOGIN_FAILURES_PER_ADDRESS = env_int("LOGIN_FAILURES_PER_ADDRESS", 50, minimum=1)
+AXES_HANDLER = "webgpt_site.lockout.LockoutHandler"  # the address's own limit
 AXES_COOLOFF_TIME = timedelta(minutes=env_int("LOGIN_LOCKOUT_MINUTES", 15, minimum=1))
-AXES_LOCKOUT_PARAMETERS = ["username", "ip_address"]  # each on its own: per user, and per address
+# Each on its own: per user, and per address (in this order: webgpt_site/lockout.py reads them so).
+AXES_LOCKOUT_PARAMETERS = ["username", "ip_address"]
 AXES_RESET_ON_SUCCESS = False  # axes would clear the address's count too: webgpt_site/lockout.py
 AXES_LOCKOUT_CALLABLE = "webgpt_site.views.locked_out"
 AXES_CLIENT_IP_CALLABLE = "webgpt_site.throttles.client_address"
@@ -327,11 +330,12 @@ DATA_UPLOAD_MAX_MEMORY_SIZE = 5 * 1024 * 1024
 FILE_UPLOAD_MAX_MEMORY_SIZE = 5 * 1024 * 1024
 
 # --- REST API (/api/) ------------------------------------------------------------------------------
-# Tokens for scripts (`manage.py drf_create_token <user>`), the session for the browser. Token comes
-# first so an anonymous call is answered 401 with a WWW-Authenticate header.
+# Tokens for scripts (stored as digests: webgpt_site/api_tokens.py; `manage.py create_api_token <user>`),
+# the session for the browser. Token comes first so an anonymous call is answered 401 with a
+# WWW-Authenticate header.
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
-        "rest_framework.authentication.TokenAuthentication",
+        "webgpt_site.api_tokens.DigestTokenAuthentication",
         "rest_framework.authentication.SessionAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],

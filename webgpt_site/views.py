@@ -22,7 +22,11 @@ def home(request: HttpRequest) -> HttpResponse:
 def locked_out(request: HttpRequest, response: HttpResponse | None, credentials: dict | None) -> HttpResponse:
     """django-axes' answer to a sign-in while the username or the address is locked out (429)."""
     minutes = int(settings.AXES_COOLOFF_TIME.total_seconds() // 60)
-    context = {"failure_limit": settings.AXES_FAILURE_LIMIT, "minutes": minutes}
+    context = {
+        "failure_limit": settings.AXES_FAILURE_LIMIT,
+        "address_limit": settings.LOGIN_FAILURES_PER_ADDRESS,
+        "minutes": minutes,
+    }
     return render(request, "registration/locked_out.html", context, status=429)
 
 
