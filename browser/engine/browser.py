@@ -21,6 +21,9 @@ from browser.engine.text import shares_ngram
 
 STATE_VERSION = 1
 QUOTE_DISPLAY = "Quote"  # a valid Quote's line in "Past actions"
+# Find shows this many lines above the match's: a sentence seldom starts on the match's line, and with the
+# match on the window's first line its start was in the window before, so it could not be quoted in one piece.
+FIND_LINES_ABOVE = 1
 
 
 @dataclass(frozen=True)
@@ -287,7 +290,7 @@ class Browser:
         display = f"Find in page: {command.argument}"
         if position is None:
             return display, f"{command.argument!r} was not found on this page."
-        cursor.top = self._clamp(page.line_of(position))
+        cursor.top = self._clamp(page.line_of(position) - FIND_LINES_ABOVE)
         cursor.find_offset = position
         return display, "Wrapped to the top of the page." if position < start else ""
 

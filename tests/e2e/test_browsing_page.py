@@ -85,6 +85,36 @@ def test_the_find_highlight_is_for_people_only_and_quoting_across_it_works(afl_b
     assert "by a margin of 81 points" in after_find and "<mark" not in after_find
 
 
+# Selects from the start of the Find highlight to the end of ``last`` (words on a later line) and presses
+# Quote in the same task, before the browser reports the new selection (its selectionchange is queued).
+SELECT_FROM_THE_HIGHLIGHT_AND_QUOTE = """(last) => {
+  const walker = document.createTreeWalker(document.getElementById("page-text"), NodeFilter.SHOW_TEXT);
+  let end = null;
+  while (walker.nextNode()) { if (walker.currentNode.data.includes(last)) { end = walker.currentNode; } }
+  const range = document.createRange();
+  range.setStart(document.querySelector("#page-text mark").firstChild, 0);
+  range.setEnd(end, end.data.indexOf(last) + last.length);
+  window.getSelection().removeAllRanges();
+  window.getSelection().addRange(range);
+  document.getElementById("quote-button").click();
+}"""
+
+
+def test_a_selection_that_starts_on_the_highlight_is_quoted_whole(afl_batch, page):
+    sign_in_and_start(page)
+    search_and_open(page)
+    page.get_by_label("Find text").fill("margin of")
+    page.get_by_role("button", name="Find in page").click()
+    highlight = page.locator("#page-text mark")
+    expect(highlight).to_have_text(["margin of"])
+    box = highlight.bounding_box()
+    page.mouse.dblclick(box["x"] + 3, box["y"] + box["height"] / 2)  # the highlighted word, selected first
+    page.evaluate(SELECT_FROM_THE_HIGHLIGHT_AND_QUOTE, "tenth VFL/AFL premiership.")
+    expect(page.locator(".quotes blockquote")).to_have_text(
+        "margin of 81 points, marking the club's tenth VFL/AFL premiership."
+    )
+
+
 def test_a_change_in_another_tab_is_read_out(afl_batch, page):
     sign_in_and_start(page)
     search_and_open(page)

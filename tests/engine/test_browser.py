@@ -97,6 +97,24 @@ def test_find_moves_to_the_next_match_wraps_and_reports_absence(browser):
     assert missing.valid and missing.message == "'photosynthesis' was not found on this page."
 
 
+def test_find_shows_the_match_with_the_line_before_so_its_sentence_can_be_quoted_whole(browser):
+    open_pollen(browser)
+    browser.step("Scrolled down 2")  # lines 10-14
+    assert browser.step("Find in page: which produce male gametes").valid
+    assert browser.page.line_of(browser.state()["cursor"]["find_offset"]) == 10
+    assert browser.scrollbar() == (9, 13)
+    # The sentence starts on the line before the match's, and the window has both.
+    window = " ".join(browser.visible_lines())
+    assert "It consists of pollen grains, which produce male gametes." in window
+    assert browser.step("Quote: It consists of pollen grains, which produce male gametes.").valid
+
+
+def test_a_match_on_the_first_line_has_no_line_before_and_the_page_stays_at_its_top(browser):
+    open_pollen(browser)
+    assert browser.step("Find in page: pollen").valid  # the title, line 0
+    assert browser.scrollbar() == (0, 4)
+
+
 def test_find_matches_link_text_not_markup(browser):
     open_pollen(browser)
     assert browser.step("Find in page: bees collect it").message == ""

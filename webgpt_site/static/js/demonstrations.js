@@ -11,21 +11,29 @@
 
   function pageText() { return document.getElementById("page-text"); }
 
-  // Remember the last selection made inside the page text: pressing a button must not lose it.
-  document.addEventListener("selectionchange", function () {
+  // The selected text, when the selection starts in the page text; "" otherwise.
+  function selectedPageText() {
     var selection = window.getSelection();
     var container = pageText();
     if (selection && container && selection.rangeCount && container.contains(selection.anchorNode)) {
-      var text = selection.toString();
-      if (text.trim()) { lastSelection = text; }
+      return selection.toString().trim();
     }
+    return "";
+  }
+
+  // Remember the last selection made inside the page text: pressing a button must not lose it.
+  document.addEventListener("selectionchange", function () {
+    lastSelection = selectedPageText() || lastSelection;
   });
 
-  // The Quote form sends the selected text as the quote.
+  // The Quote form sends what is selected when Quote is pressed. selectionchange is queued after the
+  // selection changes, so a Quote pressed before it arrives would send the selection before this one (a
+  // word double-clicked first, such as the Find highlight, instead of the sentence selected from it); the
+  // remembered selection is for a press that cleared the selection.
   document.addEventListener("htmx:configRequest", function (event) {
     var form = event.detail.elt;
     if (form && form.id === "quote-form") {
-      event.detail.parameters.text = lastSelection.trim();
+      event.detail.parameters.text = selectedPageText() || lastSelection;
     }
   });
 
@@ -182,11 +190,13 @@
     clock.textContent = clockText(total);
   }, 1000);
 
-  // Active time: the server counts the gaps between these beats, while the page is visible and in use.
+  // Active time: the server counts the gaps between these beats, while the page is visible and in use; each
+  // carries the page view the panel was served with (a beat without one is refused).
   window.setInterval(function () {
     var holder = document.getElementById("episode-panel") || document.getElementById("answer-step");
     if (!holder || !inUse()) { return; }
     var headers = JSON.parse(document.body.getAttribute("hx-headers") || "{}");
-    window.fetch(holder.dataset.heartbeatUrl, { method: "POST", headers: headers, credentials: "same-origin" });
+    var body = new URLSearchParams({ page_view: holder.dataset.pageView || "" });
+    window.fetch(holder.dataset.heartbeatUrl, { method: "POST", headers: headers, body: body, credentials: "same-origin" });
   }, HEARTBEAT_MS);
 }());
