@@ -17,7 +17,6 @@ Two sorts of invitation share the model:
 
 from __future__ import annotations
 
-import hashlib
 import secrets
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -32,6 +31,7 @@ from django.utils import timezone
 from annotation.models import Invitation
 from annotation.workforce.authority import check_may_act_on
 from annotation.workforce.team import check_roles
+from webgpt_site.api_tokens import digest
 from webgpt_site.models import log_action
 from webgpt_site.permissions import AnyUser, Role
 
@@ -49,10 +49,6 @@ class InvitationError(ValueError):
         self.message, self.field = message, field
 
 
-def hash_token(token: str) -> str:
-    return hashlib.sha256(token.encode()).hexdigest()
-
-
 @dataclass(frozen=True)
 class Link:
     """A new invitation and its token: the only moment the token exists outside the link."""
@@ -68,7 +64,7 @@ def _new(
         raise InvitationError(f"A link lasts {MIN_DAYS} to {MAX_DAYS} days.", "days")
     token = secrets.token_urlsafe(TOKEN_BYTES)
     invitation = Invitation.objects.create(
-        token_hash=hash_token(token),
+        token_hash=digest(token),
         roles=roles,
         note=note,
         expires_at=now + timedelta(days=days),
@@ -170,7 +166,7 @@ def find(token: str) -> Invitation | None:
     """The valid invitation the token opens, or None (unknown, expired, used: the page says the same)."""
     if not token or len(token) > MAX_TOKEN_LENGTH:
         return None
-    return valid().select_related("accepted_by").filter(token_hash=hash_token(token)).first()
+    return valid().select_related("accepted_by").filter(token_hash=digest(token)).first()
 
 
 def pending() -> list[Invitation]:
