@@ -12,8 +12,9 @@ from django.urls import reverse
 from django.utils import timezone
 
 from annotation.demonstrations import service
-from annotation.models import Episode, EpisodeStatus, Question
+from annotation.models import ActiveKind, Episode, EpisodeStatus, Question
 from annotation.questions.service import import_questions
+from annotation.workforce.activity import page_view
 from tests.conftest import make_user
 from webgpt_site.models import AuditEntry
 
@@ -52,10 +53,11 @@ def shown_messages(response) -> list[str]:
 def test_the_heartbeat_counts_the_time_since_the_last_sign_of_activity(client_for, dana, episode):
     client = client_for(dana)
     url = reverse("annotation:heartbeat", args=[episode.pk])
+    beat = {"page_view": page_view(dana, ActiveKind.DEMONSTRATION, episode.pk)}  # as the page sends it
     a_moment_ago = timezone.now() - timedelta(seconds=30)
     Episode.objects.filter(pk=episode.pk).update(last_seen_at=a_moment_ago, active_seconds=5)
 
-    assert client.post(url).status_code == 204
+    assert client.post(url, beat).status_code == 204
     episode.refresh_from_db()
     assert episode.last_seen_at > a_moment_ago
     # 5 s before plus the 30 s gap (and the moment the request took): a gap under a minute counts.
@@ -64,7 +66,7 @@ def test_the_heartbeat_counts_the_time_since_the_last_sign_of_activity(client_fo
 
     back_from_lunch = timezone.now() - timedelta(hours=1)
     Episode.objects.filter(pk=episode.pk).update(last_seen_at=back_from_lunch)
-    assert client.post(url).status_code == 204
+    assert client.post(url, beat).status_code == 204
     episode.refresh_from_db()
     assert episode.active_seconds == counted and episode.last_seen_at > back_from_lunch  # the hour does not
 
@@ -73,7 +75,8 @@ def test_the_heartbeat_of_a_finished_episode_changes_nothing(client_for, dana, e
     episode = at_the_answer_step(episode, dana)
     assert service.submit_answer(episode.pk, dana, "Geelong [1].") == []
     before = Episode.objects.values("last_seen_at", "active_seconds").get(pk=episode.pk)
-    assert client_for(dana).post(reverse("annotation:heartbeat", args=[episode.pk])).status_code == 204
+    beat = {"page_view": page_view(dana, ActiveKind.DEMONSTRATION, episode.pk)}
+    assert client_for(dana).post(reverse("annotation:heartbeat", args=[episode.pk]), beat).status_code == 204
     assert Episode.objects.values("last_seen_at", "active_seconds").get(pk=episode.pk) == before
     assert client_for(dana).get(reverse("annotation:heartbeat", args=[episode.pk])).status_code == 405
 

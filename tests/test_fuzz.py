@@ -332,6 +332,8 @@ _FORM = re.compile(r"<form\b([^>]*)>(.*?)</form>", re.S)
 _ATTR = re.compile(r'\b(action|hx-post|method|name|value|type)="([^"]*)"')
 _TAG = re.compile(r"<(textarea|select)\b([^>]*)>(.*?)</\1>|<(input|button)\b([^>]*)>", re.S)
 _OPTION = re.compile(r"<option\b([^>]*)>")
+# A task or browsing page's script posts the page view it was served with to its heartbeat URL (no form).
+_HEARTBEAT = re.compile(r'data-heartbeat-url="([^"]+)"[^>]*?data-page-view="([^"]+)"')
 
 
 def _read_fields(world: World) -> None:
@@ -348,7 +350,8 @@ def _read_fields(world: World) -> None:
 
 def _read_forms(world: World, client: Client, page_url: str) -> None:
     """The fields of the forms on one page, with the values the page fills in (hidden keys, versions,
-    chosen options), for the routes they post to: their action (or the page), and htmx's hx-post."""
+    chosen options), for the routes they post to: their action (or the page), and htmx's hx-post; and the
+    page view its script sends to its heartbeat."""
     response = client.get(page_url)
     if response.status_code != 200 or "html" not in response.get("Content-Type", ""):
         return
@@ -368,6 +371,11 @@ def _read_forms(world: World, client: Client, page_url: str) -> None:
             if route is not None:
                 world.fields.setdefault((route.name, method), set()).update(values)
                 world.defaults.setdefault((target, method), {}).update({k: v for k, v in values.items() if v})
+    for target, view in _HEARTBEAT.findall(html):
+        route = _route_at(target)
+        if route is not None:
+            world.fields.setdefault((route.name, "POST"), set()).add("page_view")
+            world.defaults.setdefault((target, "POST"), {})["page_view"] = [view]
 
 
 def _tags(body: str) -> list[tuple[str, str, str]]:

@@ -20,6 +20,8 @@ from rest_framework.test import APIClient
 from annotation.feedback.answers_import import import_answers
 from annotation.feedback.batches import BatchSettings, create_feedback_batch, group_answers
 from annotation.models import (
+    ActiveKind,
+    ActiveSpan,
     Assignment,
     Episode,
     EpisodeKind,
@@ -80,7 +82,8 @@ def api(user) -> APIClient:
 
 def gold_judgements(alice, labeler, agrees: list[bool], active_seconds: float = 0.0) -> list[Assignment]:
     """One gold comparison item per entry (the reference prefers the answer with the lower id), judged by
-    ``labeler``: agreeing (a_better, shown in id order) or not (b_better)."""
+    ``labeler``: agreeing (a_better, shown in id order) or not (b_better), in ``active_seconds`` each (on
+    the time sheet: one after another from today's midnight)."""
     texts = [f"Gold question {n}?" for n in range(len(agrees))]
     import_questions("\n".join(json.dumps({"question": text}) for text in texts).encode(), filename="g.jsonl")
     rows = [
@@ -107,6 +110,12 @@ def gold_judgements(alice, labeler, agrees: list[bool], active_seconds: float = 
                 leased_until=now,
                 active_seconds=active_seconds,
             )
+        )
+    if active_seconds:
+        midnight = timezone.localtime().replace(hour=0, minute=0, second=0, microsecond=0)
+        worked = timedelta(seconds=active_seconds * len(agrees))
+        ActiveSpan.objects.create(
+            user=labeler, kind=ActiveKind.TASK, started_at=midnight, ended_at=midnight + worked
         )
     return tasks
 

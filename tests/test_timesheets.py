@@ -1,26 +1,32 @@
-"""Time sheets: each person's active time per day (on the local day the work was started), the work done,
-researchers' corrections (validated, audited, never deleted), the console page and its CSV, the API
-(researchers see everyone, labelers and demonstrators themselves) and the command.
+"""Time sheets: each person's active time per day (the union of their active spans, cut at local midnight),
+the work done (on the local day it was started), researchers' corrections (validated, audited, never
+deleted), the console page and its CSV, the API (researchers see everyone, labelers and demonstrators
+themselves) and the command.
 
 The site runs in Europe/Berlin here (UTC+1 in March), so a task started at 00:15 on a Tuesday in Berlin,
-which is still Monday in UTC, must count on Tuesday. The clock stands at Wednesday 11 March 2026, noon."""
+which is still Monday in UTC, must count on Tuesday. The clock stands at Wednesday 11 March 2026, noon.
+How heartbeats become spans is tests/test_active_time.py."""
 
 from __future__ import annotations
 
 import csv
+import importlib
 import io
 import json
 import zoneinfo
-from datetime import date, datetime, timedelta
+from datetime import UTC, date, datetime, timedelta
 
 import pytest
 import time_machine
+from django.apps import apps
 from django.core.management import CommandError, call_command
 from django.db.models import Sum
 from django.urls import reverse
 from django.utils import timezone
 
 from annotation.models import (
+    ActiveKind,
+    ActiveSpan,
     Answer,
     Assignment,
     AssignmentStatus,
@@ -65,8 +71,18 @@ def erin(django_user_model):
 _items = iter(range(1, 10_000))
 
 
+def worked(person, kind: ActiveKind, started: datetime, seconds: float) -> None:
+    """``seconds`` of active time from ``started``, as heartbeats record it (real seconds: in UTC, as adding
+    to a Berlin time would move the clock, which skips an hour one night in March)."""
+    started = started.astimezone(UTC)
+    ActiveSpan.objects.create(
+        user=person, kind=kind, started_at=started, ended_at=started + timedelta(seconds=seconds)
+    )
+
+
 def task(labeler, started: datetime, seconds: float, status=AssignmentStatus.SUBMITTED) -> Assignment:
-    """A task on an item of its own, started at ``started`` (the model stamps the time of creation)."""
+    """A task on an item of its own, started at ``started`` (the model stamps the time of creation), worked
+    on for ``seconds`` from then (a researcher's reference is no one's paid work: no active time)."""
     batch = FeedbackBatch.objects.get_or_create(name="sheet", defaults={"template": "webgpt_comparison"})[0]
     number = next(_items)
     question = Question.objects.create(text=f"Question {number}?", key=f"q{number}", dataset="demo")
@@ -84,6 +100,8 @@ def task(labeler, started: datetime, seconds: float, status=AssignmentStatus.SUB
         is_reference=status == AssignmentStatus.REFERENCE,
     )
     Assignment.objects.filter(pk=assignment.pk).update(started_at=started)
+    if status != AssignmentStatus.REFERENCE:
+        worked(labeler, ActiveKind.TASK, started, seconds)
     return assignment
 
 
@@ -101,17 +119,19 @@ def episode(user, started: datetime, seconds: float, status=EpisodeStatus.FINISH
         active_seconds=seconds,
     )
     Episode.objects.filter(pk=made.pk).update(started_at=started)
+    if user:
+        worked(user, ActiveKind.DEMONSTRATION, started, seconds)
     return made
 
 
 @pytest.fixture
 def week(alice, bob, dana):
     """Bob's and dana's work in the week of Monday 9 March, and some that must not count in it."""
-    task(bob, local(MONDAY, 23, 30), 600)  # finished after midnight: still Monday's
+    task(bob, local(MONDAY, 23, 30), 600)
     task(bob, local(TUESDAY, 0, 15), 300, AssignmentStatus.LATE)  # Monday 23:15 in UTC
     task(bob, local(TUESDAY, 9), 120, AssignmentStatus.SKIPPED)
     task(bob, local(TUESDAY, 10), 60, AssignmentStatus.EXPIRED)  # time spent, nothing done
-    task(bob, local(MONDAY - timedelta(days=1), 23, 50), 999)  # Sunday: the week before
+    task(bob, local(MONDAY - timedelta(days=1), 23, 40), 599)  # Sunday: the week before
     task(bob, local(MONDAY + timedelta(days=7), 0, 10), 777)  # next Monday (Sunday 23:10 in UTC)
     task(alice, local(MONDAY, 10), 450, AssignmentStatus.REFERENCE)  # a researcher's reference
     episode(dana, local(MONDAY, 14), 900)
@@ -155,20 +175,21 @@ def test_in_utc_the_same_work_falls_on_other_days(week, settings):
     assert by_day == {MONDAY: 600.0 + 300, TUESDAY: 180.0, MONDAY + timedelta(days=6): 777.0}
 
 
-def test_a_time_sheet_adds_up_to_the_active_time_stored(week):
+def test_when_nothing_overlaps_a_time_sheet_adds_up_to_the_active_time_stored(week):
     bob, dana = week["bob"], week["dana"]
     many = [local(MONDAY, 9) + timedelta(hours=7 * n, minutes=n) for n in range(40)]  # across midnights
     for n, started in enumerate(many):
         task(bob, started, 10.1 * n + 0.3)
         episode(dana, started, 7.7 * n + 0.1, EpisodeStatus.SKIPPED)
     start, end = MONDAY - timedelta(days=14), MONDAY + timedelta(days=21)
+    # To the microsecond, as the spans keep time.
     stored_tasks = Assignment.objects.exclude(status=AssignmentStatus.REFERENCE).aggregate(
         s=Sum("active_seconds")
     )
     stored_demos = Episode.objects.filter(kind=EpisodeKind.HUMAN).aggregate(s=Sum("active_seconds"))
     found = days(start, end)
-    assert sum(day.task_seconds for day in found) == pytest.approx(stored_tasks["s"], abs=1e-9)
-    assert sum(day.demonstration_seconds for day in found) == pytest.approx(stored_demos["s"], abs=1e-9)
+    assert sum(day.task_seconds for day in found) == pytest.approx(stored_tasks["s"], abs=1e-3)
+    assert sum(day.demonstration_seconds for day in found) == pytest.approx(stored_demos["s"], abs=1e-3)
     totals = seconds_by_user(start, end)
     for person in (bob, dana):
         stored = Assignment.objects.filter(labeler=person).exclude(status=AssignmentStatus.REFERENCE)
@@ -176,12 +197,55 @@ def test_a_time_sheet_adds_up_to_the_active_time_stored(week):
             Episode.objects.filter(user=person).aggregate(s=Sum("active_seconds"))["s"] or 0
         )
         assert stored_seconds > 0
-        assert totals[person.pk] == pytest.approx(stored_seconds, abs=1e-9)
+        assert totals[person.pk] == pytest.approx(stored_seconds, abs=1e-3)
     # Split into weeks, the weeks add up to the whole.
     weekly = [
         seconds_by_user(start + timedelta(days=7 * w), start + timedelta(days=7 * w + 6)) for w in range(5)
     ]
-    assert sum(week.get(bob.pk, 0) for week in weekly) == pytest.approx(totals[bob.pk], abs=1e-9)
+    assert sum(week.get(bob.pk, 0) for week in weekly) == pytest.approx(totals[bob.pk], abs=1e-3)
+
+
+def test_time_across_midnight_is_cut_there_in_the_site_time_zone(week):
+    bob = week["bob"]
+    worked(bob, ActiveKind.TASK, local(TUESDAY, 23, 50), 30 * 60)
+    by_day = {day.day: day.task_seconds for day in days(TUESDAY, WEDNESDAY, [bob.pk])}
+    assert by_day == {TUESDAY: 480.0 + 600, WEDNESDAY: 1200.0}
+
+
+def test_the_night_the_clocks_go_forward_has_an_hour_less(bob):
+    saturday = date(2026, 3, 28)  # Berlin goes from 02:00 to 03:00 on Sunday 29 March
+    worked(bob, ActiveKind.TASK, local(saturday, 23), 4 * 3600)  # until 04:00 on Sunday's clock
+    by_day = {day.day: day.task_seconds for day in days(saturday, saturday + timedelta(days=1))}
+    assert by_day == {saturday: 3600.0, saturday + timedelta(days=1): 3 * 3600.0}
+
+
+def test_a_person_on_two_pages_at_once_is_at_work_once(erin):
+    """Erin labels in two tabs and browses an episode at the same time: each minute counts once, as
+    demonstration time while she was on both (so the columns add up to the day)."""
+    worked(erin, ActiveKind.TASK, local(TUESDAY, 10), 75)  # one tab ...
+    worked(erin, ActiveKind.TASK, local(TUESDAY, 10, 1), 60)  # ... and another, 15 s together
+    worked(erin, ActiveKind.DEMONSTRATION, local(TUESDAY, 10), 75)  # the episode, beside the first tab
+    (tuesday,) = days(TUESDAY, TUESDAY, [erin.pk])
+    assert (tuesday.task_seconds, tuesday.demonstration_seconds) == (45.0, 75.0)
+    assert tuesday.total_seconds == 120.0  # 10:00:00 to 10:02:00
+
+
+def test_days_before_the_change_keep_the_time_their_sheets_showed(erin, settings):
+    """The migration to spans turns each person's recorded time per day and kind into spans from the day's
+    midnight, so an old sheet reads as it did; a day that counted more than 24 hours (two pages at once)
+    keeps 24."""
+    tasks = [task(erin, local(MONDAY, 23, 30), 600), task(erin, local(TUESDAY, 9), 50_000)]
+    episode(erin, local(TUESDAY, 10), 50_000)
+    episode(erin, local(MONDAY, 8), 1.5, EpisodeStatus.SKIPPED)
+    task(erin, local(MONDAY, 11), 300, AssignmentStatus.REFERENCE)  # no one's paid work
+    ActiveSpan.objects.all().delete()  # as before the change: only the per-task seconds
+    migration = importlib.import_module("annotation.migrations.0023_active_spans")
+    migration.spans_from_recorded_time(apps, None)
+    assert [figures(day)[1:5] for day in days(MONDAY, TUESDAY)] == [
+        (MONDAY, 600.0, 1.5, 0.0),
+        (TUESDAY, 50_000.0, 24 * 3600.0 - 50_000, 0.0),
+    ]
+    assert Assignment.objects.get(pk=tasks[1].pk).active_seconds == 50_000  # the task's own time is kept
 
 
 def test_hours_minutes():
@@ -301,6 +365,40 @@ def test_taking_away_exactly_what_was_worked_is_allowed_and_no_more_after(week, 
     with pytest.raises(CorrectionError, match="less than nothing"):
         correct(alice, "bob", MONDAY, -1, "still not work")
     assert days(MONDAY, MONDAY, [week["bob"].pk])[0].total_seconds == 0.0
+
+
+def test_a_day_never_holds_more_than_24_hours_corrections_included(week, alice):
+    """Two +1440-minute corrections on one day were both accepted: a 48-hour day."""
+    bob = week["bob"]
+    correct(alice, "dana", WEDNESDAY, 24 * 60, "A whole day on paper")
+    with pytest.raises(CorrectionError, match="longer than 24 hours") as raised:
+        correct(alice, "dana", WEDNESDAY, 24 * 60, "And another")
+    assert raised.value.field == "minutes"
+    with pytest.raises(CorrectionError) as raised:  # he worked 10 minutes on Monday
+        correct(alice, "bob", MONDAY, 24 * 60, "The whole day")
+    assert raised.value.message == (
+        "bob has 10 min on 2026-03-09; adding 24 h would make the day longer than 24 hours."
+    )
+    correct(alice, "bob", MONDAY, 24 * 60 - 10, "The rest of the day")
+    assert days(MONDAY, MONDAY, [bob.pk])[0].total_seconds == 24 * 3600
+    # Time recorded after the correction does not take the day over either.
+    worked(bob, ActiveKind.TASK, local(MONDAY, 12), 600)
+    (monday,) = days(MONDAY, MONDAY, [bob.pk])
+    assert (monday.recorded_seconds, monday.total_seconds) == (1200.0, 24 * 3600)
+
+
+def test_the_page_and_the_api_both_refuse_a_day_over_24_hours(week, client_for, alice):
+    client = client_for(alice)
+    body = {"user": "dana", "day": "2026-03-10", "minutes": 24 * 60, "reason": "Paper work"}
+    page = client.post(reverse("console:timesheet_correct"), body)
+    assert page.status_code == 400
+    assert "dana has 3 min on 2026-03-10; adding 24 h would make the day longer than 24 hours." in (
+        page.content.decode()
+    )
+    api = client.post(reverse("api-timesheet-corrections"), json.dumps(body), content_type="application/json")
+    assert api.status_code == 400
+    assert "longer than 24 hours" in api.json()["minutes"][0]
+    assert not TimeCorrection.objects.exists()
 
 
 # The console page and its CSV ---------------------------------------------------------------------------

@@ -24,7 +24,8 @@ from annotation.demonstrations.forms import (
 )
 from annotation.demonstrations.presenter import active_time, panel_context
 from annotation.demonstrations.trajectory import trajectory
-from annotation.models import Episode, EpisodeStatus
+from annotation.models import ActiveKind, Episode, EpisodeStatus
+from annotation.workforce import activity
 from annotation.workforce.gate import demonstration_notice
 from annotation.workforce.reviews import review_context
 from browser.services import load_snapshot
@@ -203,7 +204,14 @@ def _go(request: HttpRequest, url: str) -> HttpResponse:
 @require_POST
 @role_required(Role.DEMONSTRATOR)
 def heartbeat(request: HttpRequest, pk: int) -> HttpResponse:
-    service.heartbeat(_own_episode(request, pk).pk, request.user)
+    episode = _own_episode(request, pk)
+    served = activity.served_at(
+        request.POST.get("page_view"), request.user, ActiveKind.DEMONSTRATION, episode.pk
+    )
+    if served is None:  # no page of this episode was served to this person: nothing is counted
+        return HttpResponse(activity.NO_PAGE_VIEW, status=400)
+    if service.heartbeat(episode.pk, request.user):
+        activity.record(request.user, ActiveKind.DEMONSTRATION, served)
     return HttpResponse(status=204)
 
 

@@ -15,7 +15,7 @@ from django.utils import timezone
 from annotation.models import TimeCorrection
 from annotation.workforce.authority import check_may_act_on
 from annotation.workforce.periods import FIRST_DAY
-from annotation.workforce.timesheets import days
+from annotation.workforce.timesheets import DAY_SECONDS, days
 from webgpt_site.models import log_action
 from webgpt_site.permissions import AnyUser, Role, has_role
 
@@ -47,8 +47,8 @@ def minutes_text(seconds: float) -> str:
 def correct(by: AnyUser, username: str, day: date, minutes: int, reason: str) -> TimeCorrection:
     """Add ``minutes`` (signed) to ``username``'s time on ``day``, for ``reason``; ``CorrectionError``
     when the person is not a labeler or demonstrator, the day is in the future, the reason is empty or too
-    long, the correction is 0 or over a day either way, or the day's total would fall below zero;
-    ``authority.NotYourCall`` when ``by`` may not act on the person (their own hours, for one)."""
+    long, the correction is 0 or over a day either way, or the day's total would fall below zero or go over
+    24 hours; ``authority.NotYourCall`` when ``by`` may not act on the person (their own hours, for one)."""
     reason = (reason or "").strip()
     if not reason:
         raise CorrectionError("reason", "Say why: a correction needs a reason.")
@@ -79,6 +79,12 @@ def correct(by: AnyUser, username: str, day: date, minutes: int, reason: str) ->
                 "minutes",
                 f"{person.get_username()} has {minutes_text(before).lstrip('+')} on {day}; taking away "
                 f"{minutes_text(seconds).lstrip('-')} would leave less than nothing.",
+            )
+        if before + seconds > DAY_SECONDS:
+            raise CorrectionError(
+                "minutes",
+                f"{person.get_username()} has {minutes_text(before).lstrip('+')} on {day}; adding "
+                f"{minutes_text(seconds).lstrip('+')} would make the day longer than 24 hours.",
             )
         correction = TimeCorrection.objects.create(
             user=person, day=day, seconds=seconds, reason=reason, by=by

@@ -207,7 +207,8 @@
     if (status && event.detail.target === status) { status.textContent = event.detail.xhr.responseText; }
   });
 
-  // Keep the lease while the page is open and in use.
+  // Keep the lease while the page is open and in use; the page view it was served with makes the beat count
+  // as active time (a beat without it is refused).
   var lastInput = Date.now();
   ["keydown", "mousemove", "mousedown", "wheel", "touchstart", "input"].forEach(function (name) {
     document.addEventListener(name, function () { lastInput = Date.now(); }, { passive: true });
@@ -216,6 +217,7 @@
     var task = document.getElementById("task");
     if (!task || document.visibilityState !== "visible" || Date.now() - lastInput > 60000) { return; }
     var headers = JSON.parse(document.body.getAttribute("hx-headers") || "{}");
-    window.fetch(task.dataset.heartbeatUrl, { method: "POST", headers: headers, credentials: "same-origin" });
+    var body = new URLSearchParams({ page_view: task.dataset.pageView || "" });
+    window.fetch(task.dataset.heartbeatUrl, { method: "POST", headers: headers, body: body, credentials: "same-origin" });
   }, 15000);
 }());
