@@ -246,12 +246,12 @@ def demo_site(settings, freshwiki, monkeypatch):
 
 
 def demo_production_batches():
-    """The demo's batches of real work, one per template and preset: its workforce batches (the screening
-    test and the gold checks, annotation.workforce.demo) aside."""
+    """The demo's batches of real work, one per template and preset (the minimal comparisons' with gold
+    items among them): its screening test (annotation.workforce.demo) aside."""
     from annotation.models import FeedbackBatch
-    from annotation.workforce.demo import GOLD_NAME, SCREENING_NAME
+    from annotation.workforce.demo import SCREENING_NAME
 
-    return FeedbackBatch.objects.exclude(name__in=(SCREENING_NAME, GOLD_NAME))
+    return FeedbackBatch.objects.exclude(name=SCREENING_NAME)
 
 
 @pytest.fixture

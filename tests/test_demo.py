@@ -52,8 +52,9 @@ def test_load_demo_creates_the_demo_users_and_questions_once(settings, tmp_path)
     ) == counts
     assert TrainingRun.objects.count() == 1  # the demo reward model is queued once
     # The demo batches and their FreshWiki answers (tests/test_demo_answers.py) are made once too.
-    # Six batches, one per template and preset, then the workforce's screening test and gold checks.
-    assert FeedbackBatch.objects.filter(name__startswith="FreshWiki demo: ").count() == 8
+    # Six batches, one per template and preset (gold items among the minimal comparisons), then the
+    # workforce's screening test.
+    assert FeedbackBatch.objects.filter(name__startswith="FreshWiki demo: ").count() == 7
     assert Answer.objects.filter(source__dataset="freshwiki_demo_answers").count() == 48
 
 

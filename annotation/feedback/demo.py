@@ -67,6 +67,11 @@ def loop_question_ids() -> set[int]:
     return set(questions.values_list("id", flat=True)[:LOOP_QUESTIONS])
 
 
+def demo_batch_name(template: str, preset: str = "") -> str:
+    """The name of the demo's production batch of ``template`` (and rating ``preset``)."""
+    return f"{PREFIX}: {Template(template).label}" + (f" ({preset})" if preset else "")
+
+
 def create_demo_feedback_batches() -> list[FeedbackBatch]:
     """One batch per template and rating preset from the FreshWiki demo answers (all but the loop's
     questions); each is made once (idempotent: ``make run`` calls this at every start). DemoAnswersError
@@ -82,7 +87,7 @@ def create_demo_feedback_batches() -> list[FeedbackBatch]:
         (Template.RATING, "truthfulqa", group_answers(answers, Template.RATING)),
         (Template.RATING, "webglm", group_answers(answers, Template.RATING)),
     ):
-        name = f"{PREFIX}: {Template(template).label}" + (f" ({preset})" if preset else "")
+        name = demo_batch_name(template, preset)
         if FeedbackBatch.objects.filter(name=name).exists():
             continue
         config = BatchSettings(name=name, template=template, preset=preset, overlap=2)

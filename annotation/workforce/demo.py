@@ -1,6 +1,7 @@
 """The workforce on ``make run``: the demo's accounts qualified for their work, a screening test for the
-WebGPT comparison with the researcher's references, an applicant who meets it first, and a labeler whose
-gold accuracy has just tripped the automatic pause, so a newcomer sees the whole journey. Idempotent."""
+WebGPT comparison with the researcher's references, an applicant who meets it first, gold items among the
+production minimal comparisons and a labeler whose gold accuracy on them has just tripped the automatic
+pause, so a newcomer sees the whole journey. Idempotent."""
 
 from __future__ import annotations
 
@@ -13,15 +14,19 @@ from django.utils import timezone
 
 from annotation.feedback import assignment as work
 from annotation.feedback.batches import BatchSettings, create_feedback_batch
-from annotation.feedback.demo import PREFIX, loop_question_ids, neighbour_pairs
+from annotation.feedback.demo import PREFIX, demo_batch_name, loop_question_ids, neighbour_pairs
 from annotation.feedback.demo_answers import QUALITIES, load_demo_answers
-from annotation.models import Assignment, FeedbackBatch, FeedbackItem, Qualification, Template
+from annotation.models import Assignment, FeedbackBatch, FeedbackItem, Qualification, Template, work_kind
 from annotation.workforce.references import start_reference
-from annotation.workforce.states import qualify_for_role
+from annotation.workforce.states import State, qualify_for_role, state_of
 from webgpt_site.permissions import Role, has_role
 
 SCREENING_NAME = f"{PREFIX}: screening test (WebGPT comparison)"
-GOLD_NAME = f"{PREFIX}: gold checks (minimal comparison)"
+GOLD_BATCH = demo_batch_name(Template.MINIMAL_COMPARISON)  # the production batch that carries gold items
+# Before issue 36 the gold items were a batch of their own at priority 5, so a new labeler's first tasks were
+# gold checks of another kind than the work they came for. A demo database from then still has it: it is
+# switched off (kept, with the drifter's judgements) when the production batch gets its gold items.
+OLD_GOLD_NAME = f"{PREFIX}: gold checks (minimal comparison)"
 SCREENING_ITEMS = 6
 GOLD_ITEMS = 6
 DEMO_REASON = "Demo account: qualified when the demo was loaded"
@@ -59,12 +64,12 @@ def _response(task: Assignment, lower_id_better: bool, strength: str = "better")
 
 
 @transaction.atomic
-def create_screening_test(researcher, pairs: list[list]) -> FeedbackBatch | None:
+def create_screening_test(researcher) -> FeedbackBatch | None:
     """The WebGPT-comparison screening test: six pairs whose better answer the researcher entered as the
     reference, on the task page's own path (start_reference, submit), with an explanation each."""
     if FeedbackBatch.objects.filter(name=SCREENING_NAME).exists():
         return None
-    pairs = pairs[-SCREENING_ITEMS:]
+    pairs = pairs_with_a_better_answer()[-SCREENING_ITEMS:]
     config = BatchSettings(
         name=SCREENING_NAME,
         template=Template.WEBGPT_COMPARISON,
@@ -89,32 +94,35 @@ def create_screening_test(researcher, pairs: list[list]) -> FeedbackBatch | None
 
 
 @transaction.atomic
-def create_gold_checks(drifter, pairs: list[list]) -> FeedbackBatch | None:
-    """A minimal-comparison batch of gold pairs (the better answer known), pausing under 60% after 3 gold
-    judgements, and the drifter's careless judgements on it (the first shown always preferred, in four
-    seconds each), submitted on the real path: their third wrong gold check pauses them."""
-    if FeedbackBatch.objects.filter(name=GOLD_NAME).exists():
+def add_gold_checks(drifter) -> FeedbackBatch | None:
+    """Gold items among the demo's production minimal comparisons, spread through the batch as real work
+    carries them (a gold check looks like any other task of its kind, so it is no batch of its own, and
+    comes up no sooner than the work around it): the better answer of each is known from the answers'
+    quality, and a labeler under 60% after 3 gold judgements is paused. Then the drifter's careless
+    judgements of three of them (the first shown always preferred, in four seconds each), submitted on the
+    real path: their third wrong gold check pauses them. None when the batch has its gold items already."""
+    batch = FeedbackBatch.objects.filter(name=GOLD_BATCH).first()
+    if batch is None or batch.items.filter(is_gold=True).exists():
         return None
-    pairs = pairs[:GOLD_ITEMS]
-    config = BatchSettings(
-        name=GOLD_NAME, template=Template.MINIMAL_COMPARISON, required_probability=0.0, priority=5
-    )
-    batch = create_feedback_batch(None, config, pairs)
     batch.gold_min_items, batch.gold_threshold = 3, 0.6
     batch.save(update_fields=["gold_min_items", "gold_threshold"])
-    for item, pair in zip(batch.items.order_by("id"), pairs, strict=True):
+    items = list(batch.items.order_by("id"))
+    gold = items[:: max(1, len(items) // GOLD_ITEMS)][:GOLD_ITEMS]
+    for item in gold:
         item.is_gold = True
-        item.gold_expected = {"preference": 1.0 if _better_is_lower_id(pair) else -1.0}
+        item.gold_expected = {"preference": 1.0 if _better_is_lower_id(list(item.answers.all())) else -1.0}
         item.gold_explanation = "The better answer is complete and supported by its quotes."
         item.save(update_fields=["is_gold", "gold_expected", "gold_explanation"])
-    if drifter is None:
+    FeedbackBatch.objects.filter(name=OLD_GOLD_NAME).update(is_active=False)
+    # In a demo database from before, the old batch has paused the drifter already.
+    if drifter is None or state_of(drifter, work_kind(batch.template, batch.preset)) != State.QUALIFIED:
         return batch
     now = timezone.now()
-    for item, pair in zip(batch.items.order_by("id")[:3], pairs[:3], strict=True):
+    for item in gold[:3]:
         item = FeedbackItem.objects.select_related("batch").get(pk=item.pk)
         # The drifter's lease on this item (the same rows next_assignment writes).
-        order = sorted(answer.pk for answer in pair)
-        if _better_is_lower_id(pair):
+        order = sorted(item.answers.values_list("pk", flat=True))
+        if item.gold_expected["preference"] > 0:
             order.reverse()  # shown worse answer first, and "A better" is their careless habit
         task = Assignment.objects.create(
             item=item, labeler=drifter, order=order, leased_until=now + batch.lease, last_seen_at=now

@@ -23,7 +23,7 @@ from annotation.demo import (
 from annotation.demonstrations.batches import create_demonstration_batch
 from annotation.feedback.demo import create_demo_feedback_batches, create_reference_comparisons
 from annotation.feedback.demo_answers import DemoAnswersError
-from annotation.models import DemonstrationBatch, FeedbackBatch, Question, QuestionImport
+from annotation.models import DemonstrationBatch, Question, QuestionImport
 from annotation.questions.service import import_questions
 from annotation.workforce import demo as workforce_demo
 from browser.models import Corpus
@@ -103,19 +103,15 @@ class Command(BaseCommand):
     def _workforce(self) -> None:
         User = get_user_model()
         workforce_demo.qualify_demo_accounts([username for username, _, _ in DEMO_USERS])
-        names = (workforce_demo.SCREENING_NAME, workforce_demo.GOLD_NAME)
-        if FeedbackBatch.objects.filter(name__in=names).count() == len(names):
-            return  # made at an earlier `make run`
-        pairs = workforce_demo.pairs_with_a_better_answer()
-        screening = workforce_demo.create_screening_test(User.objects.get(username="researcher"), pairs)
+        screening = workforce_demo.create_screening_test(User.objects.get(username="researcher"))
         if screening is not None:
             self.stdout.write(
                 f"screening test {screening.name!r}: {screening.items.count()} items with references"
             )
         drifter = User.objects.filter(username=workforce_demo.DRIFTER).first()
-        gold = workforce_demo.create_gold_checks(drifter, pairs)
+        gold = workforce_demo.add_gold_checks(drifter)
         if gold is not None:
             self.stdout.write(
-                f"gold checks {gold.name!r}: {gold.items.count()} gold items "
+                f"gold checks in {gold.name!r}: {gold.items.filter(is_gold=True).count()} gold items "
                 f"({workforce_demo.DRIFTER} paused by them)"
             )
