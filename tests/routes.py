@@ -110,6 +110,7 @@ OBJECT_OF = {
     "api-batch": "batch",
     "api-batch-results": "batch",
     "api-batch-flags": "batch",
+    "api-batch-agreement": "batch",
     "api-assignment-flag-decision": "task",
     "console:export": "export",
     "console:export_download": "export",
@@ -171,6 +172,7 @@ OBJECT_OF = {
     "console:candidates": "work_kind",
     "api-workforce-candidates": "work_kind",
     "console:workforce_kind": "work_kind",
+    "api-workforce-kind": "work_kind",
 }
 
 

@@ -119,6 +119,7 @@ EXPECTED: dict[str, tuple] = {
     "console:workforce_kind": RESEARCHER,
     "api-workforce-paused": API_RESEARCHER,
     "api-workforce-candidates": API_RESEARCHER,
+    "api-workforce-kind": API_RESEARCHER,
     "console:feedback_results": RESEARCHER,
     "console:feedback_results_csv": RESEARCHER,  # the table the matrix names does not exist: a 400
     "console:feedback_flags": RESEARCHER,
@@ -187,6 +188,7 @@ EXPECTED: dict[str, tuple] = {
     "api-batch": API_RESEARCH_OBJECT,
     "api-batch-results": API_RESEARCH_OBJECT,
     "api-batch-flags": API_RESEARCH_OBJECT,
+    "api-batch-agreement": API_RESEARCH_OBJECT,
     "api-assignment-flag-decision": API_RESEARCHER,
     "api-task-next": API_LABELER,
     "api-task-waiting": API_LABELER,

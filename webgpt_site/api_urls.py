@@ -6,6 +6,7 @@ from __future__ import annotations
 from django.urls import path
 
 from annotation.api import (
+    agreement,
     corpora,
     exports,
     flags,
@@ -37,6 +38,7 @@ urlpatterns = [
     path("batches/<int:pk>", views.BatchDetail.as_view(), name="api-batch"),
     path("batches/<int:pk>/results", results.BatchResults.as_view(), name="api-batch-results"),
     path("batches/<int:pk>/flags", flags.BatchFlags.as_view(), name="api-batch-flags"),
+    path("batches/<int:pk>/agreement", agreement.BatchAgreement.as_view(), name="api-batch-agreement"),
     path(
         "assignments/<int:pk>/flag-decision",
         flags.AssignmentFlagDecision.as_view(),
@@ -99,4 +101,5 @@ urlpatterns = [
         workforce.WorkforceCandidates.as_view(),
         name="api-workforce-candidates",
     ),
+    path("workforce/kinds/<str:kind>", agreement.WorkforceKind.as_view(), name="api-workforce-kind"),
 ]
