@@ -55,6 +55,7 @@ CONFIG: dict[str, Any] = (
     json.loads(Path(os.environ["LOAD_CONFIG"]).read_text()) if "LOAD_CONFIG" in os.environ else {}
 )
 _ID = re.compile(r"/\d+/")
+_PAGE_VIEW = re.compile(r'data-page-view="([^"]+)"')  # what the page's heartbeat sends (workforce.activity)
 _FAILED: dict[str, int] = {}  # failures by request name over the whole run (warm-up included)
 _STATE: dict[str, Any] = {"requests": 0, "measure_start": None, "stored": 0}
 _NEXT = {"labelers": itertools.count(), "demonstrators": itertools.count()}
@@ -113,13 +114,14 @@ class Transport:
             )
         return status, response.headers, text, response.request_meta["response_time"]
 
-    def beat_if_due(self, url: str) -> None:
-        """The page's heartbeat (a fetch() every heartbeat_s while it is in use): 204."""
+    def beat_if_due(self, url: str, page: str) -> None:
+        """The page's heartbeat (a fetch() every heartbeat_s while it is in use, with the page view ``page``
+        was served with): 204."""
         if time.monotonic() >= self.next_beat:
             self.next_beat = time.monotonic() + self.heartbeat_s
             action, self.action = self.action, ""
             try:
-                self.request("POST", url)
+                self.request("POST", url, {"page_view": _PAGE_VIEW.search(page).group(1)})
             finally:
                 self.action = action
 
@@ -153,7 +155,7 @@ class LoadLabeler(Transport, Client):
                 self.pause(end - time.monotonic())
                 break
             self.pause(wait)
-            self.beat_if_due(f"{task_path}heartbeat/")
+            self.beat_if_due(f"{task_path}heartbeat/", page)
             filled += 1
             if filled > len(fields):
                 comment += f" {self.rng.choice(('clear', 'sourced', 'vague', 'accurate', 'short'))}"
@@ -161,7 +163,7 @@ class LoadLabeler(Transport, Client):
             _, _, text, _ = self.request("POST", f"{task_path}draft/", draft, htmx=True)
             if not text.startswith("Draft saved"):
                 raise RuntimeError(f"{self.username}: draft of {task_path} not saved: {text[:200]}")
-        self.beat_if_due(f"{task_path}heartbeat/")
+        self.beat_if_due(f"{task_path}heartbeat/", page)
         status, headers, _, _ = self.request(
             "POST", f"{task_path}submit/", {**form, **RESPONSE, "comment": comment}
         )
@@ -192,7 +194,7 @@ class LoadDemonstrator(Transport, Demonstrator):
 
     def request(self, method: str, path: str, form: dict | None = None, htmx: bool = False) -> tuple:
         if self.action and self.episode:  # about to act: the heartbeat of the time spent reading
-            self.beat_if_due(f"{self.episode}heartbeat/")
+            self.beat_if_due(f"{self.episode}heartbeat/", self.page)
         return super().request(method, path, form, htmx)
 
 
