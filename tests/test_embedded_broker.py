@@ -71,3 +71,11 @@ def test_make_runs_settings_use_it_for_the_workers_and_the_probes(tmp_path):
         "webgpt_site.embedded_broker",
         "{'default': 0, 'exports': 0, 'training': 0, 'sampling': 0}",
     ]
+
+
+def test_a_connection_to_the_folder_asks_for_no_host(tmp_path, caplog):
+    """A folder has no host: kombu warned "No hostname was supplied" at every worker start and probe."""
+    with Connection("filesystem://", transport=Transport, transport_options=broker_folder(tmp_path)) as conn:
+        assert conn.info()["hostname"] is None
+        conn.SimpleQueue("default").put({"n": 1})
+    assert "hostname" not in caplog.text

@@ -48,3 +48,9 @@ class Channel(filesystem.Channel):
 
 class Transport(filesystem.Transport):
     Channel = Channel
+
+    @property
+    def default_connection_params(self) -> dict[str, Any]:
+        """No host: kombu's virtual transports default to "localhost", so a connection to a folder warned
+        "No hostname was supplied" each time it described itself (every worker's start, every probe)."""
+        return {"port": self.default_port}
