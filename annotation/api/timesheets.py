@@ -93,9 +93,9 @@ class TimesheetCorrections(APIView):
     """Correct one person's time on one day: ``{"user", "day", "minutes", "reason"}``. Refused (a 400
     naming the field, nothing written) for a person without the labeler or demonstrator role, a day in the
     future, an empty reason, 0 minutes or more than 24 hours either way, or a day that would fall below
-    zero; a 403 naming why for a person the caller may not act on (``workforce.authority``: their own hours,
-    another researcher's, an administrator's). A correction is never edited or deleted: undo one with the
-    opposite correction."""
+    zero or go over 24 hours (corrections included); a 403 naming why for a person the caller may not act
+    on (``workforce.authority``: their own hours, another researcher's, an administrator's). A correction
+    is never edited or deleted: undo one with the opposite correction."""
 
     permission_classes = (IsResearcher,)
 
