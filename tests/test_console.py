@@ -1,6 +1,9 @@
 """The researcher console: bank summary, importing through the browser, question list filters, pausing and
 starting a feedback batch."""
 
+import re
+from collections import Counter
+
 import pytest
 from django.conf import settings
 from django.core.files.uploadedfile import SimpleUploadedFile
@@ -171,7 +174,7 @@ def test_a_researcher_pauses_starts_and_reprioritises_several_batches_from_the_l
     again = client_for(alice).post(bulk, {"batches": [first.pk, third.pk], "action": "pause"}, follow=True)
     assert [str(m) for m in again.context["messages"]] == ["1 batch paused (1 already paused)."]
 
-    chosen = {"batches": [second.pk, third.pk], "action": "priority", "priority": "7"}
+    chosen = {"batches": [second.pk, third.pk], "action": "priority", "bulk_priority": "7"}
     set_seven = client_for(alice).post(bulk, chosen, follow=True)
     assert [str(m) for m in set_seven.context["messages"]] == ["Priority set to 7 for 2 batches."]
     assert sorted(FeedbackBatch.objects.values_list("priority", flat=True)) == [1, 7, 7]
@@ -179,11 +182,22 @@ def test_a_researcher_pauses_starts_and_reprioritises_several_batches_from_the_l
     assert AuditEntry.objects.filter(action="feedback_batch.priority").count() == 2
 
 
+def test_the_batch_list_puts_the_new_batch_form_first_and_names_each_field_once(client_for, alice):
+    sky_batch(alice)
+    page = client_for(alice).get(reverse("console:feedback")).content.decode()
+    assert page.index("<h2>New batch</h2>") < page.index("<h2>Batches</h2>") < page.index("<table>")
+    ids = re.findall(r'\sid="([^"]+)"', page)
+    assert ids and [name for name, count in Counter(ids).items() if count > 1] == []
+    # The new batch's priority and the selected batches' new priority: two fields, two names, two labels.
+    assert page.count('name="priority"') == page.count('name="bulk_priority"') == 1
+    assert page.count(">Priority:</label>") == page.count(">New priority</label>") == 1
+
+
 @pytest.mark.parametrize(
     ("body", "error"),
     [
         ({"action": "pause"}, "Choose at least one batch."),
-        ({"batches": ["1"], "action": "priority", "priority": "11"}, "less than or equal to 10"),
+        ({"batches": ["1"], "action": "priority", "bulk_priority": "11"}, "less than or equal to 10"),
         ({"batches": ["1"], "action": "priority"}, "Give a priority from 1 to 10."),
         ({"batches": ["99999999999999999999"], "action": "pause"}, "is not a valid value"),
     ],

@@ -27,7 +27,8 @@ class BulkForm(forms.Form):
         error_messages={"required": "Choose at least one batch."},
     )
     action = forms.ChoiceField(choices=list(ACTIONS.items()))
-    priority = forms.IntegerField(required=False, min_value=PRIORITY[0], max_value=PRIORITY[1])
+    # Not "priority": the new-batch form on the same page has that field.
+    bulk_priority = forms.IntegerField(required=False, min_value=PRIORITY[0], max_value=PRIORITY[1])
 
     def __init__(self, *args: object, user: AnyUser, **kwargs: object) -> None:
         super().__init__(*args, **kwargs)
@@ -35,8 +36,8 @@ class BulkForm(forms.Form):
 
     def clean(self) -> dict[str, object]:
         data = super().clean()
-        if data.get("action") == "priority" and data.get("priority") is None:
-            self.add_error("priority", f"Give a priority from {PRIORITY[0]} to {PRIORITY[1]}.")
+        if data.get("action") == "priority" and data.get("bulk_priority") is None:
+            self.add_error("bulk_priority", f"Give a priority from {PRIORITY[0]} to {PRIORITY[1]}.")
         return data
 
 

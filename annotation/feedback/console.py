@@ -288,7 +288,7 @@ def batch_bulk(request: HttpRequest) -> HttpResponse:
     if not bulk.is_valid():
         return _list_page(request, FeedbackBatchForm(), bulk, status=400)
     data = bulk.cleaned_data
-    done = apply_bulk(request.user, list(data["batches"]), data["action"], data["priority"])
+    done = apply_bulk(request.user, list(data["batches"]), data["action"], data["bulk_priority"])
     messages.success(request, done)
     return redirect("console:feedback")
 
