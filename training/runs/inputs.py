@@ -21,6 +21,7 @@ from training.runs.config import (
     RMConfig,
     default_rm_preset,
 )
+from training.runs.store import model_width
 
 FORMATS = {
     RunKind.BC: (ExportFormat.BC_PAIRS,),
@@ -109,7 +110,21 @@ def check_settings(
         replace(config, data="export", output_dir="model").check()  # the job fills in these two
     except ValueError as exc:
         raise _named(exc) from None
+    check_lora_rank(config, base)
     return config
+
+
+def check_lora_rank(config: CommonConfig, base: ModelCheckpoint | None) -> None:
+    """LoRA's rank is the inner size of a low-rank update of the model's weights: above the model's width
+    the update is no longer low-rank, only larger than the weight it adapts. Unchecked when the width cannot
+    be read here (the trainer's model is then in object storage)."""
+    width = model_width(config.base_model)
+    if width is None and base is not None:
+        width = model_width(base.base_model)
+    if width is not None and config.lora_rank > width:
+        model = base.name if base is not None else config.base_model
+        reason = f"must be at most {width}, the width (hidden size) of {model}, not {config.lora_rank}"
+        raise RunError(reason, "lora_rank")
 
 
 def config_for(kind: str, preset: str, overrides: dict[str, Any]) -> CommonConfig:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import fcntl
 import importlib.util
+import json
 import os
 import shutil
 import tempfile
@@ -17,6 +18,10 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")  # never reach the Hub: weights com
 
 SMOLLM2_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
 BASE_MODELS = (SMOLLM2, MINILM)
+# The presets' widths (hidden size), as their shipped files say (tests/test_training_inputs.py reads them):
+# written here so a request is checked without converting SmolLM2 or parsing its GGUF (seconds) on the web.
+PRESET_WIDTHS = {SMOLLM2: 576, MINILM: 384}
+WIDTH_KEYS = ("hidden_size", "d_model", "n_embd", "dim")  # what config.json calls it, by architecture
 
 
 def default_store() -> Path:
@@ -45,6 +50,21 @@ def resolve_base_model(name: str, store: Path) -> Path:
     raise ValueError(
         f"base model {name!r}: not one of {', '.join(BASE_MODELS)} and not a folder with config.json"
     )
+
+
+def model_width(name: str) -> int | None:
+    """The width (hidden size) of base model ``name``: a preset, or a local folder with config.json; None
+    when it cannot be read here (a model in object storage, a config without one of ``WIDTH_KEYS``)."""
+    if name in PRESET_WIDTHS:
+        return PRESET_WIDTHS[name]
+    try:
+        config = json.loads((Path(name) / "config.json").read_text())
+    except (OSError, ValueError):
+        return None
+    if not isinstance(config, dict):
+        return None
+    width = next((config[key] for key in WIDTH_KEYS if key in config), None)
+    return width if isinstance(width, int) and not isinstance(width, bool) else None
 
 
 def converted_smollm2(store: Path) -> Path:
