@@ -451,6 +451,8 @@ def run_step(
         "failures_whole_run": summary["failures_whole_run"],
         "requests_whole_run": summary["requests_whole_run"],
         "judgements_told_stored": summary["judgements_told_stored"],
+        "user_errors": summary.get("user_errors", {}),
+        "user_error_examples": summary.get("user_error_examples", {}),
         "database": sampler.window(start, end),
         "jobs": jobs.window(start, end) | {"training_status": [status, training_status]},
     }
@@ -531,17 +533,24 @@ def check_database(record: Path, batch: int) -> dict:
     return checks
 
 
+def errors_of(step: dict) -> int:
+    """A step's failed requests and rounds of a user that raised (a submit not stored, a missing task),
+    over the whole step: either makes it a failure."""
+    return sum(step["failures_whole_run"].values()) + sum(step.get("user_errors", {}).values())
+
+
 def recommend(steps: list[dict]) -> dict:
     """The baseline shape (the first), unless another had no errors and a p95 lower by over NOISE."""
     baseline, best = steps[0], min(steps, key=lambda s: s["aggregated"]["p95_ms"])
-    clean = not sum(best["failures_whole_run"].values())
+    clean = not errors_of(best)
     better = best["aggregated"]["p95_ms"] < (1 - NOISE) * baseline["aggregated"]["p95_ms"]
     return best if clean and better else baseline
 
 
 def verdict(step: dict) -> bool:
-    """Under the target: no failed request (whole step) and p95 of all requests under TARGET_P95_MS."""
-    return not sum(step["failures_whole_run"].values()) and step["aggregated"]["p95_ms"] < TARGET_P95_MS
+    """Under the target: no failed request nor user round (whole step) and p95 of all requests under
+    TARGET_P95_MS."""
+    return not errors_of(step) and step["aggregated"]["p95_ms"] < TARGET_P95_MS
 
 
 def shape(step: dict) -> str:
@@ -556,7 +565,7 @@ def markdown(results: dict) -> str:
     lines.append("|---|---|---|---|---|---|---|---|")
     for step in results["steps"]:
         agg, db = step["aggregated"], step["database"]
-        errors = sum(step["failures_whole_run"].values())
+        errors = errors_of(step)
         ms = " | ".join(f"{agg[k]:.0f}" for k in ("p50_ms", "p95_ms", "p99_ms"))
         conn = (
             f"{db.get('open_max')} ({db.get('open_mean')}) / {db.get('active_max')} ({db.get('active_mean')})"
@@ -707,16 +716,21 @@ def main() -> None:
     print(f"\nrecommended gunicorn: {results['recommended_gunicorn']}; knee: {knee_text}")
     print(f"checks: {json.dumps({k: v for k, v in checks.items() if k != 'examples'})}")
     print(f"total {results['total_wall_s']} s; JSON in {args.out}")
+    raised = {step["phase"]: step["user_error_examples"] for step in steps if step.get("user_errors")}
+    if raised:  # a user that raised may have checked nothing: never a quiet success
+        print(f"USERS RAISED (each a round of work not done as a person does it): {json.dumps(raised)}")
     if not checks["ok"]:
         print(
             "CHECK FAILED: a judgement told stored is missing, different or doubled, or an item leased twice"
+            f" (or none was told stored: {checks['judgements_told_stored']} checked)"
         )
+    if raised or not checks["ok"]:
         sys.exit(1)
 
 
 def markdown_row(step: dict) -> str:
     agg, db = step["aggregated"], step["database"]
-    errors = sum(step["failures_whole_run"].values())
+    errors = errors_of(step)
     ms = " / ".join(f"{agg[k]:.0f}" for k in ("p50_ms", "p95_ms", "p99_ms"))
     return (
         f"{step['phase']} {shape(step)}: {agg['requests_per_s']} req/s, p50/95/99 {ms} ms, errors {errors}, "

@@ -10,9 +10,11 @@ warm-up after which the statistics are reset, and the files to write.
   ``POST /tasks/start/`` ("next task", 302) -> ``GET /tasks/<id>/`` (the page: submit key and version) ->
   for about ``task_s`` seconds (0.5x-1.5x), a draft every ~``draft_s`` seconds (the form's
   ``hx-post``, with the fields filled in so far) and the lease heartbeat every ``heartbeat_s`` seconds
-  (tasks.js) -> ``POST /tasks/<id>/submit/`` (302 to ``/tasks/`` when stored) -> ``GET /tasks/``.
-  Every submit the server confirmed is appended to the record file (task, user, key, response) for the
-  database checks afterwards.
+  (tasks.js) -> ``POST /tasks/<id>/submit/``: "Submit and next" (302 to the next task's page, whose GET
+  starts the next round) or, one submit in five, "Submit and back to the list" (302 to ``/tasks/``, then
+  ``GET /tasks/`` and "next task" again). A submit is stored when it leads anywhere but back to its own
+  page (which shows why it was refused); every one the server stored is appended to the record file (task,
+  user, key, response) for the database checks afterwards.
 * **Demonstrators** run ``bench_http.Demonstrator``'s round (Search, click, scroll x2, Find, Quote, Back,
   Top, each an htmx POST whose panel gives the next key and version) with ~``think_s`` seconds between
   actions (0.5x-1.5x), the episode heartbeat every ``heartbeat_s`` seconds (demonstrations.js), and a new
@@ -22,7 +24,8 @@ Each request opens its own connection (``Connection: close``), as nginx's defaul
 does: no client races gunicorn's keep-alive timeout. Every request goes to locust's statistics under its
 route (ids as ``[id]``; each browsing action by name), and fails there on a 4xx/5xx or a lost connection.
 Locust's statistics are reset ``warmup_s`` seconds after the last user started; failures are also counted
-over the whole run (``summary`` file).
+over the whole run (``summary`` file), and so is every round of a user that raised (``user_errors``, with
+examples), a failed request or not: ``bench_load.py`` fails on any.
 """
 
 from __future__ import annotations
@@ -58,6 +61,7 @@ _ID = re.compile(r"/\d+/")
 _PAGE_VIEW = re.compile(r'data-page-view="([^"]+)"')  # what the page's heartbeat sends (workforce.activity)
 _FAILED: dict[str, int] = {}  # failures by request name over the whole run (warm-up included)
 _STATE: dict[str, Any] = {"requests": 0, "measure_start": None, "stored": 0}
+_USER_ERRORS: dict[str, list[str]] = {}  # a user's round that raised, by kind of user: the messages
 _NEXT = {"labelers": itertools.count(), "demonstrators": itertools.count()}
 
 
@@ -132,15 +136,20 @@ class LoadLabeler(Transport, Client):
     def __init__(self, port: int, username: str, seed: int) -> None:
         super().__init__(port, username)
         self.rng = random.Random(seed)  # noqa: S311 (pauses and words, not secrets)
+        self.next_task = ""  # the task page "Submit and next" led to
 
     def pause(self, seconds: float) -> None:
         time.sleep(max(0.0, seconds))  # gevent's sleep: locust patches time
 
     def one_task(self, task_s: float, draft_s: float) -> None:
-        status, headers, _, _ = self.request("POST", "/tasks/start/")
-        task_path = urlsplit(headers.get("Location") or "").path
-        if status != 302 or not _TASK.match(task_path):
-            raise RuntimeError(f"{self.username}: no task ({status} {headers.get('Location')})")
+        """One task: the one "Submit and next" led to, else "next task" from the list; then a submit that
+        goes on to the next task or, now and then (``BACK_TO_LIST``), back to the list, as a person picks."""
+        task_path, self.next_task = self.next_task, ""
+        if not task_path:
+            status, headers, _, _ = self.request("POST", "/tasks/start/")
+            task_path = urlsplit(headers.get("Location") or "").path
+            if status != 302 or not _TASK.match(task_path):
+                raise RuntimeError(f"{self.username}: no task ({status} {headers.get('Location')})")
         _, _, page, _ = self.request("GET", task_path)
         key, version = _SUBMIT_KEY.search(page).group(1), _VERSION.search(page).group(1)
         form = {"csrfmiddlewaretoken": self.csrf_token(), "submit_key": key, "version": version}
@@ -164,12 +173,15 @@ class LoadLabeler(Transport, Client):
             if not text.startswith("Draft saved"):
                 raise RuntimeError(f"{self.username}: draft of {task_path} not saved: {text[:200]}")
         self.beat_if_due(f"{task_path}heartbeat/", page)
+        to_list = self.rng.random() < BACK_TO_LIST
+        then = {"then": "list"} if to_list else {}
         status, headers, _, _ = self.request(
-            "POST", f"{task_path}submit/", {**form, **RESPONSE, "comment": comment}
+            "POST", f"{task_path}submit/", {**form, **RESPONSE, "comment": comment, **then}
         )
-        if status != 302 or urlsplit(headers.get("Location") or "").path != "/tasks/":
+        stored_to = stored_redirect(task_path, status, headers.get("Location") or "")
+        if stored_to is None:
             raise RuntimeError(
-                f"{self.username}: submit of {task_path} not accepted ({headers.get('Location')})"
+                f"{self.username}: submit of {task_path} not accepted ({status} {headers.get('Location')})"
             )
         record(
             {
@@ -179,7 +191,23 @@ class LoadLabeler(Transport, Client):
                 "comment": comment,
             }
         )
-        self.request("GET", "/tasks/")  # the redirect, followed as the browser does
+        if stored_to == "/tasks/":
+            self.request("GET", "/tasks/")  # the redirect, followed as the browser does
+        else:
+            self.next_task = stored_to  # the next task's page is the next round's first request
+
+
+BACK_TO_LIST = 0.2  # the share of submits made with "Submit and back to the list"
+
+
+def stored_redirect(task_path: str, status: int, location: str) -> str | None:
+    """Where a submit that the server stored leads: the list ("Submit and back to the list", or nothing
+    left), or another task ("Submit and next"). None when it was not stored: a refused submit leads back
+    to the same task's page, which shows why."""
+    path = urlsplit(location).path
+    if status != 302 or path == task_path:
+        return None
+    return path if path == "/tasks/" or _TASK.match(path) else None
 
 
 class LoadDemonstrator(Transport, Demonstrator):
@@ -196,6 +224,12 @@ class LoadDemonstrator(Transport, Demonstrator):
         if self.action and self.episode:  # about to act: the heartbeat of the time spent reading
             self.beat_if_due(f"{self.episode}heartbeat/", self.page)
         return super().request(method, path, form, htmx)
+
+
+def user_error(kind: str, exc: BaseException) -> None:
+    """A user's round raised: not always a failed request (a submit not stored answers 302), so counted
+    here too; the summary reports them and bench_load.py fails the run on any."""
+    _USER_ERRORS.setdefault(kind, []).append(f"{type(exc).__name__}: {exc}"[:300])
 
 
 def record(row: dict) -> None:
@@ -228,8 +262,10 @@ class LabelerUser(FastHttpUser):
     def work(self) -> None:
         try:
             self.person.one_task(CONFIG["task_s"], CONFIG["draft_s"])
-        except Exception:
-            self.person.pause(CONFIG["draft_s"])  # counted by locust; start the next task after a pause
+        except Exception as exc:
+            user_error("labeler", exc)
+            self.person.next_task = ""  # from the list again
+            self.person.pause(CONFIG["draft_s"])  # start the next task after a pause
             raise
 
 
@@ -252,7 +288,8 @@ class DemonstratorUser(FastHttpUser):
             if not self.person.episode:
                 self.person.start_episode()  # the open one if there is one (a previous step's)
             self.person.one_round(timed=False)
-        except Exception:
+        except Exception as exc:
+            user_error("demonstrator", exc)
             self.person.episode = ""  # start again from "start" after a pause
             time.sleep(CONFIG["think_s"])
             raise
@@ -292,5 +329,7 @@ def _write_summary(**_: Any) -> None:
         "measure_start": _STATE["measure_start"],
         "measure_end": time.time(),
         "judgements_told_stored": _STATE["stored"],
+        "user_errors": {kind: len(messages) for kind, messages in sorted(_USER_ERRORS.items())},
+        "user_error_examples": {kind: messages[:5] for kind, messages in sorted(_USER_ERRORS.items())},
     }
     Path(CONFIG["summary"]).write_text(json.dumps(summary, indent=2) + "\n")
