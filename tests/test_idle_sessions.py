@@ -8,10 +8,15 @@ from datetime import timedelta
 from pathlib import Path
 
 import pytest
+import time_machine
 from django.conf import settings
 from django.contrib.sessions.models import Session
+from django.http import HttpResponse
+from django.test import RequestFactory
 from django.urls import reverse
 from django.utils import timezone
+
+from webgpt_site.sessions import IdleSessionMiddleware
 
 pytestmark = pytest.mark.django_db
 
@@ -40,8 +45,37 @@ def test_a_poll_leaves_the_session_to_expire_where_the_last_real_request_put_it(
     assert settings.SESSION_COOKIE_NAME not in polled.cookies  # no renewed cookie either
     assert expiry(client) == before
 
-    assert client.get(queues).status_code == 200  # the person clicks: that renews it
+    with time_machine.travel(timezone.now() + timedelta(minutes=2)):
+        assert client.get(queues).status_code == 200  # the person clicks: that renews it
     assert expiry(client) > before
+
+
+def test_the_expiry_moves_at_most_once_a_minute_and_a_change_is_always_saved(admin_client_signed_in):
+    """Renewing on every request wrote the session row for each draft and heartbeat; once a minute moves an
+    hours-long timeout just as well. A request that changes the session is saved whenever it comes."""
+    client = admin_client_signed_in
+    queues = reverse("console:queues")
+    start = timezone.now()
+    with time_machine.travel(start, tick=False):
+        assert client.get(queues).status_code == 200
+        renewed = expiry(client)
+    with time_machine.travel(start + timedelta(seconds=30), tick=False):
+        assert client.get(queues).status_code == 200
+        assert expiry(client) == renewed  # not written again within the minute
+        # A request that changes the session (here a view that notes something) is saved all the same.
+        key = client.session.session_key
+        request = RequestFactory().get(queues, HTTP_COOKIE=f"{settings.SESSION_COOKIE_NAME}={key}")
+        request.COOKIES[settings.SESSION_COOKIE_NAME] = key
+
+        def view(request):
+            request.session["note"] = "kept"
+            return HttpResponse()
+
+        IdleSessionMiddleware(view)(request)
+        assert Session.objects.get(session_key=key).get_decoded()["note"] == "kept"
+    with time_machine.travel(start + timedelta(seconds=90), tick=False):
+        assert client.get(queues).status_code == 200
+        assert expiry(client) == renewed + timedelta(seconds=90)
 
 
 def test_a_poll_after_the_session_ended_sends_the_whole_page_to_sign_in(admin_client_signed_in):
