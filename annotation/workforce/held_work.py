@@ -49,7 +49,9 @@ def _end_leases(
         .annotate(kind=work_kind_expression("item__batch__"))
         .filter(kind=kind)
         # Assignment first, then item: the lock order of every lease change (``feedback.assignment``).
-        .select_for_update(of=("self",))
+        # Skipping a locked one: it is being submitted right now, a submit made before this change (and
+        # waiting for it would deadlock with a gold check, which locks the task, then the state).
+        .select_for_update(of=("self",), skip_locked=True)
         .order_by("item_id")
     )
     ended = list(held)
@@ -71,7 +73,7 @@ def _end_episodes(
         # An episode outside any batch (the bc split's fallback) is real work, as in a batch that is no test.
         ended_by_batch |= Q(batch__isnull=True) | Q(batch__is_screening=False)
     held = Episode.objects.human().open().filter(ended_by_batch, user=user)
-    episodes = list(held.select_for_update(of=("self",)))
+    episodes = list(held.select_for_update(of=("self",), skip_locked=True))  # as the leases above
     for episode in episodes:
         episode.status, episode.finished_at = EpisodeStatus.SKIPPED, now
         episode.note = f"Ended by a change of state: {reason}"
