@@ -49,8 +49,9 @@ def _end_leases(
         .annotate(kind=work_kind_expression("item__batch__"))
         .filter(kind=kind)
         # Assignment first, then item: the lock order of every lease change (``feedback.assignment``).
-        # Skipping a locked one: it is being submitted right now, a submit made before this change (and
-        # waiting for it would deadlock with a gold check, which locks the task, then the state).
+        # Skipping a locked one: a submit or draft is in flight, made before this change (waiting for it
+        # could deadlock with a gold check, which locks the task, then the state). Every later change of
+        # it is refused, and its slot comes back when its lease runs out.
         .select_for_update(of=("self",), skip_locked=True)
         .order_by("item_id")
     )
