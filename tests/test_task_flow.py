@@ -195,7 +195,7 @@ def test_the_kinds_waiting_count_exactly_what_next_task_could_hand_out(client_fo
         ("rating", "gophercite", "Single-answer rating (GopherCite)", 1),  # BEES (SKY is full, SEA his)
         ("rating", "truthfulqa", "Single-answer rating (TruthfulQA)", 2),  # SKY, BEES (SEA held back)
     ]
-    kinds = progress.waiting_kinds(bob)
+    kinds = progress.waiting(bob).kinds
     assert [(k.template, k.preset, k.label, k.count) for k in kinds] == expected
     client = client_for(bob)
     page = client.get(reverse("annotation:next_task")).content.decode()
@@ -213,6 +213,35 @@ def test_the_kinds_waiting_count_exactly_what_next_task_could_hand_out(client_fo
         work.skip(task.pk, bob, "counting")
     assert len(handed) == 4
     assert work.next_assignment(bob) is None and progress.held_back(bob).count == 2
+
+
+def test_a_kind_s_count_stops_at_the_cap_and_says_more_wait(client_for, bob, monkeypatch):
+    monkeypatch.setattr(progress, "WAITING_CAP", 2)
+    make_batch("gopher", "rating", "gophercite", [SKY, SEA, BEES])
+    make_batch("truthful", "rating", "truthfulqa", [SKY, SEA])
+    kinds = progress.waiting(bob).kinds
+    assert [(k.preset, k.count, k.more) for k in kinds] == [("gophercite", 2, True), ("truthfulqa", 2, False)]
+    client = client_for(bob)
+    page = client.get(reverse("annotation:next_task")).content.decode()
+    assert "<p data-waiting-total><strong>4+</strong> tasks waiting for you, by kind:</p>" in page
+    assert "<li>Single-answer rating (GopherCite): <strong>2+</strong></li>" in page
+    assert "<li>Single-answer rating (TruthfulQA): <strong>2</strong></li>" in page
+    api = client.get("/api/tasks/waiting").json()["kinds"]
+    assert [(k["preset"], k["count"], k["more"]) for k in api] == [
+        ("gophercite", 2, True),
+        ("truthfulqa", 2, False),
+    ]
+
+
+def test_nothing_is_held_back_while_every_recent_judgement_is_of_the_one_kind_on_offer(bob):
+    make_batch("gopher", "rating", "gophercite", [SKY, SEA])
+    again = make_batch("gopher again", "rating", "gophercite", [SKY])
+    judge(bob)
+    assert progress.held_back(bob) == progress.HeldBack(0, None)
+    # Another kind on offer: its item of the judged question is held back.
+    make_batch("truthful", "rating", "truthfulqa", [SKY])
+    assert progress.held_back(bob).count == 1
+    assert again.pk  # the same kind in another batch is never held back (test above)
 
 
 def test_today_counts_from_midnight_in_the_site_time_zone(bob, settings):
@@ -262,11 +291,12 @@ def test_progress_and_waiting_pages_send_a_bounded_number_of_queries(
     judge(bob)
     client = client_for(bob)
     task = work.next_assignment(bob)
-    # The kinds are counted over the whole pool in one grouped query, whatever the number of batches; the
-    # gate's notices are 3 more (the person's states, the active batches, the screening tests they took).
-    with django_assert_max_num_queries(18):
+    # One capped count per kind of task on offer (4 here: each walks at most WAITING_CAP items, whatever the
+    # pool's size); the gate's notices are 3 more (the person's states, the active batches, the screening
+    # tests they took).
+    with django_assert_max_num_queries(23):
         assert client.get(reverse("annotation:next_task")).status_code == 200
-    with django_assert_max_num_queries(16):
+    with django_assert_max_num_queries(21):
         assert client.get("/api/tasks/waiting").status_code == 200
     # The progress line is 2 of them; the person's state 2 (a pause closes the task they hold: the lease's
     # renewal reads it under the row lock, the page to say so).

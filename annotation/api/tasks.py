@@ -246,13 +246,19 @@ class TaskWaiting(APIView):
     @extend_schema(responses={200: OpenApiTypes.OBJECT})
     def get(self, request: Request) -> Response:
         now = timezone.now()
-        held = progress.held_back(request.user, now)
-        kinds = progress.waiting_kinds(request.user, now)
+        waiting = progress.waiting(request.user, now)
+        held = waiting.held
         return Response(
             {
                 "kinds": [
-                    {"template": k.template, "preset": k.preset, "label": k.label, "count": k.count}
-                    for k in kinds
+                    {
+                        "template": k.template,
+                        "preset": k.preset,
+                        "label": k.label,
+                        "count": k.count,
+                        "more": k.more,
+                    }
+                    for k in waiting.kinds
                 ],
                 "held_back": {
                     "count": held.count,

@@ -148,20 +148,27 @@ def _pick_item(labeler: AnyUser, now: datetime) -> FeedbackItem | None:
 JUDGED = (AssignmentStatus.SUBMITTED, AssignmentStatus.LATE)
 
 
-def eligible_items(labeler: AnyUser, open_ids: list[int] | None = None) -> QuerySet[FeedbackItem]:
+def eligible_items(
+    labeler: AnyUser, open_ids: list[int] | None = None, *, own: list[int] | None = None
+) -> QuerySet[FeedbackItem]:
     """The items the labeler may be given, the same-question window aside: open, in an active batch the gate
     lets them take (``gate.open_batches``), never theirs before (whatever became of it), none of their own
-    answers in it."""
+    answers in it. ``own``: ``own_answer_ids`` when the caller has read them already."""
     had_it = Assignment.objects.filter(item=OuterRef("pk"), labeler=labeler)
     allowed = open_batches(labeler) if open_ids is None else open_ids
     items = FeedbackItem.objects.filter(is_open=True, batch__in=allowed).filter(~Exists(had_it))
-    # The labeler's own answers as a list, not a join: with the join PostgreSQL misjudged how many items
-    # it removes and sorted the whole pool (250 ms at 100k items) instead of walking the index.
-    own = list(Answer.objects.filter(episode__user=labeler).values_list("id", flat=True))
+    own = own_answer_ids(labeler) if own is None else own
     if own:
         links = FeedbackItem.answers.through.objects.filter(feedbackitem_id=OuterRef("pk"), answer_id__in=own)
         items = items.filter(~Exists(links))
     return items
+
+
+def own_answer_ids(labeler: AnyUser) -> list[int]:
+    """The labeler's own answers (from their demonstrations), which they never judge. A list, not a join:
+    with the join PostgreSQL misjudged how many items it removes and sorted the whole pool (250 ms at 100k
+    items) instead of walking the index."""
+    return list(Answer.objects.filter(episode__user=labeler).values_list("id", flat=True))
 
 
 def recent_judgements(labeler: AnyUser, now: datetime) -> QuerySet[Assignment]:
@@ -190,11 +197,12 @@ def same_question_clash(labeler: AnyUser, now: datetime) -> Exists | None:
 
 
 def available_items(
-    labeler: AnyUser, now: datetime, open_ids: list[int] | None = None
+    labeler: AnyUser, now: datetime, open_ids: list[int] | None = None, *, own: list[int] | None = None
 ) -> QuerySet[FeedbackItem]:
     """What "next task" may hand the labeler now: the one rule for the page, the API and the counts of
-    waiting work. ``open_ids``: the gate's batches when the caller has read them already."""
-    items = eligible_items(labeler, open_ids)
+    waiting work. ``open_ids``: the gate's batches when the caller has read them already; ``own``: as for
+    ``eligible_items``."""
+    items = eligible_items(labeler, open_ids, own=own)
     clash = same_question_clash(labeler, now)
     return items if clash is None else items.filter(~clash)
 

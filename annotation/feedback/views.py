@@ -45,12 +45,12 @@ def _waiting(request: HttpRequest) -> dict:
     """What the landing page says is waiting: the kinds of task the labeler could get now (and how many in
     all), those the same-question window holds back, and today's count."""
     now = timezone.now()
-    held = progress.held_back(request.user, now)
-    waiting = progress.waiting_kinds(request.user, now)
+    waiting = progress.waiting(request.user, now)
     return {
-        "waiting": waiting,
-        "waiting_total": sum(kind.count for kind in waiting),
-        "held_back": held if held.count else None,
+        "waiting": waiting.kinds,
+        "waiting_total": waiting.total,
+        "waiting_more": waiting.more,
+        "held_back": waiting.held if waiting.held.count else None,
         "today": progress.submitted_today(request.user, now),
         "gate": gate.notices(request.user),
     }

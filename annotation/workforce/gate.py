@@ -51,13 +51,25 @@ def open_batch_priorities(labeler: AnyUser) -> dict[int, int]:
     states and the active batches read in two plain queries and ``may_take`` applied here (the same batches,
     tested: the SQL form is for queries that embed it). Compiling that form's subqueries cost more Python
     than both queries together take (2.0 ms against 1.0 ms a call, and it still needed the priorities)."""
+    return {pk: priority for pk, priority, _ in _open_batch_rows(labeler)}
+
+
+def open_batch_kinds(labeler: AnyUser) -> dict[tuple[str, str], list[int]]:
+    """The batches of ``open_batches`` by the kind of task they hand out, (template, preset) -> ids."""
+    kinds: dict[tuple[str, str], list[int]] = {}
+    for pk, _, kind in _open_batch_rows(labeler):
+        kinds.setdefault(kind, []).append(pk)
+    return kinds
+
+
+def _open_batch_rows(labeler: AnyUser) -> list[tuple[int, int, tuple[str, str]]]:
     states = states_of(labeler)
     active = takeable_batches().values_list("pk", "priority", "template", "preset", "is_screening")
-    return {
-        pk: priority
+    return [
+        (pk, priority, (template, preset))
         for pk, priority, template, preset, is_screening in active
         if may_take(states.get(work_kind(template, preset), State.APPLICANT), is_screening)
-    }
+    ]
 
 
 def refusal(person: AnyUser, template: str, preset: str, is_screening: bool) -> str:
