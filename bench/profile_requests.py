@@ -130,6 +130,9 @@ def profile_parts(profiler: cProfile.Profile, requests: int, top: int) -> dict:
         parts[part] = _r(
             1000 / requests * sum(v[3] for (f, _, n), v in stats.items() if n == function and f.endswith(suffix))
         )
+    packages: dict[str, float] = defaultdict(float)
+    for (f, _, _), v in stats.items():
+        packages[_package(f)] += v[2]
     ours = [
         (v[3], f"{Path(f).relative_to(ROOT)}:{line} {n}", v[1])
         for (f, line, n), v in stats.items()
@@ -138,11 +141,28 @@ def profile_parts(profiler: cProfile.Profile, requests: int, top: int) -> dict:
     ours.sort(reverse=True)
     return {
         "parts_ms": parts,
+        "own_time_by_package_ms": {
+            name: _r(1000 * seconds / requests)
+            for name, seconds in sorted(packages.items(), key=lambda item: -item[1])[:10]
+        },
         "ours_cumulative_ms": [
             {"function": where, "ms": _r(1000 * seconds / requests), "calls": _r(calls / requests)}
             for seconds, where, calls in ours[:top]
         ],
     }
+
+
+def _package(filename: str) -> str:
+    """Where a function's own time is spent: "django/db", "psycopg", "annotation", "(builtins)"..."""
+    if filename.startswith("~") or filename.startswith("<"):
+        return "(builtins)"
+    parts = Path(filename).parts
+    if "site-packages" in parts:
+        rest = parts[parts.index("site-packages") + 1 :]
+        return "/".join(rest[:2]) if rest[0] == "django" else rest[0]
+    if filename.startswith(str(ROOT)):
+        return Path(filename).relative_to(ROOT).parts[0]
+    return "(stdlib)"
 
 
 class InProcessDemonstrator(Demonstrator):

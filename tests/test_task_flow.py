@@ -282,6 +282,20 @@ def test_every_task_page_shows_the_labelers_progress_and_a_quiet_timer(client_fo
     assert "data-progress" not in researcher and "task_timer.js" not in researcher
 
 
+def test_a_batch_knows_its_item_count_from_creation_and_the_upgrade_counts_older_ones():
+    import importlib
+
+    from django.apps import apps
+
+    migration = importlib.import_module("annotation.migrations.0024_batch_item_count")
+    gopher = make_batch("gopher", "rating", "gophercite", [SKY, SEA, BEES])
+    minimal = make_batch("minimal", "minimal_comparison", "", [SKY, SEA])
+    assert (gopher.item_count, minimal.item_count) == (3, 2)
+    FeedbackBatch.objects.update(item_count=0)  # as before the upgrade
+    migration.count_items(apps, None)
+    assert dict(FeedbackBatch.objects.values_list("name", "item_count")) == {"gopher": 3, "minimal": 2}
+
+
 def test_progress_and_waiting_pages_send_a_bounded_number_of_queries(
     client_for, bob, django_assert_max_num_queries
 ):

@@ -248,9 +248,10 @@ def own_assignment(labeler: AnyUser, pk: int) -> Assignment | None:
 
 def _locked(assignment_id: int, labeler: AnyUser) -> Assignment:
     # of=("self",): lock the assignment only, not the batch row joined in (that would serialise a batch).
+    # The question too: the task page shows the task keep_alive returns.
     return (
         Assignment.objects.select_for_update(of=("self",))
-        .select_related("item__batch")
+        .select_related("item__batch", "item__question")
         .get(pk=assignment_id, labeler=labeler)
     )
 
@@ -332,9 +333,10 @@ def save_draft(
     return assignment
 
 
-def answer_shapes(assignment: Assignment) -> list[AnswerShape]:
-    """The answers in the order shown, with what validation needs to know about them."""
-    answers = Answer.objects.in_bulk(assignment.order)
+def answer_shapes(assignment: Assignment, answers: Mapping[int, Answer] | None = None) -> list[AnswerShape]:
+    """The answers in the order shown, with what validation needs to know about them; ``answers``: the
+    assignment's answers by id when the caller has read them already."""
+    answers = Answer.objects.in_bulk(assignment.order) if answers is None else answers
     slot_names = _slot_names(len(assignment.order), assignment.item.batch.template)
     return [
         AnswerShape(slot=slot, text_length=len(answers[pk].text), quote_count=len(answers[pk].quotes))

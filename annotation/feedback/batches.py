@@ -359,6 +359,7 @@ def create_feedback_batch(
             lease_seconds=config.lease_seconds,
             revision_seconds=config.revision_seconds,
             is_screening=config.is_screening,
+            item_count=len(groups),
             agreement_cutoff=config.agreement_cutoff,
             flag_cutoff=config.flag_cutoff,
             gold_threshold=config.gold_threshold,

@@ -98,8 +98,8 @@ def task_context(
     """What a task page shows; ``refused`` is a response the page sent that was not stored (a stale tab, a
     closed task), shown back field by field so that nothing typed is lost."""
     batch = assignment.item.batch
-    shapes = answer_shapes(assignment)
     answers = Answer.objects.in_bulk(assignment.order)
+    shapes = answer_shapes(assignment, answers)
     values = assignment.draft or assignment.response or {}
     if not isinstance(values, dict):
         values = {}

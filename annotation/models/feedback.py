@@ -96,6 +96,12 @@ class FeedbackBatch(models.Model):
         related_name="feedback_batches",
         help_text="Runs answers came from",
     )
+    item_count = models.PositiveIntegerField(
+        default=0,
+        editable=False,
+        help_text="Its items, made with the batch and never changed: a task page reads this "
+        "instead of counting the batch",
+    )
     is_screening = models.BooleanField(
         default=False,
         help_text="A screening test: every applicant for its kind of work judges every item (no overlap "
