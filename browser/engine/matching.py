@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from functools import lru_cache
 
+import numpy as np
+
 QUOTE_RANGE = "━"
 
 
@@ -40,18 +42,28 @@ def quote_span(text: str, quote: str) -> tuple[int, int] | None:
     return _match(text, quote, 0)
 
 
+# str.isspace's characters: none lies above U+3000 (tests/test_browser_matching.py checks every code point).
+SPACES = np.array([code for code in range(0x3001) if chr(code).isspace()], dtype=np.uint32)
+
+
 @lru_cache(maxsize=16)  # the same page is matched again and again within an episode
-def _compact(text: str) -> tuple[str, tuple[int, ...]]:
+def _compact(text: str) -> tuple[str, np.ndarray]:
     """``text`` without whitespace and case-folded, with each compact character's offset in ``text``."""
+    folded = text.casefold()
+    if len(folded) == len(text):
+        # Every character folds to one (casefold never drops one): the offsets come from an array of code
+        # points, not a Python loop over the page (6-15 ms a Quote on a long article).
+        codes = np.frombuffer(text.encode("utf-32-le"), dtype=np.uint32)
+        return "".join(folded.split()), np.flatnonzero(~np.isin(codes, SPACES))
     chars: list[str] = []
-    offsets: list[int] = []
+    positions: list[int] = []
     for offset, char in enumerate(text):
         if char.isspace():
             continue
-        for folded in char.casefold():
-            chars.append(folded)
-            offsets.append(offset)
-    return "".join(chars), tuple(offsets)
+        for one in char.casefold():
+            chars.append(one)
+            positions.append(offset)
+    return "".join(chars), np.array(positions, dtype=np.int64)
 
 
 def _match(text: str, needle: str, start: int) -> tuple[int, int] | None:
@@ -59,8 +71,8 @@ def _match(text: str, needle: str, start: int) -> tuple[int, int] | None:
     compact_needle, _ = _compact(needle)
     if not compact_needle:
         return None
-    begin = next((i for i, offset in enumerate(offsets) if offset >= start), len(offsets))
+    begin = int(np.searchsorted(offsets, start))  # the first compact character at or after ``start``
     position = compact_text.find(compact_needle, begin)
     if position < 0:
         return None
-    return offsets[position], offsets[position + len(compact_needle) - 1] + 1
+    return int(offsets[position]), int(offsets[position + len(compact_needle) - 1]) + 1
