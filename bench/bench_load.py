@@ -159,12 +159,16 @@ def make_people(labelers: int, demonstrators: int) -> dict[str, list[list[str]]]
 
 
 @contextlib.contextmanager
-def celery_workers(env: dict[str, str], logs: Path) -> Iterator[dict[str, subprocess.Popen]]:
-    """A worker on ``exports`` and one on ``training`` (concurrency 1 each), as in docs/deployment.md."""
+def celery_workers(
+    env: dict[str, str], logs: Path, training_nice: int
+) -> Iterator[dict[str, subprocess.Popen]]:
+    """A worker on ``exports`` and one on ``training`` (concurrency 1 each), as in docs/deployment.md: the
+    training worker under ``nice -n training_nice``."""
     workers: dict[str, subprocess.Popen] = {}
     try:
         for queue in ("exports", "training"):
-            command = [sys.executable, "-m", "celery", "-A", "webgpt_site", "worker", "-Q", queue]
+            nice = ["nice", "-n", str(training_nice)] if queue == "training" and training_nice else []
+            command = [*nice, sys.executable, "-m", "celery", "-A", "webgpt_site", "worker", "-Q", queue]
             command += ["--concurrency", "1", "-n", f"{queue}@bench-load", "--loglevel", "WARNING"]
             with open(logs / f"worker-{queue}.log", "ab") as log:
                 workers[queue] = subprocess.Popen(  # noqa: S603 (our own interpreter and app)
@@ -607,6 +611,12 @@ def main() -> None:
     parser.add_argument("--think-s", type=float, default=PACE["think_s"], help="between browsing actions")
     parser.add_argument("--training-threads", type=int, default=1)
     parser.add_argument(
+        "--training-nice",
+        type=int,
+        default=10,
+        help="the training worker's niceness, as docs/deployment.md runs it (0: the web's own priority)",
+    )
+    parser.add_argument(
         "--no-jobs", action="store_true", help="no Celery workers, export or training run (the web box alone)"
     )
     parser.add_argument("--seed", type=int, default=0)
@@ -624,7 +634,7 @@ def main() -> None:
     steps: list[dict] = []
     jobs = Jobs()
     no_workers: contextlib.AbstractContextManager = contextlib.nullcontext({})
-    with no_workers if args.no_jobs else celery_workers(prod, folder) as workers:
+    with no_workers if args.no_jobs else celery_workers(prod, folder, args.training_nice) as workers:
         roots = {f"{queue} worker": worker.pid for queue, worker in workers.items()}
         if not args.no_jobs:
             jobs.start()
@@ -686,6 +696,7 @@ def main() -> None:
             "settings": TRAINING_SETTINGS,
             "preset": "fast",
             "threads": args.training_threads,
+            "nice": args.training_nice,
             "runs": jobs.runs,
         },
         "exports": {

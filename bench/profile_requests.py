@@ -1,7 +1,8 @@
 r"""Where a request's time goes: the load benchmark's requests one at a time, in-process, with a profile.
 
-    .venv/bin/python bench/profile_requests.py --db postgres://postgres@127.0.0.1:5432/webgpt_bench_load_alone \
-        --var var/bench/load-alone --out var/bench/profile.json
+    .venv/bin/python bench/profile_requests.py \
+        --db postgres://postgres@127.0.0.1:5432/webgpt_bench_load_alone --var var/bench/load-alone \
+        --out var/bench/profile.json
 
 Runs against the database and VAR_DIR that ``bench_load.py`` built (``--db`` and the folder named as its
 ``--out``; run that first), in production mode (DEBUG=0), through Django's whole handler and middleware
@@ -62,7 +63,7 @@ class Timer:
     def __init__(self) -> None:
         self.statements, self.seconds = 0, 0.0
 
-    def __call__(self, execute, sql, params, many, context):  # noqa: ANN001, ANN204 (Django's signature)
+    def __call__(self, execute, sql, params, many, context):
         began = time.perf_counter()
         try:
             return execute(sql, params, many, context)
@@ -79,7 +80,7 @@ class Recorder:
         self.profiles: dict[str, cProfile.Profile] = {}
         self.profile = profile
 
-    def send(self, client, method: str, path: str, form: dict | None, htmx: bool, name: str):  # noqa: ANN001, ANN201
+    def send(self, client, method: str, path: str, form: dict | None, htmx: bool, name: str):
         from django.db import connection
 
         headers = {"HX-Request": "true"} if htmx else {}
@@ -90,7 +91,8 @@ class Recorder:
             if profiler:
                 profiler.enable()
             if method == "POST":
-                response = client.post(path, urlencode(form or {}), "application/x-www-form-urlencoded", headers=headers)
+                body = urlencode(form or {})
+                response = client.post(path, body, "application/x-www-form-urlencoded", headers=headers)
             else:
                 response = client.get(path, headers=headers)
             if profiler:
@@ -124,12 +126,12 @@ def _r(value: float) -> float:
 
 def profile_parts(profiler: cProfile.Profile, requests: int, top: int) -> dict:
     """Per request: the inclusive ms of PARTS and this project's ``top`` functions by cumulative time."""
-    stats = pstats.Stats(profiler).stats  # (file, line, name) -> (calls, primitive, tottime, cumtime, callers)
+    # (file, line, name) -> (calls, primitive calls, own time, cumulative time, callers)
+    stats = pstats.Stats(profiler).stats
     parts = {}
     for part, (suffix, function) in PARTS.items():
-        parts[part] = _r(
-            1000 / requests * sum(v[3] for (f, _, n), v in stats.items() if n == function and f.endswith(suffix))
-        )
+        inside = sum(v[3] for (f, _, n), v in stats.items() if n == function and f.endswith(suffix))
+        parts[part] = _r(1000 * inside / requests)
     packages: dict[str, float] = defaultdict(float)
     for (f, _, _), v in stats.items():
         packages[_package(f)] += v[2]
@@ -168,7 +170,7 @@ def _package(filename: str) -> str:
 class InProcessDemonstrator(Demonstrator):
     """bench_http's demonstrator with requests through ``Recorder`` instead of a socket."""
 
-    def __init__(self, recorder: Recorder, client, username: str, seed: int, queries: list[str]) -> None:  # noqa: ANN001
+    def __init__(self, recorder: Recorder, client, username: str, seed: int, queries: list[str]) -> None:
         super().__init__(0, username, seed, queries)
         self.conn.close()
         self.recorder, self.client, self.action = recorder, client, ""
@@ -183,7 +185,7 @@ class InProcessDemonstrator(Demonstrator):
         return response.status_code, response.headers, response.content.decode(), 0.0
 
 
-def labeler_round(recorder: Recorder, client, landing: bool) -> None:  # noqa: ANN001
+def labeler_round(recorder: Recorder, client, landing: bool) -> None:
     """Next task, its page, three drafts, the heartbeat, "Submit and next" (whose page starts the next)."""
     response = recorder.send(client, "POST", "/tasks/start/", None, False, "POST /tasks/start/")
     location = response.headers.get("Location", "")
@@ -194,8 +196,10 @@ def labeler_round(recorder: Recorder, client, landing: bool) -> None:  # noqa: A
     key, version = _SUBMIT_KEY.search(page).group(1), _VERSION.search(page).group(1)
     view = _PAGE_VIEW.search(page).group(1)
     for _ in range(3):
-        recorder.send(client, "POST", f"{path}draft/", RESPONSE | {"version": version}, True, "POST /tasks/[id]/draft/")
-    recorder.send(client, "POST", f"{path}heartbeat/", {"page_view": view}, True, "POST /tasks/[id]/heartbeat/")
+        draft = RESPONSE | {"version": version}
+        recorder.send(client, "POST", f"{path}draft/", draft, True, "POST /tasks/[id]/draft/")
+    beat = {"page_view": view}
+    recorder.send(client, "POST", f"{path}heartbeat/", beat, True, "POST /tasks/[id]/heartbeat/")
     form = RESPONSE | {"submit_key": key, "version": version}
     if landing:
         form["then"] = "list"
@@ -239,7 +243,7 @@ def main() -> None:
     def client_of(username: str) -> Client:
         client = Client(headers={"X-Forwarded-Proto": "https"})
         client.force_login(User.objects.get(username=username))
-        client.get("/", headers={"X-Forwarded-Proto": "https"})  # a client's first request loads the middleware
+        client.get("/")  # a client's first request loads the middleware: not measured
         return client
 
     rng = random.Random(args.seed)  # noqa: S311 (benchmark data)
