@@ -49,7 +49,7 @@ _PAGE_VIEW = re.compile(r'data-page-view="([^"]+)"')
 PARTS = {
     "SQL compilation": ("django/db/models/sql/compiler.py", "as_sql"),
     "database round trips": ("psycopg/cursor.py", "execute"),
-    "template rendering": ("django/template/base.py", "render"),
+    "template rendering": ("django/template/base.py", "_render"),  # Template._render, includes within
     "session load": ("django/contrib/sessions/backends/db.py", "load"),
     "user lookup": ("django/contrib/auth/__init__.py", "get_user"),
     "the view": ("django/core/handlers/base.py", "_get_response"),
@@ -130,8 +130,15 @@ def profile_parts(profiler: cProfile.Profile, requests: int, top: int) -> dict:
     stats = pstats.Stats(profiler).stats
     parts = {}
     for part, (suffix, function) in PARTS.items():
-        inside = sum(v[3] for (f, _, n), v in stats.items() if n == function and f.endswith(suffix))
-        parts[part] = _r(1000 * inside / requests)
+        entries = {key for key in stats if key[2] == function and key[0].endswith(suffix)}
+        # Less what one entry spent inside another (an UPDATE's compiler calling the base compiler).
+        nested = sum(
+            cumulative
+            for key in entries
+            for caller, (_, _, _, cumulative) in stats[key][4].items()
+            if caller in entries and caller != key
+        )
+        parts[part] = _r(1000 * (sum(stats[key][3] for key in entries) - nested) / requests)
     packages: dict[str, float] = defaultdict(float)
     for (f, _, _), v in stats.items():
         packages[_package(f)] += v[2]

@@ -356,6 +356,7 @@ def submit(
     *,
     version: int | None = None,
     now: datetime | None = None,
+    shapes: list[AnswerShape] | None = None,
 ) -> SubmitResult:
     """Validate and store the response. The same key again is a no-op; a page older than the task's
     ``version`` is refused (``stale``, nothing stored); a submitted task may be revised within the batch's
@@ -363,7 +364,8 @@ def submit(
 
     After the lease ran out the work is never thrown away: the slot is taken back when it is free, and
     when someone else has it the response is stored as LATE (kept for researchers, left out of exports).
-    An incomplete response is kept as the draft either way."""
+    An incomplete response is kept as the draft either way. ``shapes``: ``answer_shapes`` of this
+    assignment when the caller has read them (its answers and their order never change)."""
     now = now or timezone.now()
     with transaction.atomic():
         assignment = _locked(assignment_id, labeler)
@@ -387,7 +389,7 @@ def submit(
         result = validate_response(
             batch.template,
             response,
-            answers=answer_shapes(assignment),
+            answers=answer_shapes(assignment) if shapes is None else shapes,
             required_all=assignment.required_all,
             always_required=batch.always_required,
             preset=batch.preset or None,

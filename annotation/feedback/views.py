@@ -17,7 +17,7 @@ from annotation.feedback import assignment as work
 from annotation.feedback import progress
 from annotation.feedback.forms import response_from_post
 from annotation.feedback.presenter import task_context
-from annotation.feedback.validation import input_errors, skip_reason_error
+from annotation.feedback.validation import AnswerShape, input_errors, skip_reason_error
 from annotation.models import ActiveKind, Assignment, AssignmentStatus
 from annotation.workforce import activity, gate
 from webgpt_site.permissions import Role, any_role_required, get_visible_or_404, role_required
@@ -131,8 +131,8 @@ EDITABLE = (
 )
 
 
-def _response(request: HttpRequest, task: Assignment) -> dict:
-    shapes = work.answer_shapes(task)
+def _response(request: HttpRequest, task: Assignment, shapes: list[AnswerShape] | None = None) -> dict:
+    shapes = work.answer_shapes(task) if shapes is None else shapes
     return response_from_post(
         task.item.batch.template,
         task.item.batch.preset,
@@ -176,7 +176,8 @@ def submit(request: HttpRequest, pk: int) -> HttpResponse:
         key = uuid.UUID(request.POST.get("submit_key", ""))
     except ValueError:
         key = None
-    response = _response(request, task)
+    shapes = work.answer_shapes(task)  # read once: an assignment's answers and their order never change
+    response = _response(request, task, shapes)
     problems = input_errors(response)  # the API's check on bodies, before anything is stored or shown back
     if problems:
         return _refuse(request, task, errors=problems)
@@ -184,7 +185,7 @@ def submit(request: HttpRequest, pk: int) -> HttpResponse:
         messages.error(request, f"That form was incomplete. {NOT_SAVED}")
         return _refuse(request, task, response=response)
     try:
-        result = work.submit(task.pk, request.user, response, key, version=version)
+        result = work.submit(task.pk, request.user, response, key, version=version, shapes=shapes)
     except work.TaskClosed as exc:
         messages.error(request, f"{exc} {NOT_SAVED}")
         return _refuse(request, task, response=response)
