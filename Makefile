@@ -52,7 +52,8 @@ worker: $(VENV)/.installed-app
 # RL steps of our trainer vs TRL's GRPOTrainer on answer-only episodes (CPU; ~8 minutes idle, 14-19 under load),
 # sampling episodes on the CPU (and on a GPU, local and vLLM, where there is one; else skipped),
 # then the load test (locust: 100 labelers and 20 demonstrators with an export and a training job running,
-# three gunicorn shapes, then more people up to the knee, and the web box alone; about 19 minutes of its own);
+# three gunicorn shapes, then more people up to the knee, and the web box alone; about 19 minutes of its own),
+# and the in-process profile of the load's requests on the database it left (a minute);
 # about 58 minutes; JSON under var/bench/.
 bench: $(VENV)/.installed-dev
 	$(PY) bench/bench_search.py --out var/bench/search.json
@@ -72,6 +73,7 @@ bench: $(VENV)/.installed-dev
 	$(PY) bench/bench_load.py --out var/bench/load.json
 	$(PY) bench/bench_load.py --no-jobs --configs 4x1 --steps 200 300 400 --out var/bench/load-alone.json \
 		--db postgres://postgres@127.0.0.1:5432/webgpt_bench_load_alone
+	$(PY) bench/profile_requests.py --out var/bench/profile.json  # on the database the step above left
 
 clean:
 	rm -rf $(VENV) var .pytest_cache .ruff_cache
