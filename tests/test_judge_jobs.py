@@ -144,7 +144,7 @@ def test_a_routed_run_routes_its_batch_once_it_has_judged_every_item(alice, bob,
 
 @pytest.mark.parametrize(
     ("kind", "schema_at"),
-    [("vllm", ("json_schema", "schema")), ("llamacpp", ("json_schema", "schema")), ("tgi", ("value",))],
+    [("vllm", ("json_schema", "schema")), ("llamacpp", ("schema",)), ("tgi", ("value",))],
 )
 def test_a_json_schema_goes_to_a_server_that_constrains_decoding_to_one(
     alice, endpoint, settings, kind, schema_at

@@ -155,6 +155,14 @@ def test_the_first_json_object_is_found_after_words_and_braces_inside_strings_ar
     }
 
 
+def test_a_raw_newline_or_tab_inside_a_string_is_read_as_written():
+    # llama.cpp's JSON grammar lets a model write them (tests/test_llama_cpp_server.py met one).
+    assert find_json('{"comment": "line one\nline\ttwo", "n": 1}') == (
+        {"comment": "line one\nline\ttwo", "n": 1},
+        "",
+    )
+
+
 def test_the_reward_model_maps_score_differences_onto_the_scale_with_its_margins():
     assert comparison_code(0.05, 0.1, 1.0) == "equal" and comparison_code(-0.1, 0.1, 1.0) == "equal"
     assert comparison_code(0.5, 0.1, 1.0) == "a_better" and comparison_code(-0.5, 0.1, 1.0) == "b_better"

