@@ -6,20 +6,29 @@ server cannot be made to produce (test_sampling_endpoint.py, test_judge_jobs.py)
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 from django.utils import timezone
 
 from annotation.judging.report import judge_sections
 from annotation.models import Assignment, AssignmentStatus, EpisodeAction
 from annotation.models.judging import ModelJudgement
+from browser.engine.browser import Browser
+from browser.search.local import LocalIndex
 from tests.servers import ServedModel
 from tests.test_judge_jobs import make_batch
+from tests.test_sampling_core import ENV, QUESTIONS
 from tests.test_sampling_jobs import questions
+from tests.test_sampling_servers import Recording
 from training.judging.jobs import run_judge_job
 from training.judging.runs import JudgeRequest, request_judge_run
 from training.models import RunStatus, Sample
+from training.sampling.endpoint import EndpointBackend
 from training.sampling.endpoints import EndpointConfig
+from training.sampling.episode import REPEATED_INVALID, SamplingSettings, run_episodes, stuck
 from training.sampling.jobs import run_sampling_job
+from training.sampling.policies import PromptedPolicy
 from training.sampling.runs import QuestionSet, SamplingRequest, request_sampling
 
 pytestmark = [pytest.mark.worker, pytest.mark.django_db]  # one server per test process, on one xdist worker
@@ -99,3 +108,33 @@ def test_a_judge_run_on_llama_cpp_gets_a_readable_verdict_for_every_pair_in_both
     assert flips["value"] == metrics["flipped"] / 2
     judge_pairs = {row["figure"]: row for row in section["agreement"]}["judge_pairs"]
     assert (judge_pairs["value"] is None) == (metrics["consistent"] == 0)
+
+
+def test_unconstrained_on_llama_cpp_the_run_is_usable_seeds_vary_and_a_stuck_episode_ends_with_its_reason(
+    llama_cpp_server, freshwiki_index_dir
+):
+    """``server: openai`` sends no grammar: SmolLM2 writes what it likes. Every request has a seed of its own
+    (by episode and step); each episode ends by the browser, at the limit, or as soon as it repeats an
+    invalid command (``repeated_invalid``), never spending its actions on one."""
+    index = LocalIndex.open(freshwiki_index_dir / "freshwiki")
+    backend = Recording(
+        EndpointBackend(
+            llama_cpp_server.base_url, llama_cpp_server.model, server="openai", max_retries=1, timeout_s=120
+        )
+    )
+    settings = SamplingSettings(max_actions=5, max_command_tokens=16, max_answer_tokens=16, seed=7)
+    samples = run_episodes(
+        PromptedPolicy(backend), [Browser(index, ENV) for _ in range(2)], QUESTIONS[:2], settings
+    )
+    seeds = [request.seed for request in backend.requests]
+    assert len(seeds) == len(set(seeds))
+    for sample in samples:
+        assert sample.finished and 1 <= len(sample.steps) <= 5
+        if sample.end_reason == REPEATED_INVALID:
+            last, before = sample.steps[-1], sample.steps[-2]
+            assert last.command == before.command and not (last.valid or before.valid)
+        else:
+            assert not any(
+                stuck(replace(sample, steps=sample.steps[:n])) for n in range(2, len(sample.steps) + 1)
+            )
+        assert all(step.constraint == "none" for step in sample.steps)

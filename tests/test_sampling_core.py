@@ -17,10 +17,17 @@ from browser.engine.settings import BrowserSettings
 from browser.search.local import LocalIndex
 from tests.tiny_models import tiny_llama
 from training.sampling.constraints import ends_at_a_word_boundary
-from training.sampling.episode import EpisodeSample, SamplingSettings, derive_seed, run_episode, run_episodes
+from training.sampling.episode import (
+    REPEATED_INVALID,
+    EpisodeSample,
+    SamplingSettings,
+    derive_seed,
+    run_episode,
+    run_episodes,
+)
 from training.sampling.local import LocalBackend
 from training.sampling.policies import BCPolicy, PromptedPolicy, constraint_for
-from training.sampling.types import CompletionRequest, Constraint
+from training.sampling.types import Completion, CompletionRequest, Constraint
 
 QUESTIONS = (
     "Who won the 2022 AFL Grand Final?",
@@ -456,3 +463,31 @@ def test_real_smollm2_prompted_runs_a_short_episode(tmp_path, index):
     print(f"SmolLM2: {sample.commands} -> {sample.answer!r} ({sample.tokens_generated} tokens)")
     assert 1 <= len(sample.steps) <= 2 and all(step.valid for step in sample.steps)
     assert sample.tokens_generated > 0 and sample.model_seconds > 0
+
+
+class Scripted:
+    """A backend that writes the given texts in turn, whatever it is asked (a stuck or a wandering policy)."""
+
+    name = "scripted"
+
+    def __init__(self, texts: list[str]) -> None:
+        self.texts, self.seeds = texts, []
+
+    def complete(self, requests, on_tokens=None) -> list[Completion]:
+        self.seeds += [request.seed for request in requests]
+        return [Completion(self.texts[(len(self.seeds) - 1) % len(self.texts)], 3, "stop") for _ in requests]
+
+
+def test_the_same_invalid_command_twice_in_a_row_ends_the_episode_with_its_reason(index):
+    stuck = Scripted(["Jump to the end"])
+    sample = run_episode(BCPolicy(stuck), browser(index), QUESTIONS[0], SamplingSettings(max_actions=6))
+    assert [step.valid for step in sample.steps] == [False, False]
+    assert sample.end_reason == REPEATED_INVALID and sample.answer is None
+    assert len(set(stuck.seeds)) == 2  # a seed of its own at each step: the repeat is the policy's
+    # Two invalid commands in turn, or a valid one between repeats, are not stuck: the limit ends them.
+    for texts in (["Jump to the end", "Fly away"], ["Jump to the end", "Search Crimean Bridge"]):
+        wandering = run_episode(
+            BCPolicy(Scripted(texts)), browser(index), QUESTIONS[0], SamplingSettings(max_actions=6)
+        )
+        assert len(wandering.steps) == 6 and wandering.end_reason == "action_limit"
+        assert any(step.valid for step in wandering.steps) == texts[1].startswith("Search")

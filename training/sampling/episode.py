@@ -118,6 +118,18 @@ class EpisodeSample:
         return [step.command for step in self.steps]
 
 
+# An episode's end when its policy wrote the same invalid command twice in a row: each step asks with a seed
+# of its own, so a policy that writes it again is stuck and would spend the rest of its actions (and their
+# tokens) on it. The episode is answered from its quotes, if any, as at the action limit.
+REPEATED_INVALID = "repeated_invalid"
+
+
+def stuck(sample: EpisodeSample) -> bool:
+    """Whether the episode's last two actions are the same invalid command."""
+    last = sample.steps[-2:]
+    return len(last) == 2 and not (last[0].valid or last[1].valid) and last[0].command == last[1].command
+
+
 def run_episode(
     policy: Policy,
     browser: Browser,
@@ -203,7 +215,7 @@ def run_episodes(
             )
             samples[i].env_seconds += time.perf_counter() - started
         step += 1
-        ended = [i for i in running if browsers[i].done or step >= settings.max_actions]
+        ended = [i for i in running if browsers[i].done or step >= settings.max_actions or stuck(samples[i])]
         running = [i for i in running if i not in ended]
         _end(policy, settings, [samples[i] for i in ended], [browsers[i] for i in ended], on_tokens)
         if on_round is not None and on_round(samples, len(running)):
@@ -222,7 +234,10 @@ def _end(
     with a quote that did not decline, in one batch (each from its own seed: the batch changes no text)."""
     answering = []
     for sample, browser in zip(samples, browsers, strict=True):
-        sample.end_reason = (browser.end_reason or EndReason.ACTION_LIMIT).value
+        if browser.end_reason is not None:
+            sample.end_reason = browser.end_reason.value
+        else:
+            sample.end_reason = REPEATED_INVALID if stuck(sample) else EndReason.ACTION_LIMIT.value
         sample.quotes = browser.quotes
         if browser.quotes and browser.end_reason not in NO_ANSWER:
             sample.answer_prompt = browser.answer_prompt()
