@@ -87,7 +87,7 @@ def test_a_judge_run_on_llama_cpp_gets_a_readable_verdict_for_every_pair_in_both
     batch = make_batch(2, "minimal_comparison")
     labeled(batch, bob)
     request = JudgeRequest(
-        batch=batch, endpoint="llama", settings={"temperature": 0.7, "max_tokens": 200, "seed": 3}
+        batch=batch, endpoint="llama", settings={"temperature": 0.7, "max_tokens": 400, "seed": 3}
     )
     run = run_judge_job(request_judge_run(alice, request, queue=False).pk)
 

@@ -159,6 +159,11 @@ def _task(item: ShownItem) -> str:
     return RATING_TASK_V1.format(fields=fields)
 
 
+# A judge's comment is a sentence or two. The bound also closes the string under a server's JSON-schema
+# decoding: SmolLM2 on llama.cpp otherwise wrote on past max_tokens and lost the whole verdict.
+COMMENT_CHARS = 300
+
+
 def verdict_schema(item: ShownItem) -> dict[str, Any]:
     """The JSON schema of a verdict on ``item`` (for servers that constrain decoding to one)."""
     confidence = {"type": "number", "minimum": 0, "maximum": 1}
@@ -179,7 +184,7 @@ def verdict_schema(item: ShownItem) -> dict[str, Any]:
                 if field.choices
                 else {"type": "string"}
             )
-    properties["comment"] = {"type": "string"}
+    properties["comment"] = {"type": "string", "maxLength": COMMENT_CHARS}
     properties["confidence"] = confidence
     return _object(properties)
 
