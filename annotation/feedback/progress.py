@@ -150,19 +150,20 @@ def waiting(labeler: AnyUser, now: datetime | None = None) -> Waiting:
         count = available_items(labeler, now, batch_ids, own=own)[: WAITING_CAP + 1].count()
         if count:
             kinds.append(WaitingKind(template, preset, min(count, WAITING_CAP), more=count > WAITING_CAP))
-    return Waiting(kinds, held_back(labeler, now))
+    return Waiting(kinds, held_back(labeler, now, own=own))
 
 
-def held_back(labeler: AnyUser, now: datetime | None = None) -> HeldBack:
+def held_back(labeler: AnyUser, now: datetime | None = None, *, own: list[int] | None = None) -> HeldBack:
     """The items only the same-question window keeps from the labeler, and when the first comes back.
     One pass over the pool, and none when nothing can be held: a labeler whose recent judgements are all
-    of the one kind of task every active batch is (the usual day) can have no clash."""
+    of the one kind of task every active batch is (the usual day) can have no clash. ``own``: as for
+    ``eligible_items``."""
     now = now or timezone.now()
     clash = same_question_clash(labeler, now)
     if clash is None or not _may_clash(labeler, now):
         return HeldBack(0, None)
     held = list(
-        eligible_items(labeler)
+        eligible_items(labeler, own=own)
         .filter(clash)
         .values_list("question_id", "batch__template", "batch__preset")
         .annotate(n=Count("pk"))
