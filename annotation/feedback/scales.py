@@ -9,7 +9,11 @@ section 4 for its criteria: binary scores for objective metrics, four-level (0-3
 
 from __future__ import annotations
 
+import re
 from typing import NamedTuple
+
+# A citation mark and the space before it: the minimal comparison shows answers without them (Appendix F).
+CITATION = re.compile(r"\s*\[\d+\]")
 
 Choices = tuple[tuple[str, str], ...]
 

@@ -14,8 +14,8 @@ from typing import Any
 
 from django.utils import timezone
 
-from annotation.feedback.presenter import CITATION
 from annotation.feedback.scales import (
+    CITATION,
     COMPARISON_SCALE,
     COMPARISON_TEMPLATES,
     LIKERT_7,

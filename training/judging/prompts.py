@@ -15,8 +15,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from annotation.feedback.presenter import CITATION
 from annotation.feedback.scales import (
+    CITATION,
     COMPARISON_SCALE,
     COMPARISON_TEMPLATES,
     QUESTION_FLAGS,

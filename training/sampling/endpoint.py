@@ -153,24 +153,11 @@ class EndpointBackend:
         return key
 
     def _complete_one(self, request: CompletionRequest, key: str | None) -> Completion:
-        chat = request.messages is not None
-        body: dict[str, Any] = {
-            "model": self.model,
-            "max_tokens": request.max_new_tokens,
-            "temperature": request.temperature,
-            "seed": request.seed,
-        }
-        if chat:
-            body["messages"] = [{"role": m.role, "content": m.content} for m in request.messages or ()]
-        else:
-            body["prompt"] = request.prompt
-        if request.stop:
-            body["stop"] = list(request.stop)
-        fields, constraint = request_fields(self.server, request)
-        body |= fields
-        route = "/chat/completions" if chat else "/completions"
+        route, body, constraint = request_body(self.model, self.server, request)
         answer, tries = self._post_with_retries(route, body, key)
-        completion = _completion(answer, chat, request, tries, self._where(route), key)
+        completion = _completion(
+            answer, request.messages is not None, request, tries, self._where(route), key
+        )
         completion.details["constraint"] = constraint
         return completion
 
@@ -253,6 +240,26 @@ class EndpointBackend:
 
 
 # --- reading the answer ---
+
+
+def request_body(model: str, server: str, request: CompletionRequest) -> tuple[str, dict[str, Any], str]:
+    """(route, JSON body, the constraint it carries) of ``request`` to a server of kind ``server``: the
+    standard fields, and the server's own for grammars and schemas (``dialects.request_fields``)."""
+    body: dict[str, Any] = {
+        "model": model,
+        "max_tokens": request.max_new_tokens,
+        "temperature": request.temperature,
+        "seed": request.seed,
+    }
+    chat = request.messages is not None
+    if chat:
+        body["messages"] = [{"role": m.role, "content": m.content} for m in request.messages or ()]
+    else:
+        body["prompt"] = request.prompt
+    if request.stop:
+        body["stop"] = list(request.stop)
+    fields, constraint = request_fields(server, request)
+    return ("/chat/completions" if chat else "/completions"), body | fields, constraint
 
 
 def _completion(
