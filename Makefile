@@ -50,8 +50,8 @@ worker: $(VENV)/.installed-app
 # training steps of our BC and reward-model trainers vs TRL's SFTTrainer and RewardTrainer on the CPU
 # (and tokens/s on a CUDA GPU where there is one; without, bench_training_gpu.py says so and skips),
 # RL steps of our trainer vs TRL's GRPOTrainer on answer-only episodes (CPU; ~8 minutes idle, 14-19 under load),
-# sampling episodes on the CPU (ours, a naive generate() loop and llama.cpp: server and in-process; and on a GPU,
-# local and vLLM, where there is one; else skipped),
+# sampling episodes on the CPU (ours, a naive generate() loop and llama.cpp on f16 weights: server with and without
+# its RAM cache, and in-process; ~14 minutes) and on a GPU (local and vLLM, where there is one; else skipped),
 # then the load test (locust: 100 labelers and 20 demonstrators with an export and a training job running,
 # three gunicorn shapes, then more people up to the knee, and the web box alone; about 19 minutes of its own),
 # and the in-process profile of the load's requests on the database it left (a minute);

