@@ -49,6 +49,7 @@ DJANGO_FREE = ("browser.engine",)
 DJANGO_FREE_MODULES = (
     "annotation.feedback.agreement",
     "annotation.feedback.alpha",
+    "annotation.feedback.steps",
     "annotation.workforce.judgements",
     "training.errors",
     "training.evaluation.proxy",
