@@ -58,6 +58,7 @@ DJANGO_FREE_MODULES = (
     "training.runs.data",
     "training.runs.hooks",
     "training.runs.metrics",
+    "training.runs.prm",
     "training.runs.reward",
     "training.runs.runtime",
     "training.runs.store",

@@ -23,7 +23,7 @@ from training.runs.config import RMConfig
 from training.runs.data import Comparison, comparisons, cut_middle, held_out_split, read_rows
 from training.runs.hooks import Hooks, RunResult
 from training.runs.metrics import preference_metrics
-from training.runs.runtime import fit, run_result, save_model, start, with_lora
+from training.runs.runtime import fit, report_validation, run_result, save_model, start, with_lora
 from training.runs.store import default_store, resolve_base_model
 
 OFFSET_FILE = "reward.json"
@@ -167,10 +167,7 @@ class PreferenceTrainer(Trainer):
             f"{metric_key_prefix}_accuracy_low": found["accuracy_ci95"][0],
             f"{metric_key_prefix}_accuracy_high": found["accuracy_ci95"][1],
         }
-        self.log(metrics)
-        self.control = self.callback_handler.on_evaluate(self.args, self.state, self.control, metrics)
-        self.model.train()
-        return metrics
+        return report_validation(self, metrics)
 
 
 def train_reward_model(cfg: RMConfig, hooks: Hooks | None = None, store: Path | None = None) -> RunResult:

@@ -91,6 +91,17 @@ class ProgressBridge(TrainerCallback):
             control.should_training_stop = True
 
 
+def report_validation(trainer: Trainer, metrics: dict[str, float]) -> dict[str, float]:
+    """What a trainer's own ``evaluate`` does with its figures: log them, tell the callbacks (progress,
+    early stopping, the best checkpoint), and put the model back in training mode."""
+    trainer.log(metrics)
+    trainer.control = trainer.callback_handler.on_evaluate(
+        trainer.args, trainer.state, trainer.control, metrics
+    )
+    trainer.model.train()
+    return metrics
+
+
 def final_validation(trainer: Trainer, bridge: ProgressBridge) -> dict[str, float]:
     """The validation metrics at the last step: the ones logged there, or a validation run now."""
     step = trainer.state.global_step
