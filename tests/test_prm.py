@@ -14,18 +14,21 @@ from training.runs.prm import PRMConfig, StepData, split, step_labels, step_metr
 from training.runs.reward import load_reward_model, score
 
 GOOD = ["Search {w} history", "Quote: the {w} was built", "Clicked on link 2"]
-BAD = ["Back", "Scrolled up 3", "Top"]
+BAD = ["Back", "Scrolled up 3", "Top", "Scrolled down 2", "Find in page: {w}", "End: Answer"]
 WORDS = ["river", "bridge", "castle", "winter", "harbour", "signal", "market", "garden", "tower", "orbit"]
 
 
-def step_rows(episodes: int, seed: int = 0) -> list[dict]:
+def step_rows(episodes: int, seed: int = 0, observation: str = "") -> list[dict]:
     """Episodes of 4 steps, each labeler stopping at the first bad step (PRM800K), and at every state a
-    preference between a good and a bad candidate, in a random order."""
+    preference between a good and a bad candidate, in a random order. Searches, quotes and clicks are good;
+    the other moves bad. ``observation``: what every step saw (by default a short made-up one)."""
     draw = random.Random(seed)  # noqa: S311 (test data)
     rows = []
     for episode in range(episodes):
         word = WORDS[episode % len(WORDS)]
-        observation = f"♦Question\nWhat about the {word}?\n♦Text\n... {word} {episode} ...\n♦Next action"
+        seen = (
+            observation or f"♦Question\nWhat about the {word}?\n♦Text\n... {word} {episode} ...\n♦Next action"
+        )
         first_bad = None
         for step in range(4):
             good = draw.random() < 0.6
@@ -33,16 +36,16 @@ def step_rows(episodes: int, seed: int = 0) -> list[dict]:
             if not good and first_bad is None:
                 first_bad = step
             rows.append({"kind": "rating", "question_id": episode, "episode_id": episode, "labeler": "ann",
-                         "step": step, "observation": observation, "action": action,
+                         "step": step, "observation": seen, "action": action,
                          "rating": "good" if good else "bad"})  # fmt: skip
             if not good:
                 break
         for row in rows[-(step + 1) :]:
             row["first_bad"] = first_bad
-        a, b = draw.choice(GOOD).format(w=word), draw.choice(BAD)
+        a, b = draw.choice(GOOD).format(w=word), draw.choice(BAD).format(w=word)
         a_first = draw.random() < 0.5
         rows.append({"kind": "preference", "question_id": episode, "episode_id": episode, "labeler": "ann",
-                     "step": 0, "observation": observation, "action_a": a if a_first else b,
+                     "step": 0, "observation": seen, "action_a": a if a_first else b,
                      "action_b": b if a_first else a,
                      "preference": "a_better" if a_first else "b_much_better"})  # fmt: skip
     return rows
@@ -126,9 +129,11 @@ def test_a_tiny_prm_learns_which_actions_are_good_from_ratings_and_preferences(t
     summary = json.loads((Path(result.output_dir) / "training.json").read_text())
     assert summary["kind"] == "prm" and summary["config"]["labels"] == "both"
     model, tokenizer = load_reward_model(Path(result.output_dir))
-    unseen = "♦Question\nWhat about the lantern?\n♦Text\n... lantern ...\n♦Next action"
-    good, bad = score(model, tokenizer, [unseen, unseen], ["Search lantern history", "Back"], 64)
-    assert good > 0 > bad
+    # Observations it never saw (another episode number), a good and a bad move on each: good scores higher.
+    unseen = [f"♦Question\nWhat about the {w}?\n♦Text\n... {w} 999 ...\n♦Next action" for w in WORDS[:5]]
+    good = score(model, tokenizer, unseen, [f"Search {w} history" for w in WORDS[:5]], 64)
+    bad = score(model, tokenizer, unseen, ["Back"] * 5, 64)
+    assert all(g > b for g, b in zip(good, bad, strict=True)), (good, bad)
 
 
 def test_labels_must_be_one_the_trainer_knows(tmp_path):

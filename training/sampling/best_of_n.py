@@ -40,12 +40,14 @@ class RewardScorer:
     exactly as in training; evaluation is batched, without gradients and in eval mode (no dropout), so
     the same inputs always give the same rewards."""
 
-    def __init__(self, model_dir: Path | str, device: str | None = None, batch_size: int = 16) -> None:
+    def __init__(
+        self, model_dir: Path | str, device: str | None = None, batch_size: int = 16, kind: str = "rm"
+    ) -> None:
         if batch_size < 1:
             raise ValueError("batch_size must be at least 1")
         self.model_dir = Path(model_dir)
         self.batch_size = batch_size
-        self.max_length = _trained_max_length(self.model_dir)
+        self.max_length = _trained_max_length(self.model_dir, kind)
         self.device = device or ("cuda" if torch.cuda.is_available() else "cpu")
         self.model, self.tokenizer = load_reward_model(self.model_dir)
         self.model.to(self.device).eval()
@@ -71,13 +73,15 @@ class RewardScorer:
         return scores
 
 
-def _trained_max_length(model_dir: Path) -> int:
-    """The checkpoint's training ``max_length``. Only a reward checkpoint will do: a plain backbone would
-    load with a fresh random head and score noise without a word."""
+def _trained_max_length(model_dir: Path, kind: str) -> int:
+    """The checkpoint's training ``max_length``. Only a checkpoint of ``kind`` will do ("rm", or "prm": a
+    process reward model scores (observation, command) the same way): a plain backbone would load with a
+    fresh random head and score noise without a word."""
     summary = model_dir / "training.json"
     trained = json.loads(summary.read_text()) if summary.is_file() else {}
-    if trained.get("kind") != "rm":
-        raise ValueError(f"{model_dir} is not a trained reward model (no training.json of kind 'rm')")
+    if trained.get("kind") != kind:
+        what = "process reward model" if kind == "prm" else "reward model"
+        raise ValueError(f"{model_dir} is not a trained {what} (no training.json of kind {kind!r})")
     config: dict[str, Any] = trained.get("config", {})
     return int(config.get("max_length", RMConfig.max_length))
 

@@ -84,6 +84,30 @@ class Step:
     page_after: str = ""
     constraint: str = UNCONSTRAINED
     token_ids: tuple[int, ...] = ()
+    # Guided browsing (``StepGuide``): the k commands sampled at this step and the step scorer's score of
+    # each, in sampling order; ``command`` is the best scored (empty without a guide).
+    candidates: tuple[str, ...] = ()
+    candidate_scores: tuple[float, ...] = ()
+
+
+class StepScorer(Protocol):
+    """Scores actions given their observations (a process reward model: ``RewardScorer`` over a ``prm``
+    checkpoint takes (observation, command) as its (prompt, answer))."""
+
+    def score(self, prompts: Sequence[str], answers: Sequence[str]) -> list[float]: ...
+
+
+@dataclass(frozen=True)
+class StepGuide:
+    """Step-level best-of-k: at each step ``k`` commands are sampled (the first with the step's usual seed,
+    so k = 1 is unguided browsing) and the one ``scorer`` scores best is taken (the first among equals)."""
+
+    scorer: StepScorer
+    k: int
+
+    def __post_init__(self) -> None:
+        if self.k < 1:
+            raise ValueError("a step guide samples at least one command a step")
 
 
 @dataclass
@@ -161,6 +185,7 @@ def run_episodes(
     reference_answers: Sequence[Sequence[str]] | None = None,
     on_round: Callable[[Sequence[EpisodeSample], int], bool] | None = None,
     on_tokens: TokenCounter | None = None,
+    guide: StepGuide | None = None,
 ) -> list[EpisodeSample]:
     """Episodes stepped together: episode ``i`` runs ``questions[i]`` in ``browsers[i]`` (distinct browser
     objects, their action limit set to ``settings.max_actions``) with episode index ``first_index + i``.
@@ -170,7 +195,9 @@ def run_episodes(
     ``on_round(samples, running)`` is called after each round with how many episodes are still browsing:
     a job reports progress and stores what ended there. It returns True to stop stepping (a cancel): the
     episodes still browsing are left unfinished, every one that ended is already answered.
-    ``on_tokens`` hears the tokens as the backend generates them (``Backend.complete``)."""
+    ``on_tokens`` hears the tokens as the backend generates them (``Backend.complete``). ``guide``: each
+    step samples k commands in the round's batch and takes the best scored (``StepGuide``); an episode's
+    generated tokens count all k."""
     if len(browsers) != len(questions) or len({id(browser) for browser in browsers}) != len(browsers):
         raise ValueError("one distinct browser per question")
     references = reference_answers or [()] * len(questions)
@@ -186,18 +213,25 @@ def run_episodes(
 
     step = 0
     running = list(range(len(browsers)))
+    k = guide.k if guide else 1
     while running:
         observations, requests = [], []
         for i in running:
             started = time.perf_counter()
             observations.append(browsers[i].observation())
             samples[i].env_seconds += time.perf_counter() - started
-            seed = derive_seed(settings.seed, samples[i].episode_index, step)
-            requests.append(policy.command_request(browsers[i], settings, seed))
-        completions = _complete(policy.backend, requests, [samples[i] for i in running], on_tokens)
-        for i, observation, completion in zip(running, observations, completions, strict=True):
+            for j in range(k):
+                seed = derive_seed(settings.seed, samples[i].episode_index, step if j == 0 else f"{step}:{j}")
+                requests.append(policy.command_request(browsers[i], settings, seed))
+        owners = [samples[i] for i in running for _ in range(k)]
+        completions = _complete(policy.backend, requests, owners, on_tokens)
+        commands = [policy.command_from(completion) for completion in completions]
+        scores = guide.scorer.score([o for o in observations for _ in range(k)], commands) if guide else []
+        for n, (i, observation) in enumerate(zip(running, observations, strict=True)):
+            group = range(n * k, (n + 1) * k)
+            best = max(group, key=lambda c: (scores[c], -c)) if guide else n
+            completion, command = completions[best], commands[best]
             started = time.perf_counter()
-            command = policy.command_from(completion)
             page_before = browsers[i].page.digest
             result = browsers[i].step(command)
             samples[i].steps.append(
@@ -211,6 +245,8 @@ def run_episodes(
                     browsers[i].page.digest,
                     completion.details.get("constraint", UNCONSTRAINED),
                     tuple(completion.details.get("token_ids", ())),
+                    tuple(commands[c] for c in group) if guide else (),
+                    tuple(float(scores[c]) for c in group) if guide else (),
                 )
             )
             samples[i].env_seconds += time.perf_counter() - started
@@ -271,6 +307,7 @@ def _complete(
             f"{backend.name} returned {len(completions)} completions for {len(requests)} requests"
         )
     for sample, completion in zip(samples, completions, strict=True):
-        sample.model_seconds += elapsed
         sample.tokens_generated += completion.tokens
+    for sample in {id(sample): sample for sample in samples}.values():  # once per episode, however many asks
+        sample.model_seconds += elapsed
     return completions
