@@ -64,6 +64,7 @@ DJANGO_FREE_MODULES = (
     "training.runs.store",
     "training.sampling.backend",
     "training.sampling.best_of_n",
+    "training.sampling.candidates",
     "training.sampling.constraints",
     "training.sampling.endpoint",
     "training.sampling.endpoints",
