@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from annotation.feedback.steps import check_step_preference, check_step_ratings, preference_row, rating_rows
 from training.runs.prm import PRMConfig, StepData, split, step_labels, step_metrics, train_prm
 from training.runs.reward import load_reward_model, score
 
@@ -139,3 +140,28 @@ def test_a_tiny_prm_learns_which_actions_are_good_from_ratings_and_preferences(t
 def test_labels_must_be_one_the_trainer_knows(tmp_path):
     with pytest.raises(ValueError, match="labels must be one of ratings, preferences, both"):
         PRMConfig(data="x.jsonl", output_dir=str(tmp_path), labels="steps").check()
+
+
+def test_what_a_labeler_submits_becomes_rows_the_trainer_reads():
+    """The contract between the step-review task (annotation/feedback/steps.py) and the trainer: a checked
+    response's rows, read back, are the same labels."""
+    observations, commands = ["o0", "o1", "o2", "o3"], ["Search x", "Clicked on link 1", "Back", "Top"]
+    review = check_step_ratings(
+        {"steps": {"0": {"rating": "good"}, "1": {"rating": "neutral"},
+                   "2": {"rating": "bad", "reason": "repeated_action"}}, "first_bad": 2},
+        len(commands),
+    )  # fmt: skip
+    preference = check_step_preference({"preference": "b_much_better", "reason": "wrong_link"})
+    assert review.complete and preference.complete
+    meta = {"question_id": 7, "episode_id": 3, "labeler": "ann"}
+    rows = rating_rows(review.cleaned, observations, commands, **meta)
+    rows.append(preference_row(preference.cleaned, "o1", ("Back", "Search y"), step=1, **meta))
+    data = step_labels(rows)
+    assert [(r.step, r.observation, r.action, r.rating, r.first_bad) for r in data.ratings] == [
+        (0, "o0", "Search x", "good", 2),
+        (1, "o1", "Clicked on link 1", "neutral", 2),
+        (2, "o2", "Back", "bad", 2),
+    ]
+    assert {r.sequence for r in data.ratings} == {(3, "ann")} and {r.question for r in data.ratings} == {"7"}
+    [chosen] = data.preferences
+    assert (chosen.observation, chosen.actions, chosen.target) == ("o1", ("Back", "Search y"), 0.0)

@@ -27,7 +27,7 @@ bad step counting as after the last), with the share of labeler pairs that marke
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Mapping
+from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass
 from itertools import combinations
 from typing import Any
@@ -158,6 +158,65 @@ def first_bad_value(cleaned: Mapping[str, Any]) -> int | str:
     return NO_BAD_STEP if first_bad is None else int(first_bad)
 
 
+def rating_rows(
+    cleaned: Mapping[str, Any],
+    observations: Sequence[str],
+    commands: Sequence[str],
+    *,
+    question_id: Hashable,
+    episode_id: Hashable,
+    labeler: Hashable,
+) -> list[dict[str, Any]]:
+    """The ``step-labels`` rows of one checked step-ratings response (``check_step_ratings(...).cleaned``)
+    on an episode whose actions saw ``observations`` and wrote ``commands``: one row per rated step, in
+    step order, each with the labeler's first bad step (the format ``training/runs/prm.py`` reads)."""
+    rows = []
+    for key, rating in sorted((cleaned.get("steps") or {}).items(), key=lambda pair: int(pair[0])):
+        step = int(key)
+        rows.append(
+            {
+                "kind": "rating",
+                "question_id": question_id,
+                "episode_id": episode_id,
+                "labeler": labeler,
+                "step": step,
+                "observation": observations[step],
+                "action": commands[step],
+                "rating": rating["rating"],
+                "reason": rating.get("reason", ""),
+                "note": rating.get("note", ""),
+                "first_bad": cleaned.get("first_bad"),
+            }
+        )
+    return rows
+
+
+def preference_row(
+    cleaned: Mapping[str, Any],
+    observation: str,
+    shown: tuple[str, str],
+    *,
+    question_id: Hashable,
+    episode_id: Hashable,
+    step: int,
+    labeler: Hashable,
+) -> dict[str, Any]:
+    """The ``step-labels`` row of one checked step-preference response (``check_step_preference``) on the
+    two actions ``shown`` as A and B at ``observation``."""
+    return {
+        "kind": "preference",
+        "question_id": question_id,
+        "episode_id": episode_id,
+        "labeler": labeler,
+        "step": step,
+        "observation": observation,
+        "action_a": shown[0],
+        "action_b": shown[1],
+        "preference": cleaned["preference"],
+        "reason": cleaned.get("reason", ""),
+    }
+
+
 @dataclass(frozen=True)
 class StepAgreement:
     """How labelers' step ratings agree: alpha on the ratings and on the first bad step, and the share of
@@ -209,5 +268,7 @@ __all__ = [
     "check_step_preference",
     "check_step_ratings",
     "first_bad_value",
+    "preference_row",
+    "rating_rows",
     "step_agreement",
 ]

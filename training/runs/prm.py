@@ -14,7 +14,8 @@ bad steps (the score's sign; neutral steps do not count), the first-bad-step acc
 PRM: a labeler's sequence of steps, the first one scored below 0.5 against the step they marked first bad,
 none against none), and the preference accuracy where there are preferences.
 
-Rows (the ``step-labels`` format the export will write; JSONL or Parquet, one labeler's label a row):
+Rows (the ``step-labels`` format the export will write, made by ``annotation.feedback.steps.rating_rows``
+and ``preference_row``; JSONL or Parquet, one labeler's label a row; ``reason`` and ``note`` ride along):
 
     {"kind": "rating", "question_id": 7, "episode_id": 3, "labeler": "ann", "step": 2,
      "observation": "...", "action": "Clicked on link 4", "rating": "bad", "first_bad": 2}
