@@ -9,6 +9,7 @@ from django.conf import settings
 from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 
+from annotation.feedback.scales import TEMPLATES
 from annotation.models.demonstrations import Episode
 from annotation.models.questions import Question
 from webgpt_site.permissions import AnyUser, ResearchTeamQuerySet, Role, has_role
@@ -44,11 +45,9 @@ class Answer(models.Model):
         return f"answer {self.pk} to question {self.question_id}"
 
 
-class Template(models.TextChoices):
-    WEBGPT_COMPARISON = "webgpt_comparison", "WebGPT comparison"
-    MINIMAL_COMPARISON = "minimal_comparison", "Minimal comparison"
-    RANKING = "ranking", "K-way ranking"
-    RATING = "rating", "Single-answer rating"
+# The task templates, from the one list of them (``scales.TEMPLATES``, which the Django-free rules read): a
+# template added there is a choice here, Template.WEBGPT_COMPARISON and so on.
+Template = models.TextChoices("Template", [(code.upper(), (code, label)) for code, label in TEMPLATES])
 
 
 class Preset(models.TextChoices):
