@@ -42,6 +42,7 @@ if str(ROOT) not in sys.path:  # run as a script from a checkout
     sys.path.insert(0, str(ROOT))
 
 from bench.bench_search import FRESHWIKI, summary, title_word_queries  # noqa: E402
+from bench.serving import free_port  # noqa: E402
 from browser.corpus import read_freshwiki  # noqa: E402
 
 TARGET_P95_MS = 50.0  # p95 per browsing action at 8 concurrent demonstrators
@@ -229,12 +230,6 @@ def setup(db_url: str, var: Path, users: int) -> dict[str, str]:
     manage(dev, "load_demo")
     add_users(dev, "demonstrator", [f"bench{i:02d}" for i in range(1, users + 1)])
     return prod
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def wait_until_up(port: int, server: subprocess.Popen) -> None:

@@ -170,10 +170,12 @@ def judge(served: ServedModel, kind: str, pairs: int, seed: int) -> dict[str, An
 
 def _winner(ask: Any, response: dict[str, Any] | None) -> int | None:
     """Which answer (0: complete, 1: wrong) the verdict's overall rating prefers; None for equal (or none)."""
-    code = ((response or {}).get("ratings") or {}).get("overall", "")
-    if not code.startswith(("a_", "b_")):
-        return None
-    return ask.order[0] if code.startswith("a_") else ask.order[1]
+    from annotation.feedback.agreement import preference_sign
+    from annotation.feedback.scales import OVERALL, preference_value
+
+    code = ((response or {}).get("ratings") or {}).get(OVERALL)
+    sign = preference_sign(preference_value(code)) if code else 0
+    return None if sign == 0 else ask.order[0 if sign > 0 else 1]
 
 
 def check(served: ServedModel, kind: str, index: Path, args: argparse.Namespace) -> dict[str, Any]:

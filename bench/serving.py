@@ -48,8 +48,9 @@ class ServedModel:
 
 
 def free_port() -> int:
-    """A port free a moment ago, for a server that takes no socket from us: another process may take it
-    before the server binds it, so ``serving`` tries another port when the server says it is in use."""
+    """A port free a moment ago, for a server that takes no socket from us (a model server, PostgreSQL,
+    Redis, Django's runserver): another process may take it before the server binds it, so the caller
+    (``serving`` here) tries another port when the server says it is in use."""
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         return probe.getsockname()[1]

@@ -21,6 +21,7 @@ import pytest
 from django.conf import settings as django_settings
 from django.contrib.auth.models import Group
 
+from bench.serving import free_port  # noqa: F401 (re-exported: tests import it from here)
 from tests.fake_web import FakeWeb
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -151,15 +152,6 @@ def start_gunicorn(*options: str, env: dict[str, str]) -> tuple[subprocess.Popen
             [*command, "--log-level", "warning"], cwd=ROOT, env=env, pass_fds=[listener.fileno()]
         )
         return server, f"http://127.0.0.1:{listener.getsockname()[1]}"
-
-
-def free_port() -> int:
-    """A port free a moment ago, for a server that takes no socket from us (PostgreSQL, Redis, Django's
-    runserver): another process may take it before the server binds it, so the caller tries another
-    port when the server says it is in use."""
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
 
 
 @contextmanager

@@ -295,6 +295,8 @@ def train_prm(cfg: PRMConfig, hooks: Hooks | None = None, store: Path | None = N
     if not bridge.cancelled:
         model = trainer.model.merge_and_unload() if cfg.lora_rank else trainer.model
         if len(validation):
+            # Scored again, on the model that is saved: with early stopping that is the best checkpoint,
+            # not the one the last validation saw.
             rated, pairs = score_steps(model, tokenizer, validation, cfg.max_length)
             metrics["validation"] = step_metrics(rated, validation, pairs)
         summary = {"kind": "prm", "config": cfg.to_dict(), "base_model": str(base_path), "metrics": metrics}
