@@ -56,22 +56,22 @@ def test_without_a_bad_step_every_step_is_rated_and_the_first_bad_step_is_none()
     assert check_step_ratings(rated("good", "neutral", "good"), 3).cleaned["first_bad"] is None
     assert first_bad_value(check_step_ratings(rated("good"), 1).cleaned) == NO_BAD_STEP
     missing = check_step_ratings(rated("good", "good"), 4)
-    assert missing.errors == {"steps.2": "Rate step 2.", "steps.3": "Rate step 3."}
+    assert missing.errors == {"steps.2": "Rate step 3.", "steps.3": "Rate step 4."}
 
 
 @pytest.mark.parametrize(
     ("response", "path", "message"),
     [
-        (rated("good", "bad"), "first_bad", "Mark the first bad step (step 1 is rated bad)."),
+        (rated("good", "bad"), "first_bad", "Mark the first bad step (step 2 is rated bad)."),
         (
             rated("good", "neutral", first_bad=1),
             "first_bad",
-            "The first bad step, step 1, must be rated bad.",
+            "The first bad step, step 2, must be rated bad.",
         ),
         (
             rated("bad", "bad", first_bad=1),
             "first_bad",
-            "Step 0 is rated bad, before the step marked first bad.",
+            "Step 1 is rated bad, before the step marked first bad.",
         ),
         (rated("good", first_bad=7), "first_bad", "The first bad step must be one of steps 0 to 2."),
         (rated("good", first_bad="x"), "first_bad", "The first bad step must be one of steps 0 to 2."),

@@ -20,13 +20,13 @@ from annotation.exports.rules import (
     clean_export_request,
 )
 from annotation.exports.rules import SOURCES as EXPORT_SOURCES
+from annotation.feedback.batch_settings import model_default
 from annotation.feedback.batches import MAX_NAME as MAX_BATCH_NAME
 from annotation.feedback.batches import (
     PAIRS_PER_QUESTION,
     BatchError,
     BatchSettings,
     check_batch_request,
-    model_default,
 )
 from annotation.feedback.batches import SOURCES as BATCH_SOURCES
 from annotation.feedback.scales import RANKING_TAG_SETS, RATING_PRESETS, TEMPLATES
@@ -253,6 +253,20 @@ class BatchCreateInput(StrictSerializer):
     include_declined = serializers.BooleanField(
         default=False, help_text="source=runs: pair the answers to questions a run declined too"
     )
+    demonstration_batch = serializers.IntegerField(
+        required=False,
+        allow_null=True,
+        default=None,
+        min_value=1,
+        max_value=MAX_ID,
+        help_text="template=step_review, source=demonstrations: the episodes of this demonstration batch "
+        "(null: every finished demonstration)",
+    )
+    judged_worse = serializers.BooleanField(
+        default=False,
+        help_text="template=step_review, source=runs: only the episodes whose answer a comparison judged "
+        "worse",
+    )
     is_screening = serializers.BooleanField(
         default=model_default("is_screening"),
         help_text="A screening test: every applicant for its kind of work judges every item (overlap and "
@@ -317,6 +331,8 @@ class BatchCreateInput(StrictSerializer):
             vs_demonstrations=data["vs_demonstrations"],
             pairs_per_question=data["pairs_per_question"],
             include_declined=data["include_declined"],
+            demonstration_batch=data["demonstration_batch"],
+            judged_worse=data["judged_worse"],
             is_screening=data["is_screening"],
             agreement_cutoff=data["agreement_cutoff"],
             flag_cutoff=data["flag_cutoff"],

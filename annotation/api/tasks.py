@@ -21,6 +21,7 @@ from annotation.feedback import assignment as work
 from annotation.feedback import progress
 from annotation.feedback.presenter import task_context
 from annotation.feedback.scales import COMPARISON_SCALE, QUESTION_FLAGS
+from annotation.feedback.steps import STEP_RATINGS, STEP_REASONS
 from annotation.feedback.validation import MAX_SKIP_REASON, input_errors, skip_reason_error
 from annotation.models import Assignment, AssignmentStatus
 from annotation.workforce import gate
@@ -77,6 +78,27 @@ def task_data(task: Assignment) -> dict[str, Any]:
             }
             for field in context["rating_fields"]
         ],
+        # A step review (template step_review): the episode replayed step by step, as the model saw it
+        # (never who browsed), the answer it wrote, and the choices of a step's rating and reason.
+        "steps": [
+            {
+                "index": step["index"],
+                "observation": step["observation"],
+                "action": step["command"],
+                "valid": step["valid"],
+                "message": step["message"],
+            }
+            for step in context.get("steps", ())
+        ],
+        "episode_answer": {"text": context["episode_answer"], "quotes": context["episode_quotes"]}
+        if "steps" in context
+        else None,
+        "step_ratings": [{"code": code, "label": label} for code, label in STEP_RATINGS]
+        if "steps" in context
+        else [],
+        "step_reasons": [{"code": code, "label": label} for code, label in STEP_REASONS]
+        if "steps" in context
+        else [],
         "required": context["required_paths"],
         "required_labels": context["required"],
         "draft": task.draft,

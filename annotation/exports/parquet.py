@@ -45,7 +45,28 @@ RM_PAIRS = pa.schema(
         ("target_overlap", pa.int64()),
     ]
 )
-SCHEMAS = {"webgpt-comparisons": WEBGPT_COMPARISONS, "rm-pairs": RM_PAIRS}
+# A step review's rows (``feedback/steps.rating_rows``), as the process reward model reads them.
+STEP_LABELS = pa.schema(
+    [
+        ("kind", pa.string()),
+        ("assignment", pa.int64()),
+        ("batch", pa.int64()),
+        ("question_id", pa.int64()),
+        ("episode_id", pa.int64()),
+        ("labeler", pa.string()),
+        ("step", pa.int64()),
+        ("observation", pa.string()),
+        ("action", pa.string()),
+        ("rating", pa.string()),
+        ("reason", pa.string()),
+        ("note", pa.string()),
+        ("first_bad", pa.int64()),
+        ("gold", pa.bool_()),
+        ("overlap", pa.int64()),
+        ("target_overlap", pa.int64()),
+    ]
+)
+SCHEMAS = {"webgpt-comparisons": WEBGPT_COMPARISONS, "rm-pairs": RM_PAIRS, "step-labels": STEP_LABELS}
 ROW_GROUP = 5000
 
 

@@ -26,12 +26,14 @@ from django.db.models.functions import Cast, Greatest, Least
 
 from annotation.demonstrations.training_data import bc_examples
 from annotation.exports.formats import answer_prompt, rm_pair, score_for_first, webgpt_pair, webgpt_row
-from annotation.feedback.scales import COMPARISON_TEMPLATES
+from annotation.feedback.scales import COMPARISON_TEMPLATES, STEP_TEMPLATES
+from annotation.feedback.steps import rating_rows
 from annotation.models import (
     Answer,
     Assignment,
     AssignmentStatus,
     Episode,
+    EpisodeAction,
     EpisodeKind,
     EpisodeStatus,
     ExportFormat,
@@ -480,6 +482,34 @@ def _bc_rows(filters: dict[str, Any]) -> Iterator[dict[str, Any]]:
             }
 
 
+def _step_label_rows(filters: dict[str, Any]) -> Iterator[dict[str, Any]]:
+    """Each reviewed step of each submitted step review (``steps.rating_rows``): the observation the model
+    saw, the action, the labeler's rating, reason and first bad step, one row per step rated."""
+    tasks = with_overlap(submitted_judgements(filters).filter(item__batch__template__in=STEP_TEMPLATES))
+    tasks = tasks.select_related("item").order_by("item__episode_id", "id")
+    episode_id, observations, commands = None, [], []
+    for task in tasks.iterator(chunk_size=CHUNK):
+        if task.item.episode_id != episode_id:  # rows come episode by episode: its actions are read once
+            episode_id = task.item.episode_id
+            actions = EpisodeAction.objects.filter(episode_id=episode_id).order_by("index")
+            steps = list(actions.values_list("observation_before", "command"))
+            observations, commands = [seen for seen, _ in steps], [command for _, command in steps]
+        ids = {
+            "question_id": task.item.question_id,
+            "episode_id": episode_id,
+            "labeler": pseudonym(task.labeler_id),
+        }
+        for row in rating_rows(task.response, observations, commands, **ids):
+            yield {
+                **row,
+                "assignment": task.pk,
+                "batch": task.item.batch_id,
+                "gold": task.item.is_gold,
+                "overlap": task.overlap,
+                "target_overlap": task.target_overlap,
+            }
+
+
 ROWS: dict[str, Callable[[dict[str, Any]], Iterator[Any]]] = {
     ExportFormat.WEBGPT_COMPARISONS: lambda f: _comparison_rows(f, pairs=False),
     ExportFormat.WEBGPT_PAIRS: lambda f: _comparison_rows(f, pairs=True),
@@ -488,4 +518,5 @@ ROWS: dict[str, Callable[[dict[str, Any]], Iterator[Any]]] = {
     ExportFormat.COMPARISONS_FULL: _full_rows,
     ExportFormat.DEMONSTRATIONS: _demonstration_rows,
     ExportFormat.BC_PAIRS: _bc_rows,
+    ExportFormat.STEP_LABELS: _step_label_rows,
 }

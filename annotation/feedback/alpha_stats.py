@@ -40,17 +40,19 @@ from annotation.feedback.scales import (
     OVERALL,
     QUESTION_FLAGS,
     RANKING_MAX_K,
+    STEP_TEMPLATES,
     codes,
     dimensions_for,
     preference_value,
     rating_fields,
 )
+from annotation.feedback.steps import step_agreement
 from annotation.models import Assignment, FeedbackBatch
 from annotation.workforce.excluded import kept_judgements
 
 # Results are cached by a digest of the judgements read; CACHE_VERSION is part of it (raise it when the
 # computation changes, so a shared cache never serves a figure computed the old way).
-CACHE_VERSION = 1
+CACHE_VERSION = 2  # 2: step reviews
 CACHE_SECONDS = 24 * 3600
 PREFERENCE_DOMAIN = sorted(preference_value(code) for code in codes(COMPARISON_SCALE))
 LEVEL_LABELS = {"nominal": "nominal", "ordinal": "ordinal"}
@@ -140,6 +142,8 @@ def cache_key(template: str, preset: str, tasks: list[tuple], *, resamples: int,
 
 
 def _measured(template: str, preset: str, tasks: list[tuple], *, resamples: int, seed: int) -> list[AlphaRow]:
+    if template in STEP_TEMPLATES:
+        return _step_rows(tasks, resamples=resamples, seed=seed)
     measures = _measures(template, preset)
     for item, labeler, order, response in tasks:
         if isinstance(response, dict) and isinstance(order, list):
@@ -158,6 +162,20 @@ def _measured(template: str, preset: str, tasks: list[tuple], *, resamples: int,
         )
         rows.append(AlphaRow(measure.code, measure.label, result))
     return rows
+
+
+def _step_rows(tasks: list[tuple], *, resamples: int, seed: int) -> list[AlphaRow]:
+    """A step review's two measures (``steps.step_agreement``): the step ratings, and the first bad step's
+    position (no bad step counting as after the last)."""
+    responses: dict[int, dict[int, dict]] = defaultdict(dict)
+    for item, labeler, _, response in tasks:
+        if isinstance(response, dict) and isinstance(response.get("steps"), dict):
+            responses[item][labeler] = response
+    agreement = step_agreement(responses, resamples=resamples, seed=seed)
+    return [
+        AlphaRow("step_ratings", "Step ratings (bad < neutral < good)", agreement.ratings),
+        AlphaRow("first_bad", "First bad step (its position)", agreement.first_bad),
+    ]
 
 
 def _measures(template: str, preset: str) -> dict[str, _Measure]:

@@ -5,21 +5,21 @@ from __future__ import annotations
 import itertools
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
 from typing import Any, BinaryIO
 
 from django.db import transaction
 
 from annotation.feedback import run_source
 from annotation.feedback.answers_import import answer_from_episode, import_answers
+from annotation.feedback.batch_settings import BatchError, BatchSettings, batch_fields
 from annotation.feedback.scales import (
     COMPARISON_TEMPLATES,
-    DEFAULT_RANKING_PRESET,
     RATING_PRESETS,
-    default_always_required,
+    STEP_TEMPLATES,
     presets_for,
     requirable_fields,
 )
+from annotation.feedback.step_batches import check_step_source, create_step_batch
 from annotation.models import Answer, Episode, EpisodeStatus, FeedbackBatch, FeedbackItem, Template
 from webgpt_site.inputs import parse_id
 from webgpt_site.models import log_action
@@ -34,10 +34,10 @@ GROUP_SIZES = {
 
 
 SOURCES = (
-    ("demonstrations", "Finished demonstrations (pairs on the same question)"),
+    ("demonstrations", "Finished demonstrations (pairs on the same question; step reviews: their episodes)"),
     ("bank", "Every answer in the bank (demonstrations, models, references; mixed per question)"),
     ("file", "An answers JSONL file"),
-    ("runs", "Answers of sampling runs (one or two runs; see the pairing options)"),
+    ("runs", "Answers of sampling runs (one or two runs; see the pairing options; step reviews: episodes)"),
 )
 
 
@@ -52,61 +52,19 @@ MAX_RUNS = 2  # one run's samples, or two runs' chosen answers side by side
 PAIRS_PER_QUESTION = (1, 10)
 
 
-def model_default(name: str) -> Any:
-    """A batch field's default, the one the form, the API and the command fall back on."""
-    return FeedbackBatch._meta.get_field(name).default
-
-
 # The workforce's settings (PRODUCT.md section 9): screening cutoffs, gold checks, adaptive overlap.
 SHARE = (0.0, 1.0)  # agreement_cutoff, flag_cutoff, gold_threshold
 GOLD_MIN_ITEMS = (1, 1000)
 MAX_OVERLAP = OVERLAP
 RANK_AGREEMENT = (-1.0, 1.0)
 # What only the runs source reads, in words: given with another source, they are refused, not ignored.
+STEP_INPUTS = {"demonstration_batch": "Demonstration batch", "judged_worse": "Only episodes judged worse"}
 RUN_INPUTS = {
     "runs": "Sampling runs",
     "vs_demonstrations": "Against human demonstrations",
     "include_declined": "Include declined answers",
     "pairs_per_question": "Pairs per question",
 }
-
-
-class BatchError(ValueError):
-    """The batch cannot be made as asked; nothing was created. ``field`` names the input at fault (the
-    ``BatchSettings`` attribute, "source", "answers_file" or "gold_pairs"), or is None."""
-
-    def __init__(self, message: str, field: str | None = None) -> None:
-        super().__init__(message)
-        self.message, self.field = message, field
-
-
-@dataclass
-class BatchSettings:
-    name: str
-    template: str
-    preset: str = ""
-    instructions: str = ""
-    overlap: int = 1
-    priority: int = 1
-    required_probability: float = 0.1
-    always_required: list[str] | None = None  # None: the template's default
-    lease_seconds: int = 1800
-    revision_seconds: int = 3600
-    gold: dict[int, dict] = field(default_factory=dict)  # group index -> expected response fields
-    # The runs source (training.evaluation.pairing): which runs, against what, how many pairs.
-    runs: list[int] = field(default_factory=list)
-    vs_demonstrations: bool = False
-    pairs_per_question: int = 1
-    include_declined: bool = False
-    # The workforce (defaults: the model's): a screening test, its soft cutoffs, the gold checks' pause, and
-    # adaptive overlap (``workforce.overlap``; max_overlap None: never more than ``overlap``).
-    is_screening: bool = field(default_factory=lambda: model_default("is_screening"))
-    agreement_cutoff: float = field(default_factory=lambda: model_default("agreement_cutoff"))
-    flag_cutoff: float = field(default_factory=lambda: model_default("flag_cutoff"))
-    gold_threshold: float = field(default_factory=lambda: model_default("gold_threshold"))
-    gold_min_items: int = field(default_factory=lambda: model_default("gold_min_items"))
-    max_overlap: int | None = None
-    rank_agreement_threshold: float = field(default_factory=lambda: model_default("rank_agreement_threshold"))
 
 
 def group_answers(answers: Iterable[Answer], template: str) -> list[list[Answer]]:
@@ -141,7 +99,7 @@ def check_batch_settings(config: BatchSettings) -> None:
         raise BatchError("Give the batch a name.", "name")
     if len(config.name) > MAX_NAME:
         raise BatchError(f"The name is at most {MAX_NAME} characters.", "name")
-    if config.template not in GROUP_SIZES:
+    if config.template not in GROUP_SIZES and config.template not in STEP_TEMPLATES:
         raise BatchError(f"There is no template {config.template!r}.", "template")
     if config.template == Template.RATING and not config.preset:
         presets = ", ".join(RATING_PRESETS)
@@ -246,6 +204,12 @@ def check_batch_request(config: BatchSettings, source: str, has_answers_file: bo
     check_batch_settings(config)
     if source not in dict(SOURCES):
         raise BatchError(f"There is no answers source {source!r}.", "source")
+    if config.template in STEP_TEMPLATES:
+        check_step_source(config, source)
+    else:
+        for name, label in STEP_INPUTS.items():
+            if getattr(config, name):
+                raise BatchError(f"{label}: read only by step reviews; leave it out.", name)
     if source == "file" and not has_answers_file:
         raise BatchError("Choose the answers file (the source is an answers file).", "answers_file")
     if source != "file" and has_answers_file:
@@ -341,33 +305,9 @@ def create_feedback_batch(
             )
         if len({answer.question_id for answer in group}) != 1:
             raise BatchError(f"item {index} mixes answers to different questions")
-    always = config.always_required
-    if always is None:
-        always = default_always_required(config.template, config.preset or None)
     with transaction.atomic():
         batch = FeedbackBatch.objects.create(
-            name=config.name,
-            template=config.template,
-            # The default metadata set of a ranking is stored as no preset, whether chosen or not, so the
-            # same-question rule (kinds of task are template + preset) sees one kind of task.
-            preset="" if config.preset == DEFAULT_RANKING_PRESET else config.preset,
-            instructions=config.instructions,
-            overlap=config.overlap,
-            priority=config.priority,
-            required_probability=config.required_probability,
-            always_required=always,
-            lease_seconds=config.lease_seconds,
-            revision_seconds=config.revision_seconds,
-            is_screening=config.is_screening,
-            item_count=len(groups),
-            agreement_cutoff=config.agreement_cutoff,
-            flag_cutoff=config.flag_cutoff,
-            gold_threshold=config.gold_threshold,
-            gold_min_items=config.gold_min_items,
-            max_overlap=config.max_overlap,
-            rank_agreement_threshold=config.rank_agreement_threshold,
-            origin=origin or {},
-            created_by=user if getattr(user, "is_authenticated", False) else None,
+            **batch_fields(user, config), item_count=len(groups), origin=origin or {}
         )
         batch.sampling_runs.set(sampling_runs)
         items = FeedbackItem.objects.bulk_create(
@@ -445,6 +385,8 @@ def create_batch_from_source(
     """Import (if a file), group (or pair the runs' answers) and create, all in one transaction: a failure
     leaves nothing behind."""
     check_batch_request(config, source, answers_file is not None, gold_pairs)
+    if config.template in STEP_TEMPLATES:
+        return create_step_batch(user, config, source)
     with transaction.atomic():
         if source == "runs":
             pairing = run_source.pair_runs(config)

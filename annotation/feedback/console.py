@@ -11,6 +11,7 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from annotation.feedback.alpha_stats import batch_alpha
+from annotation.feedback.batch_settings import model_default
 from annotation.feedback.batches import (
     GOLD_MIN_ITEMS,
     MAX_INSTRUCTIONS,
@@ -27,7 +28,6 @@ from annotation.feedback.batches import (
     BatchSettings,
     check_batch_request,
     create_batch_from_source,
-    model_default,
     set_active,
     set_priority,
 )
@@ -37,7 +37,7 @@ from annotation.feedback.flag_review import flag_counts
 from annotation.feedback.run_source import PAIRINGS, run_label, sampling_runs
 from annotation.feedback.scales import RANKING_PRESET_CHOICES, RATING_PRESET_CHOICES, TEMPLATES
 from annotation.feedback.stats import batch_progress, labeler_stats, late_submissions, overlap_summary
-from annotation.models import FeedbackBatch
+from annotation.models import DemonstrationBatch, FeedbackBatch
 from annotation.questions.formats import QuestionFileError
 from webgpt_site.inputs import parse_id
 from webgpt_site.jobs.models import FINISHED
@@ -117,6 +117,19 @@ class FeedbackBatchForm(forms.Form):
         required=False,
         label="Include declined answers",
         help_text="Questions the run declined (best score under its threshold): their best answer is used",
+    )
+    demonstration_batch = forms.TypedChoiceField(
+        coerce=int,
+        empty_value=None,
+        required=False,
+        label="Demonstration batch",
+        help_text="Step reviews of demonstrations: the episodes of one demonstration batch (empty: every "
+        "finished demonstration)",
+    )
+    judged_worse = forms.BooleanField(
+        required=False,
+        label="Only episodes judged worse",
+        help_text="Step reviews of sampling runs: only the episodes whose answer a comparison judged worse",
     )
     overlap = forms.IntegerField(initial=1, widget=_number(*OVERLAP), help_text="Labelers per item")
     priority = forms.IntegerField(
@@ -199,6 +212,10 @@ class FeedbackBatchForm(forms.Form):
         super().__init__(*args, **kwargs)
         named = [parse_id(pk) for pk in self.initial.get("runs", [])]
         self.fields["runs"].choices = run_choices([pk for pk in named if pk is not None])
+        self.fields["demonstration_batch"].choices = [
+            ("", "—"),
+            *DemonstrationBatch.objects.order_by("-created_at").values_list("pk", "name")[:RUNS_OFFERED],
+        ]
 
     @staticmethod
     def prefill(query: QueryDict) -> dict[str, object]:
@@ -214,9 +231,12 @@ class FeedbackBatchForm(forms.Form):
             initial["runs"] = runs
             initial.setdefault("source", "runs")
             initial["name"] = "Answers of " + " vs ".join(f"run {pk}" for pk in runs)
-        for flag in ("vs_demonstrations", "include_declined"):
+        for flag in ("vs_demonstrations", "include_declined", "judged_worse"):
             if query.get(flag) in ("1", "on", "true"):
                 initial[flag] = True
+        demonstrated = parse_id(query.get("demonstration_batch", ""))
+        if demonstrated is not None:
+            initial["demonstration_batch"] = demonstrated
         pairs = parse_id(query.get("pairs_per_question", ""))
         if pairs is not None and PAIRS_PER_QUESTION[0] <= pairs <= PAIRS_PER_QUESTION[1]:
             initial["pairs_per_question"] = pairs
@@ -242,6 +262,8 @@ class FeedbackBatchForm(forms.Form):
             vs_demonstrations=data["vs_demonstrations"],
             pairs_per_question=1 if data["pairs_per_question"] is None else data["pairs_per_question"],
             include_declined=data["include_declined"],
+            demonstration_batch=data["demonstration_batch"],
+            judged_worse=data["judged_worse"],
             is_screening=data["is_screening"],
             agreement_cutoff=_or_default(data, "agreement_cutoff"),
             flag_cutoff=_or_default(data, "flag_cutoff"),

@@ -7,6 +7,7 @@ from typing import Any
 from django.http import QueryDict
 
 from annotation.feedback.scales import QUESTION_FLAGS, codes, dimensions_for, rating_fields
+from annotation.feedback.step_presenter import step_response_from_post
 from webgpt_site.inputs import JSONInputError, loads
 
 
@@ -15,6 +16,8 @@ def response_from_post(
 ) -> dict:
     """The response as the validator expects it; malformed pieces are passed on for it to explain (the
     views run ``validation.input_errors`` on the result, as the API does on its bodies)."""
+    if template == "step_review":
+        return step_response_from_post(post)
     response: dict[str, Any] = {"comment": post.get("comment", "")}
     if template in ("webgpt_comparison", "minimal_comparison"):
         response["ratings"] = {

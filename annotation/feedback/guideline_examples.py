@@ -278,3 +278,74 @@ EXAMPLES: dict[str, Example] = {
     "truthfulqa": TRUTHFULQA,
     "webglm": WEBGLM,
 }
+
+
+@dataclass(frozen=True)
+class ExampleStep:
+    command: str  # the browser command, as the model wrote it
+    saw: str  # what the page showed before it, in short
+    rating: str  # a steps.STEP_RATINGS code
+    reason: str = ""  # a steps.STEP_REASONS code (bad steps only)
+    why: str = ""
+
+
+@dataclass(frozen=True)
+class StepExample:
+    question: str
+    steps: tuple[ExampleStep, ...]
+    first_bad: int | None  # the index of the first bad step
+    why: str
+
+
+# A step review (issue 38): an episode whose answer went wrong at one step, found by reading its actions.
+GLACIER = StepExample(
+    question="How fast do glaciers move?",
+    steps=(
+        ExampleStep(
+            "Search glacier speed",
+            "An empty browser.",
+            "good",
+            why="A short search that names what the question asks: it finds the pages to read.",
+        ),
+        ExampleStep(
+            "Click 3",
+            "Search results; result 0 is an encyclopedia article on glaciers, result 3 a ski resort's page.",
+            "bad",
+            "wrong_link",
+            why="The encyclopedia article was the obvious page to read; the resort's page is about skiing.",
+        ),
+        ExampleStep(
+            "Back",
+            "The ski resort's page, about lift passes.",
+            "good",
+            why="It goes back at once: the right thing to do after a wrong click.",
+        ),
+        ExampleStep(
+            "Click 0",
+            "The search results again.",
+            "good",
+        ),
+        ExampleStep(
+            "Find: metres per day",
+            "The start of the encyclopedia article.",
+            "neutral",
+            why="Reasonable, but the speed is in the article's second paragraph, in view after one scroll: "
+            "neither helps nor hurts much.",
+        ),
+        ExampleStep(
+            "Quote: Most glaciers move less than a metre per day",
+            "The paragraph on glacier speed.",
+            "good",
+            why="The quote says what the answer will need.",
+        ),
+        ExampleStep(
+            "End: Answer",
+            "The same paragraph, with one quote collected.",
+            "neutral",
+            why="One quote is thin (surging glaciers move far faster), but it answers the question asked.",
+        ),
+    ),
+    first_bad=1,
+    why="Step 2 is the first bad step: a click on a result that does not help. The steps after it are rated "
+    "too here, to show how; you may stop after the first bad step unless the task asks for every step.",
+)

@@ -16,7 +16,8 @@ from django.urls import reverse
 from django.views.decorators.http import require_GET
 
 from annotation.feedback import scales
-from annotation.feedback.guideline_examples import EXAMPLES, Example
+from annotation.feedback.guideline_examples import EXAMPLES, GLACIER, Example
+from annotation.feedback.steps import STEP_RATINGS, STEP_REASONS
 from webgpt_site.permissions import Role, any_role_required
 
 # What each choice means, by code. A code of scales.py without an entry here fails the page (KeyError),
@@ -96,6 +97,28 @@ TEMPLATE_SECTIONS: dict[str, tuple[tuple[str, str], ...]] = {
         ("example", "Worked example"),
     ),
     "rating": (("task", "The task"),),
+    "step_review": (
+        ("task", "The task"),
+        ("ratings", "Good, neutral, bad"),
+        ("reasons", "Why a step is bad"),
+        ("first-bad", "The first bad step"),
+        ("example", "Worked example"),
+    ),
+}
+STEP_RATING_MEANINGS = {
+    "good": "The action moves the search for an answer forward: a search that finds pages to read, a click "
+    "on a result that helps, a quote that supports the answer, answering once the evidence is in.",
+    "neutral": "Reasonable but of little use either way: a scroll past what was in view, a search "
+    "rephrased without need.",
+    "bad": "A mistake: the action wastes steps or leads the answer astray (the reasons below).",
+}
+STEP_REASON_MEANINGS = {
+    "no_result": "A search or find that finds nothing useful, where a better one was plain.",
+    "wrong_link": "A click on a result that does not help, when a better one was in view.",
+    "unsupported_quote": "A quote that does not support what the answer says, or supports nothing it needs.",
+    "repeated_action": "The same action again with no effect (the same search, the same scroll at the end).",
+    "premature_answer": "Answering before the quotes hold the evidence the answer needs.",
+    "other": "Anything else: say what in the note.",
 }
 
 
@@ -177,6 +200,21 @@ def _example(example: Example, template: str, preset: str = "") -> dict[str, Any
     return {"example": example, "answers": answers, "judgement": judgement}
 
 
+def _step_example() -> dict[str, Any]:
+    """The step review's worked example with labels instead of codes."""
+    steps = [
+        {
+            "number": index + 1,
+            "step": step,
+            "rating": _label(STEP_RATINGS, step.rating),
+            "reason": _label(STEP_REASONS, step.reason) if step.reason else "",
+        }
+        for index, step in enumerate(GLACIER.steps)
+    ]
+    first_bad = GLACIER.first_bad
+    return {"example": GLACIER, "steps": steps, "first_bad": None if first_bad is None else first_bad + 1}
+
+
 def _preset(preset: str) -> dict[str, Any]:
     return {
         "code": preset,
@@ -200,6 +238,10 @@ def page_context(template: str, preset: str = "") -> dict[str, Any]:
         sections += [(f"preset-{p['code']}", p["title"]) for p in presets]
         if preset:
             context["preset_title"] = presets[0]["title"]
+    elif template == "step_review":
+        context["step_ratings"] = _defined(STEP_RATINGS, STEP_RATING_MEANINGS)
+        context["step_reasons"] = _defined(STEP_REASONS, STEP_REASON_MEANINGS)
+        context["step_example"] = _step_example()
     else:
         context["example"] = _example(EXAMPLES[template], template)
     if template in scales.COMPARISON_TEMPLATES:

@@ -26,6 +26,7 @@ from annotation.feedback.scales import (
     ranking_tags,
     rating_fields,
 )
+from annotation.feedback.step_presenter import step_context
 from annotation.feedback.validation import required_fields
 from annotation.models import Answer, Assignment, AssignmentStatus
 
@@ -54,6 +55,8 @@ def _required_label(path: str, batch: Any) -> str:
         return f"trust in reference {int(parts[3]) + 1} of answer {parts[1]}"
     if parts[0] == "answers":
         return f"claims in answer {parts[1]}"
+    if parts[0] == "steps":
+        return f"a rating of step {int(parts[1]) + 1}"
     if parts[0] in ("ranks", "likert"):
         return f"{'rank' if parts[0] == 'ranks' else '1-7 rating'} of answer {parts[1]}"
     return labels.get(path, path)
@@ -101,12 +104,15 @@ def task_context(
     values = assignment.draft or assignment.response or {}
     if not isinstance(values, dict):
         values = {}
+    episode = assignment.item.episode if assignment.item.episode_id else None
+    steps = step_context(episode, values, errors or {}) if episode is not None else {}
     required_order = required_fields(
         batch.template,
         answers=shapes,
         required_all=assignment.required_all,
         always_required=batch.always_required,
         preset=batch.preset or None,
+        steps=len(steps.get("steps", ())),
     )
     required = set(required_order)
     minimal = batch.template == "minimal_comparison"
@@ -197,6 +203,7 @@ def task_context(
         "submit_key": uuid.uuid4(),
         "version": assignment.version,
         "revision": revision_window(assignment),
+        **steps,
     }
 
 

@@ -12,9 +12,10 @@ from django.utils import timezone
 
 from annotation.feedback.assignment import (
     JUDGED,
+    OwnWork,
     available_items,
     eligible_items,
-    own_answer_ids,
+    own_work,
     recent_judgements,
     same_question_clash,
 )
@@ -65,6 +66,8 @@ def task_progress(assignment: Assignment, now: datetime | None = None) -> TaskPr
         .distinct()
         .count()
     )
+    if assignment.item.episode_id is not None:  # a step review: the reviews of the labeler's own episodes
+        own += FeedbackItem.objects.filter(batch_id=batch_id, episode__user_id=assignment.labeler_id).count()
     total = assignment.item.batch.item_count - own
     return TaskProgress(done["today"], done["in_batch"], total, int(assignment.active_seconds))
 
@@ -144,7 +147,7 @@ def waiting(labeler: AnyUser, now: datetime | None = None) -> Waiting:
     WAITING_CAP each, and what only that window keeps from them (``held_back``). A query per kind of task
     the gate opens to them, each walking at most WAITING_CAP + 1 items."""
     now = now or timezone.now()
-    own = own_answer_ids(labeler)
+    own = own_work(labeler)
     kinds = []
     for (template, preset), batch_ids in sorted(open_batch_kinds(labeler).items()):
         count = available_items(labeler, now, batch_ids, own=own)[: WAITING_CAP + 1].count()
@@ -153,7 +156,7 @@ def waiting(labeler: AnyUser, now: datetime | None = None) -> Waiting:
     return Waiting(kinds, held_back(labeler, now, own=own))
 
 
-def held_back(labeler: AnyUser, now: datetime | None = None, *, own: list[int] | None = None) -> HeldBack:
+def held_back(labeler: AnyUser, now: datetime | None = None, *, own: OwnWork | None = None) -> HeldBack:
     """The items only the same-question window keeps from the labeler, and when the first comes back.
     One pass over the pool, and none when nothing can be held: a labeler whose recent judgements are all
     of the one kind of task every active batch is (the usual day) can have no clash. ``own``: as for

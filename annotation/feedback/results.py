@@ -54,9 +54,11 @@ from annotation.feedback.result_stats import (
 from annotation.feedback.scales import (
     COMPARISON_TEMPLATES,
     OVERALL,
+    STEP_TEMPLATES,
     dimensions_for,
 )
 from annotation.feedback.stats import labeler_stats, overlap_summary
+from annotation.feedback.step_results import step_figures
 from annotation.judging.report import judge_sections
 from annotation.models import Answer, Assignment, FeedbackBatch, Template
 from annotation.workforce.excluded import kept_judgements
@@ -103,9 +105,10 @@ def submissions(batch: FeedbackBatch) -> list[Submission]:
         )
     )
     kept = []
+    steps = batch.template in STEP_TEMPLATES  # a step review's items have no answers
     for item, question, gold, sides, labeler, order, response in rows:
         ids = tuple(order) if isinstance(order, list) else ()
-        if not ids or not all(parse_id(answer) is not None for answer in ids):
+        if not (ids or steps) or not all(parse_id(answer) is not None for answer in ids):
             continue
         response = response if isinstance(response, dict) else {}
         sides = sides if isinstance(sides, dict) else {}
@@ -334,6 +337,9 @@ def batch_results(
             selective_prediction(batch, measured) if batch.template == Template.RATING else None
         ),
         "agreement": agreement_figure(batch, tasks, seed=seed, resamples=resamples),
+        "steps": step_figures(measured, seed=seed, resamples=resamples)
+        if batch.template in STEP_TEMPLATES
+        else None,
         "labelers": labeler_stats(batch),
         "overlap": overlap_summary(batch),
         "judge_verdicts": judge_verdicts,

@@ -22,8 +22,16 @@ TEMPLATES: Choices = (
     ("minimal_comparison", "Minimal comparison"),
     ("ranking", "K-way ranking"),
     ("rating", "Single-answer rating"),
+    ("step_review", "Step review"),
 )
 COMPARISON_TEMPLATES = ("webgpt_comparison", "minimal_comparison")
+# Kinds whose item is a browsing episode to review step by step (``FeedbackItem.episode``), not answers
+# (``annotation/feedback/steps.py``): they have no answer slots, and what reads answers leaves them out.
+STEP_TEMPLATES = ("step_review",)
+ANSWER_TEMPLATES = tuple(code for code, _ in TEMPLATES if code not in STEP_TEMPLATES)
+# A step review's one requirable part: a rating for every step, also the ones after the first bad step
+# (PRM800K's labelers stopped at the first mistake, so by default they need not).
+ALL_STEPS = "all_steps"
 COMPARISON_SLOTS = ("A", "B")
 
 # The 5-point comparison scale, with its value from A's point of view (also the export score of A; B gets
@@ -321,4 +329,6 @@ def requirable_fields(template: str, preset: str | None = None) -> Choices:
         return (("ranks", "Ranks"), ("likert", "1-7 overall ratings"))
     if template == "rating":
         return tuple((field.code, field.label) for field in rating_fields(preset))
+    if template == "step_review":
+        return ((ALL_STEPS, "A rating for every step, also after the first bad one"),)
     return ()

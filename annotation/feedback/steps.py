@@ -20,6 +20,9 @@ Two forms, after the papers:
   state of an episode, two candidate next actions, shown as A and B, rated on the comparison scale
   (``COMPARISON_SCALE``) with an optional reason.
 
+Steps are keyed by their index from 0 (the episode's action index); messages for people number them from 1,
+as the page does.
+
 Agreement (``step_agreement``): Krippendorff's alpha on the step ratings (ordinal, bad < neutral < good; a
 unit is one step of one item, the bootstrap draws items) and on the first bad step's position (ordinal, no
 bad step counting as after the last), with the share of labeler pairs that marked the same first bad step.
@@ -82,17 +85,17 @@ def check_step_ratings(response: Any, step_count: int, *, required_all: bool = F
     first_bad = _first_bad(check, response.get("first_bad"), step_count)
     bad = sorted(index for index, rating in rated.items() if rating["rating"] == "bad")
     if bad and first_bad is None and "first_bad" not in check.errors:
-        check.error("first_bad", f"Mark the first bad step (step {bad[0]} is rated bad).")
+        check.error("first_bad", f"Mark the first bad step (step {bad[0] + 1} is rated bad).")
     if first_bad is not None:
         if first_bad in rated and rated[first_bad]["rating"] != "bad":
-            check.error("first_bad", f"The first bad step, step {first_bad}, must be rated bad.")
+            check.error("first_bad", f"The first bad step, step {first_bad + 1}, must be rated bad.")
         earlier = [index for index in bad if index < first_bad]
         if earlier:
-            check.error("first_bad", f"Step {earlier[0]} is rated bad, before the step marked first bad.")
+            check.error("first_bad", f"Step {earlier[0] + 1} is rated bad, before the step marked first bad.")
     last = step_count - 1 if required_all or first_bad is None else first_bad
     for index in range(last + 1):
         if index not in rated:
-            check.error(f"steps.{index}", f"Rate step {index}.")
+            check.error(f"steps.{index}", f"Rate step {index + 1}.")
     cleaned = {
         "steps": {str(index): rated[index] for index in sorted(rated)},
         "first_bad": first_bad,

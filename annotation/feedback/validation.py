@@ -34,6 +34,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from annotation.feedback.scales import (
+    ALL_STEPS,
     COMPARISON_SLOTS,
     COMPARISON_TEMPLATES,
     LIKERT_MAX,
@@ -48,6 +49,7 @@ from annotation.feedback.scales import (
     ranking_tags,
     rating_fields,
 )
+from annotation.feedback.steps import check_step_ratings
 from annotation.feedback.validation_comparison import (
     MAX_TEXT,
     OVERALL_CONTRADICTS,
@@ -81,7 +83,7 @@ UNREADABLE = "This response could not be read. Reload the page and try again."
 MAX_RESPONSE_CHARS = 200_000  # a whole response or draft, as JSON
 MAX_RESPONSE_DEPTH = 8  # response > answers > A > claims > claim > quotes > index is 6
 MAX_SKIP_REASON = 1000
-SECTIONS = ("ratings", "flags", "answers", "ranks", "likert", "tags")
+SECTIONS = ("ratings", "flags", "answers", "ranks", "likert", "tags", "steps")
 
 
 @dataclass(frozen=True)
@@ -100,9 +102,15 @@ def validate_response(
     required_all: bool,
     always_required: Sequence[str],
     preset: str | None = None,
+    steps: int = 0,
 ) -> Validation:
-    """Check and normalise one response under the template's rules and the required-field policy."""
+    """Check and normalise one response under the template's rules and the required-field policy;
+    ``steps``: a step review's number of steps (its episode's actions)."""
     try:
+        if template == "step_review":
+            required = required_all or ALL_STEPS in (always_required or ())
+            checked = check_step_ratings(response, steps, required_all=required)
+            return Validation(checked.errors, (), checked.cleaned, checked.complete)
         return _validate(template, response, answers, required_all, always_required, preset or None)
     except Exception:  # a safety net only: the checks themselves do not raise
         return Validation({"response": UNREADABLE}, (), {}, False)
@@ -171,8 +179,11 @@ def required_fields(
     required_all: bool,
     always_required: Sequence[str],
     preset: str | None = None,
+    steps: int = 0,
 ) -> list[str]:
-    """The dotted paths the page marks as required (before any question flag is set), in page order."""
+    """The dotted paths the page marks as required (before any question flag is set), in page order. A step
+    review's: every step when all are required, else the first one (the steps up to the first bad one,
+    which only the labeler's marks decide: ``steps.check_step_ratings``)."""
     always = set(always_required or ())
 
     def wanted(code: str) -> bool:
@@ -193,6 +204,8 @@ def required_fields(
         paths += [f"likert.{slot}" for slot in slots if wanted("likert")]
     elif template == "rating":
         paths += [field.code for field in rating_fields(preset) if wanted(field.code)]
+    elif template == "step_review":
+        paths += [f"steps.{index}" for index in range(steps if wanted(ALL_STEPS) else min(steps, 1))]
     return paths
 
 

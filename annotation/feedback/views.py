@@ -27,6 +27,7 @@ TEMPLATE_PAGES = {
     "minimal_comparison": "tasks/minimal_comparison.html",
     "ranking": "tasks/ranking.html",
     "rating": "tasks/rating.html",
+    "step_review": "tasks/step_review.html",
 }
 NOT_SAVED = "What you sent was not saved: it is shown below to copy."
 

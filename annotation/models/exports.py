@@ -16,6 +16,7 @@ class ExportFormat(models.TextChoices):
     BC_PAIRS = "bc-pairs", "Behaviour-cloning pairs: prompt, completion"
     RM_PAIRS = "rm-pairs", "Reward-model pairs: chosen, rejected, label, margin"
     RM_GROUPS = "rm-groups", "Reward-model K-way groups from rankings"
+    STEP_LABELS = "step-labels", "Step labels: each reviewed step of an episode, its rating and reason"
 
 
 ExportStatus = JobStatus  # exports cannot be cancelled: they end done or failed

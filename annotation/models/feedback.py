@@ -157,7 +157,8 @@ class FeedbackBatch(models.Model):
 
 
 class FeedbackItem(models.Model):
-    """One thing to judge (a pair, a group or one answer), by ``batch.overlap`` different labelers.
+    """One thing to judge (a pair, a group or one answer; an episode's steps), by ``batch.overlap`` different
+    labelers.
 
     ``slots_taken`` counts live leases and submissions; ``is_open`` (slots left) is kept with it so that
     handing out work is an index scan even with 100,000 items."""
@@ -165,6 +166,14 @@ class FeedbackItem(models.Model):
     batch = models.ForeignKey(FeedbackBatch, on_delete=models.CASCADE, related_name="items")
     question = models.ForeignKey(Question, on_delete=models.PROTECT, related_name="feedback_items")
     answers = models.ManyToManyField(Answer, related_name="items")
+    episode = models.ForeignKey(
+        Episode,
+        null=True,
+        blank=True,
+        on_delete=models.PROTECT,
+        related_name="feedback_items",
+        help_text="The browsing episode a step review replays (step templates only; no answers then)",
+    )
     is_gold = models.BooleanField(default=False)
     gold_expected = models.JSONField(
         default=dict, blank=True, help_text="Expected response fields, by answer id"

@@ -4,7 +4,8 @@
 - comparisons: ``{"preference": p, "flags": [...]}``, p the overall preference for the answer with the lower
   id in [-1, 1] (``FeedbackItem.gold_expected``'s own shape), flags the question flags ticked;
 - rankings: ``{"ranks": {answer id: rank}}``;
-- ratings: ``{"fields": {field code: choice}}`` (the choice fields of the preset).
+- ratings: ``{"fields": {field code: choice}}`` (the choice fields of the preset);
+- step reviews: ``{"first_bad": step or "none", "steps": {step: rating}}`` (``feedback/steps.py``).
 ``compare`` scores one judgement against a reference, measure by measure (InstructGPT B.1's measures).
 """
 
@@ -15,16 +16,21 @@ from typing import Any
 
 from annotation.feedback.agreement import preference_agreement, ranking_pair_agreement
 from annotation.feedback.scales import COMPARISON_TEMPLATES, OVERALL, preference_value, rating_fields
+from annotation.feedback.steps import first_bad_value
 
 PREFERENCE = "preference"
 FLAGS = "flags"
 RANKING = "ranking"
 FIELDS = "fields"
+FIRST_BAD = "first_bad"
+STEPS = "steps"
 MEASURE_LABELS = {
     PREFERENCE: "Agreement with the reference preference",
     FLAGS: "Agreement on the question flags",
     RANKING: "Agreement with the reference ranking (pairs of answers)",
     FIELDS: "Agreement with the reference ratings",
+    FIRST_BAD: "Agreement with the reference first bad step",
+    STEPS: "Agreement with the reference step ratings",
 }
 
 
@@ -50,6 +56,14 @@ def canonical(
                 if str(position) in ranks
             }
         }
+    if template == "step_review":
+        steps = response.get(STEPS) or {}
+        return {
+            FIRST_BAD: first_bad_value(response),
+            STEPS: {
+                str(key): rating.get("rating") for key, rating in steps.items() if isinstance(rating, dict)
+            },
+        }
     choices = [field.code for field in rating_fields(preset) if field.choices]
     return {FIELDS: {code: response[code] for code in choices if code in response}}
 
@@ -71,6 +85,14 @@ def compare(template: str, mine: Mapping[str, Any], reference: Mapping[str, Any]
         pairs = ranking_pair_agreement(ranks, reference_ranks)
         if pairs is not None:
             scores[RANKING] = pairs
+    elif template == "step_review":
+        # PRM800K's measure first: where the first mistake is, the one a verifier has to find.
+        if FIRST_BAD in mine and FIRST_BAD in reference:
+            scores[FIRST_BAD] = float(mine[FIRST_BAD] == reference[FIRST_BAD])
+        theirs, own = reference.get(STEPS) or {}, mine.get(STEPS) or {}
+        shared = [step for step in theirs if step in own]
+        if shared:
+            scores[STEPS] = sum(own[step] == theirs[step] for step in shared) / len(shared)
     else:
         theirs = reference.get(FIELDS) or {}
         shared = [code for code in theirs if code in (mine.get(FIELDS) or {})]
@@ -83,4 +105,4 @@ def main_measure(template: str) -> str:
     """The measure a kind's gold accuracy and screening agreement are read from."""
     if template in COMPARISON_TEMPLATES:
         return PREFERENCE
-    return RANKING if template == "ranking" else FIELDS
+    return {"ranking": RANKING, "step_review": FIRST_BAD}.get(template, FIELDS)

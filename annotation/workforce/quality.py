@@ -27,7 +27,7 @@ from annotation.models import (
 )
 from annotation.workforce.as_seen import GoldDisagreement, disagreements
 from annotation.workforce.gold import Accuracy, gold_checks, share
-from annotation.workforce.judgements import FIELDS, FLAGS, MEASURE_LABELS, canonical, compare, main_measure
+from annotation.workforce.judgements import FLAGS, MEASURE_LABELS, canonical, compare, main_measure
 from annotation.workforce.references import referenced_items
 from annotation.workforce.states import State, kind_label, kinds_for
 from webgpt_site.permissions import AnyUser, Role, has_role
@@ -187,7 +187,8 @@ def _item_agreement(template: str, own: dict, others: list[tuple[int, dict]]) ->
     if template == "ranking":
         rankings = {str(pk): j.get("ranks") or {} for pk, j in others}
         return ranking_agreement({"item": {me: own.get("ranks") or {}, **rankings}}).get(me)
-    fields = [compare(template, own, theirs).get(FIELDS) for _, theirs in others]
+    # Ratings: the share of fields chosen alike; step reviews: the same first bad step.
+    fields = [compare(template, own, theirs).get(main_measure(template)) for _, theirs in others]
     kept = [value for value in fields if value is not None]
     return sum(kept) / len(kept) if kept else None
 

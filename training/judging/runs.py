@@ -79,6 +79,11 @@ def check_judge_request(request: JudgeRequest) -> dict[str, Any]:
     """The run's full settings, or RunError naming the input a refusal is about."""
     values = check_settings(request.settings)
     batch = request.batch
+    if batch.template not in PROMPT_VERSIONS:  # a step review: a process reward model scores steps
+        raise RunError(
+            "model judges judge answers; a step review's episodes are scored by a process reward model",
+            "batch",
+        )
     if (request.reward_model is None) == (not request.endpoint):
         raise RunError("choose one judge: a registered reward model or an endpoint", "judge")
     given = set(request.settings) if isinstance(request.settings, dict) else set()

@@ -1,5 +1,6 @@
 """``manage.py create_feedback_batch NAME --template T``: a batch of comparisons, rankings or ratings, from
-demonstrations, the bank, an answers file or sampling runs (``--from-run N``, once or twice)."""
+demonstrations, the bank, an answers file or sampling runs (``--from-run N``, once or twice); or of step
+reviews of demonstrations' or runs' episodes."""
 
 from __future__ import annotations
 
@@ -8,13 +9,13 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+from annotation.feedback.batch_settings import model_default
 from annotation.feedback.batches import (
     SOURCES,
     BatchError,
     BatchSettings,
     check_batch_request,
     create_batch_from_source,
-    model_default,
 )
 from annotation.feedback.scales import RANKING_TAG_SETS, RATING_PRESETS, TEMPLATES
 from annotation.questions.formats import QuestionFileError
@@ -80,6 +81,19 @@ class Command(BaseCommand):
             "--include-declined", action="store_true", help="pair the answers to questions a run declined"
         )
         parser.add_argument(
+            "--demonstration-batch",
+            type=int,
+            default=None,
+            metavar="N",
+            help="step reviews of demonstrations: the episodes of this demonstration batch (default: every "
+            "finished demonstration)",
+        )
+        parser.add_argument(
+            "--judged-worse",
+            action="store_true",
+            help="step reviews of runs: only the episodes whose answer a comparison judged worse",
+        )
+        parser.add_argument(
             "--max-overlap",
             type=int,
             default=None,
@@ -134,6 +148,8 @@ class Command(BaseCommand):
             vs_demonstrations=options["vs_demonstrations"],
             pairs_per_question=options["pairs_per_question"],
             include_declined=options["include_declined"],
+            demonstration_batch=options["demonstration_batch"],
+            judged_worse=options["judged_worse"],
             is_screening=options["screening"],
             agreement_cutoff=options["agreement_cutoff"],
             flag_cutoff=options["flag_cutoff"],

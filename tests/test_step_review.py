@@ -1,0 +1,231 @@
+"""Step review (issue 38) through every door: a batch of a demonstration's steps made from the API, the task
+page and the API task, the step-labels export (JSONL and Parquet), the results page, agreement, guidelines,
+gold references; and what must refuse it (other sources, model judges, the labeler's own episode)."""
+
+from __future__ import annotations
+
+import io
+import json
+import uuid
+
+import pyarrow.parquet as pq
+import pytest
+from django.contrib.auth.models import Group
+from django.core.management import call_command
+from rest_framework.test import APIClient
+
+from annotation.demonstrations import service as demos
+from annotation.exports import service as exports
+from annotation.feedback.alpha_stats import batch_alpha
+from annotation.models import Assignment, AssignmentStatus, Episode, FeedbackBatch, Question
+from annotation.questions.service import import_questions
+from annotation.workforce.judgements import FIRST_BAD, STEPS, canonical, compare, main_measure
+from annotation.workforce.states import qualify_for_role
+from tests.conftest import make_user
+from training.judging.runs import JudgeRequest, RunError, check_judge_request
+from webgpt_site.permissions import Role
+
+pytestmark = pytest.mark.django_db
+COMMANDS = [
+    "Search AFL Grand Final 2022",
+    "Clicked on link 3",
+    "Back",
+    "Clicked on link 0",
+    "Quote: won by Geelong by a margin of 81 points",
+    "End: Answer",
+]
+
+
+def api(user=None) -> APIClient:
+    client = APIClient()
+    if user is not None:
+        client.force_authenticate(user)
+    return client
+
+
+@pytest.fixture
+def episode(freshwiki, dana) -> Episode:
+    import_questions(
+        b'{"question": "Who won the 2022 AFL Grand Final, and by how much?"}', filename="q.jsonl"
+    )
+    Question.objects.update(split="bc")
+    episode = demos.next_episode(dana)
+    for command in COMMANDS:
+        episode.refresh_from_db()
+        demos.record_action(episode.pk, dana, command, uuid.uuid4(), episode.version)
+    assert demos.submit_answer(episode.pk, dana, "Geelong, by 81 points [1].") == []
+    return Episode.objects.get()
+
+
+@pytest.fixture
+def batch(episode, alice) -> FeedbackBatch:
+    body = {
+        "name": "Steps of the AFL demonstration",
+        "template": "step_review",
+        "source": "demonstrations",
+        "overlap": 2,
+        "required_probability": 0.0,
+    }
+    created = api(alice).post("/api/batches", body, format="json")
+    assert created.status_code == 201, created.json()
+    return FeedbackBatch.objects.get(pk=created.json()["id"])
+
+
+def test_a_step_review_batch_holds_one_item_per_finished_episode_and_refuses_what_it_cannot_read(
+    batch, episode, alice
+):
+    item = batch.items.get()
+    assert (item.episode_id, item.question_id, list(item.answers.all())) == (
+        episode.pk,
+        episode.question_id,
+        [],
+    )
+    assert batch.origin == {"source": "demonstrations", "demonstration_batch": None, "episodes": 1}
+    base = {"name": "x", "template": "step_review"}
+    refusals = {
+        "source": {**base, "source": "bank"},
+        "judged_worse": {**base, "source": "demonstrations", "judged_worse": True},
+        "demonstration_batch": {**base, "source": "demonstrations", "demonstration_batch": 999},
+        "gold_pairs": {**base, "source": "demonstrations", "gold_pairs": "1 > 2"},
+        "include_declined": {**base, "source": "runs", "runs": [], "include_declined": True},
+    }
+    for field, body in refusals.items():
+        refused = api(alice).post("/api/batches", body, format="json")
+        assert refused.status_code == 400 and field in refused.json(), (field, refused.json())
+    answers = api(alice).post(
+        "/api/batches", {"name": "x", "template": "rating", "preset": "truthfulqa", "source": "bank",
+                         "judged_worse": True}, format="json",
+    )  # fmt: skip
+    assert answers.status_code == 400 and "step reviews" in answers.json()["judged_worse"][0]
+    assert FeedbackBatch.objects.count() == 1
+    with pytest.raises(RunError, match="process reward model"):
+        check_judge_request(JudgeRequest(batch=batch, endpoint="any", settings={}))
+
+
+def test_a_labeler_reviews_the_steps_on_the_page_drafts_are_kept_and_a_wrong_mark_is_explained(
+    batch, episode, bob, client_for
+):
+    client = client_for(bob)
+    started = client.post("/tasks/start/")
+    task = Assignment.objects.get(labeler=bob)
+    assert started.url == f"/tasks/{task.pk}/"
+    page = client.get(started.url).content.decode()
+    assert f"Step 1 of {len(COMMANDS)}" in page and "Clicked on link 3" in page
+    first = episode.actions.get(index=0).observation_before
+    assert first.splitlines()[0] in page  # the observation as the model saw it
+    assert "dana" not in page and "Geelong, by 81 points" in page  # blind; the answer it wrote
+    assert 'src="/static/js/step_review.js"' in page
+
+    fields = {
+        "submit_key": str(uuid.uuid4()),
+        "version": "0",
+        "step-0-rating": "good",
+        "step-1-rating": "bad",
+    }
+    draft = client.post(f"/tasks/{task.pk}/draft/", {**fields, "step-1-reason": "wrong_link"})
+    assert draft.status_code == 200
+    task.refresh_from_db()
+    assert task.draft["steps"] == {"0": {"rating": "good"}, "1": {"rating": "bad", "reason": "wrong_link"}}
+
+    refused = client.post(f"/tasks/{task.pk}/submit/", fields, follow=True).content.decode()
+    assert (
+        "Say why the step is bad." in refused and "Mark the first bad step (step 2 is rated bad)." in refused
+    )
+    task.refresh_from_db()
+    assert task.status == AssignmentStatus.LEASED  # nothing stored; the draft keeps what was sent
+
+    done = {**fields, "step-1-reason": "wrong_link", "first_bad": "1", "then": "list"}
+    assert client.post(f"/tasks/{task.pk}/submit/", done).url == "/tasks/"
+    task.refresh_from_db()
+    assert task.status == AssignmentStatus.SUBMITTED
+    assert task.response == {
+        "steps": {"0": {"rating": "good"}, "1": {"rating": "bad", "reason": "wrong_link", "note": ""}},
+        "first_bad": 1,
+        "comment": "",
+    }
+
+
+def review_over_api(user, response: dict) -> dict:
+    task = api(user).post("/api/tasks/next").json()
+    body = {"response": response, "key": str(uuid.uuid4()), "version": task["version"]}
+    submitted = api(user).post(f"/api/tasks/{task['id']}/submit", body, format="json")
+    assert submitted.status_code == 200, submitted.json()
+    return task
+
+
+def test_over_the_api_the_task_is_the_episode_blind_and_errors_come_by_step(batch, episode, bob):
+    task = api(bob).post("/api/tasks/next").json()
+    assert task["template"] == "step_review" and task["answers"] == []
+    assert [step["action"] for step in task["steps"]] == COMMANDS
+    assert task["steps"][0]["observation"] == episode.actions.get(index=0).observation_before
+    assert task["episode_answer"]["text"] == "Geelong, by 81 points [1]."
+    assert [r["code"] for r in task["step_ratings"]] == ["good", "neutral", "bad"]
+    assert task["required"] == ["steps.0"]
+    assert "dana" not in json.dumps(task) and "episode_id" not in json.dumps(task)
+    bad = {"steps": {"0": {"rating": "good"}, "9": {"rating": "good"}}, "first_bad": None}
+    body = {"response": bad, "key": str(uuid.uuid4())}
+    refused = api(bob).post(f"/api/tasks/{task['id']}/submit", body, format="json")
+    assert refused.status_code == 400
+    errors = refused.json()["errors"]
+    assert errors["steps.9"].startswith("There is no step '9'") and errors["steps.1"] == "Rate step 2."
+
+
+def all_good(steps: int) -> dict:
+    return {"steps": {str(i): {"rating": "good"} for i in range(steps)}, "first_bad": None}
+
+
+def test_the_step_labels_export_round_trips_in_jsonl_and_parquet_and_agreement_is_measured(
+    batch, episode, bob, django_user_model, client_for, alice
+):
+    carol = make_user(django_user_model, "carol", "labeler")
+    review_over_api(bob, {"steps": {"0": {"rating": "good"}, "1": {"rating": "bad", "reason": "wrong_link"}},
+                          "first_bad": 1})  # fmt: skip
+    review_over_api(carol, all_good(len(COMMANDS)))
+    out = io.BytesIO()
+    assert exports.write_rows("step-labels", {}, out) == 2 + len(COMMANDS)
+    rows = [json.loads(line) for line in out.getvalue().splitlines()]
+    observations = list(episode.actions.order_by("index").values_list("observation_before", flat=True))
+    assert [(row["step"], row["action"], row["rating"]) for row in rows[:2]] == [
+        (0, COMMANDS[0], "good"),
+        (1, COMMANDS[1], "bad"),
+    ]
+    assert all(row["observation"] == observations[row["step"]] for row in rows)
+    assert {row["episode_id"] for row in rows} == {episode.pk} and rows[1]["reason"] == "wrong_link"
+    assert [row["first_bad"] for row in rows] == [1, 1] + [None] * len(COMMANDS)
+    assert "bob" not in out.getvalue().decode() and rows[0]["labeler"] != rows[2]["labeler"]
+    parquet = io.BytesIO()
+    exports.write_rows("step-labels", {}, parquet, file_type="parquet")
+    table = pq.read_table(io.BytesIO(parquet.getvalue())).to_pylist()
+    assert [{key: row[key] for key in rows[0]} for row in table] == rows
+
+    # Agreement: on the one shared episode the two disagree on the first bad step (step 2 vs none).
+    alphas = {row.measure: row.result for row in batch_alpha(batch, resamples=50)}
+    assert set(alphas) == {"step_ratings", "first_bad"} and alphas["first_bad"].items == 1
+    page = client_for(alice).get(f"/console/feedback/{batch.pk}/results/").content.decode()
+    assert "Episodes with a bad step" in page and "Agreement on the first bad step" in page
+    assert "the same step marked by 0.00 of 1 pair" in page
+
+
+def test_the_labeler_never_reviews_their_own_episode(batch, episode, dana):
+    dana.groups.add(Group.objects.get_or_create(name="labeler")[0])
+    qualify_for_role(dana, Role.LABELER, by=None, reason="a demonstrator who labels too")
+    assert api(dana).post("/api/tasks/next").status_code == 204
+
+
+def test_a_reference_scores_the_first_bad_step_and_the_guidelines_show_a_worked_example(
+    batch, bob, client_for
+):
+    mine = canonical(
+        "step_review", {"steps": {"0": {"rating": "good"}, "1": {"rating": "bad"}}, "first_bad": 1}, []
+    )
+    reference = canonical("step_review", all_good(2), [])
+    assert mine == {FIRST_BAD: 1, STEPS: {"0": "good", "1": "bad"}}
+    assert compare("step_review", mine, reference) == {FIRST_BAD: 0.0, STEPS: 0.5}
+    assert main_measure("step_review") == FIRST_BAD
+    page = client_for(bob).get("/tasks/guidelines/step_review/").content.decode()
+    assert "Worked example" in page and "Wrong link" in page and "First bad step: step 2." in page
+
+
+def test_the_create_feedback_batch_command_makes_a_step_review_of_one_demonstration_batch(episode, capsys):
+    call_command("create_feedback_batch", "steps", "--template", "step_review", "--source", "demonstrations")
+    assert "1 items (step_review)" in capsys.readouterr().out
