@@ -7,6 +7,7 @@ from __future__ import annotations
 import io
 import json
 import uuid
+from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
@@ -17,12 +18,25 @@ from rest_framework.test import APIClient
 from annotation.demonstrations import service as demos
 from annotation.exports import service as exports
 from annotation.feedback.alpha_stats import batch_alpha
-from annotation.models import Assignment, AssignmentStatus, Episode, FeedbackBatch, Question
+from annotation.feedback.demo_steps import DEMO_POLICY
+from annotation.models import (
+    Assignment,
+    AssignmentStatus,
+    Episode,
+    Export,
+    ExportStatus,
+    FeedbackBatch,
+    Question,
+)
 from annotation.questions.service import import_questions
 from annotation.workforce.judgements import FIRST_BAD, STEPS, canonical, compare, main_measure
 from annotation.workforce.states import qualify_for_role
 from tests.conftest import make_user
-from training.judging.runs import JudgeRequest, RunError, check_judge_request
+from training.errors import RunError
+from training.judging.runs import JudgeRequest, check_judge_request
+from training.models import RunKind, RunStatus
+from training.runs import jobs
+from training.runs.inputs import check_run
 from webgpt_site.permissions import Role
 
 pytestmark = pytest.mark.django_db
@@ -229,3 +243,42 @@ def test_a_reference_scores_the_first_bad_step_and_the_guidelines_show_a_worked_
 def test_the_create_feedback_batch_command_makes_a_step_review_of_one_demonstration_batch(episode, capsys):
     call_command("create_feedback_batch", "steps", "--template", "step_review", "--source", "demonstrations")
     assert "1 items (step_review)" in capsys.readouterr().out
+
+
+def test_the_demo_has_a_step_review_batch_of_scripted_episodes_one_with_a_wrong_turn(demo_site):
+    batch = FeedbackBatch.objects.get(template="step_review")
+    episodes = [item.episode for item in batch.items.select_related("episode")]
+    assert len(episodes) == 2 and {episode.policy for episode in episodes} == {DEMO_POLICY}
+    commands = [list(e.actions.order_by("index").values_list("command", flat=True)) for e in episodes]
+    assert [c[-2:] for c in commands] == [[c[-2], "End: Answer"] for c in commands]
+    assert sum("Back" in c for c in commands) == 1  # the detour: a wrong click, then back
+    assert all(a.valid for e in episodes for a in e.actions.all())
+
+
+def test_a_prm_run_trains_on_the_step_labels_export_and_registers_its_model(
+    batch, episode, bob, django_user_model, alice, tiny_bert_dir, model_store, settings, tmp_path
+):
+    settings.MEDIA_ROOT = tmp_path / "media"
+    carol = make_user(django_user_model, "carol", "labeler")
+    review_over_api(bob, {"steps": {"0": {"rating": "good"}, "1": {"rating": "bad", "reason": "wrong_link"}},
+                          "first_bad": 1})  # fmt: skip
+    review_over_api(carol, all_good(len(COMMANDS)))
+    export = Export.objects.create(owner=alice, export_format="step-labels")
+    exports.run_export_job(export.pk)
+    export.refresh_from_db()
+    assert (export.status, export.row_count) == (ExportStatus.DONE, 2 + len(COMMANDS))
+    with pytest.raises(RunError, match="only for a process reward model"):
+        check_run(RunKind.RM, None, "fast", {"labels": "ratings"}, None)
+    with pytest.raises(RunError, match="needs a rm-pairs or rm-groups export"):
+        jobs.request_run(alice, RunKind.RM, export, {}, "fast", queue=False)
+    fast = {"max_steps": 4, "batch_size": 4, "max_length": 64, "validation_fraction": 0.0}
+    run = jobs.request_run(
+        alice, RunKind.PRM, export, fast | {"base_model": str(tiny_bert_dir), "labels": "ratings"}, "fast",
+        queue=False, local_paths=True,
+    )  # fmt: skip
+    run = jobs.run_training_job(run.pk)
+    assert run.status == RunStatus.DONE, run.error
+    assert run.checkpoint.kind == RunKind.PRM and run.metrics["train_examples"] == 2 + len(COMMANDS)
+    assert f"Warning: {2 + len(COMMANDS)} step labels" in run.log  # too few to rely on, and it says so
+    summary = json.loads((Path(run.checkpoint.path) / "training.json").read_text())
+    assert summary["kind"] == "prm" and summary["config"]["labels"] == "ratings"

@@ -18,12 +18,13 @@ class RunKind(models.TextChoices):
     RM = "rm", "Reward model"
     RM_EVAL = "rm_eval", "Reward-model evaluation"
     RL = "rl", "Reinforcement learning"
+    PRM = "prm", "Process reward model"
 
 
 RunStatus = JobStatus  # the statuses of every job row, by the name training's code has always used
 
 # Evaluations produce no model.
-CHECKPOINT_KINDS = [(kind.value, kind.label) for kind in (RunKind.BC, RunKind.RM, RunKind.RL)]
+CHECKPOINT_KINDS = [(kind.value, kind.label) for kind in (RunKind.BC, RunKind.RM, RunKind.RL, RunKind.PRM)]
 POLICY_KINDS = (RunKind.BC, RunKind.RL)  # registered models that can browse and answer
 
 

@@ -14,6 +14,7 @@ from django.db import transaction
 from annotation.demo import DEMO_BATCH_DATASET
 from annotation.feedback.batches import BatchSettings, create_feedback_batch, group_answers
 from annotation.feedback.demo_answers import QUALITIES, load_demo_answers
+from annotation.feedback.demo_steps import create_demo_step_batch
 from annotation.models import Answer, FeedbackBatch, ImportedComparison, Question, SourceKind, Template
 from browser.engine.text import domain_of
 
@@ -92,6 +93,9 @@ def create_demo_feedback_batches() -> list[FeedbackBatch]:
             continue
         config = BatchSettings(name=name, template=template, preset=preset, overlap=2)
         batches.append(create_feedback_batch(None, config, groups))
+    steps = create_demo_step_batch()  # episodes to review step by step (scripted: no model, no person)
+    if steps is not None:
+        batches.append(steps)
     if batches:
         FeedbackBatch.objects.filter(name__startswith=f"{OLD_PREFIX}: ", created_by=None).update(
             is_active=False

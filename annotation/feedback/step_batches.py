@@ -6,7 +6,7 @@ reward model has to learn)."""
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
 from django.db import transaction
 from django.db.models import Count, QuerySet
@@ -142,22 +142,34 @@ def why_no_episodes(source: str, origin: dict) -> str:
 
 
 def create_step_batch(user: AnyUser | None, config: BatchSettings, source: str) -> FeedbackBatch:
-    """One item per episode, in one transaction (the caller has checked the request); BatchError when there
-    is no episode to review."""
+    """The batch of ``step_episodes`` (the caller has checked the request); BatchError when there is no
+    episode to review."""
     episodes, origin = step_episodes(config, source)
     if not episodes:
         raise BatchError(why_no_episodes(source, origin))
+    return create_step_items(user, config, episodes, origin)
+
+
+def create_step_items(
+    user: AnyUser | None, config: BatchSettings, episodes: Sequence[Episode], origin: dict
+) -> FeedbackBatch:
+    """One item per episode (finished, with a step), in one transaction."""
     with transaction.atomic():
         batch = FeedbackBatch.objects.create(
             **batch_fields(user, config), item_count=len(episodes), origin=origin
         )
-        if source == "runs":
+        if origin.get("runs"):
             batch.sampling_runs.set(origin["runs"])
         FeedbackItem.objects.bulk_create(
             FeedbackItem(batch=batch, question_id=episode.question_id, episode=episode)
             for episode in episodes
         )
         log_action(
-            user, "feedback_batch.create", batch, items=len(episodes), template=batch.template, source=source
+            user,
+            "feedback_batch.create",
+            batch,
+            items=len(episodes),
+            template=batch.template,
+            source=origin.get("source", ""),
         )
     return batch

@@ -165,3 +165,23 @@ def default_rm_preset() -> str:
     if "torch" in sys.modules:
         return "paper" if sys.modules["torch"].cuda.is_available() else "fast"
     return "paper" if Path("/dev/nvidiactl").exists() else "fast"
+
+
+# What a process reward model learns from (training/runs/prm.py): step ratings, step preferences, or both.
+PRM_LABELS = ("ratings", "preferences", "both")
+# Under this many step labels a run says it learns from too little: PRM800K had about 800,000 step labels,
+# Web-Shepherd 40,000 step preference pairs. A run on fewer is a check of the pipeline, not a verifier.
+PRM_FEW_LABELS = 1000
+
+
+@dataclass
+class PRMConfig(RMConfig):
+    """A scalar-head model trained on ``step-labels`` rows (the reward model's backbone presets)."""
+
+    max_length: int = 384  # an observation is long: it is cut in the middle, the action never
+    labels: str = "both"  # ratings, preferences or both
+
+    def check(self) -> None:
+        super().check()
+        if self.labels not in PRM_LABELS:
+            raise ValueError(f"labels must be one of {', '.join(PRM_LABELS)}, not {self.labels!r}")

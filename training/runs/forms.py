@@ -10,7 +10,7 @@ from django import forms
 from annotation.models import Export, ExportStatus
 from training.job_forms import JobRequestForm, checkpoint_label
 from training.models import ModelCheckpoint, RunKind, TrainingRun
-from training.runs.config import BOUNDS, RM_PRESETS, BCConfig, RMConfig, default_rm_preset
+from training.runs.config import BOUNDS, PRM_LABELS, RM_PRESETS, BCConfig, RMConfig, default_rm_preset
 from training.runs.inputs import FORMATS
 from webgpt_site.params import ModelIdsField
 from webgpt_site.permissions import AnyUser
@@ -56,13 +56,13 @@ class RunForm(JobRequestForm):
     export = forms.ModelChoiceField(
         queryset=Export.objects.none(),
         help_text="Finished exports: bc-pairs for behaviour cloning, rm-pairs or rm-groups for reward "
-        "models.",
+        "models, step-labels for process reward models.",
     )
     preset = forms.ChoiceField(
         choices=[(name, name) for name in RM_PRESETS],
         required=False,
-        help_text="Reward models only. paper: the policy's SmolLM2 backbone (for a GPU); "
-        "fast: a small MiniLM encoder (for a CPU).",
+        help_text="Reward models and process reward models only. paper: the policy's SmolLM2 backbone (for "
+        "a GPU); fast: a small MiniLM encoder (for a CPU).",
     )
     base_checkpoint = forms.ModelChoiceField(
         queryset=ModelCheckpoint.objects.none(),
@@ -82,6 +82,12 @@ class RunForm(JobRequestForm):
         required=False, help_text="0 trains every weight; at most the model's width (hidden size)."
     )
     validation_fraction = forms.FloatField(required=False, help_text="Of the questions, held out.")
+    labels = forms.ChoiceField(
+        required=False,
+        choices=[("", "—"), *((code, code) for code in PRM_LABELS)],
+        help_text="Process reward models only: learn from the step ratings, the step preferences, or both "
+        "(default both).",
+    )
     eval_every = forms.IntegerField(required=False, help_text="Optimizer steps between validations.")
 
     def __init__(self, *args: Any, user: AnyUser, **kwargs: Any) -> None:
@@ -107,7 +113,10 @@ class RunForm(JobRequestForm):
         """The settings that were filled in (blank ones keep the defaults)."""
         if self.cleaned_data["kind"] == RunKind.RM_EVAL:
             return {}  # an evaluation scores with the settings the model was trained with
-        return {name: self.cleaned_data[name] for name in SETTINGS if self.cleaned_data[name] is not None}
+        chosen = {name: self.cleaned_data[name] for name in SETTINGS if self.cleaned_data[name] is not None}
+        if self.cleaned_data.get("labels"):
+            chosen["labels"] = self.cleaned_data["labels"]  # refused by the check for other kinds
+        return chosen
 
 
 class CompareForm(forms.Form):

@@ -18,6 +18,7 @@ from training.runs.config import (
     SMOLLM2,
     BCConfig,
     CommonConfig,
+    PRMConfig,
     RMConfig,
     default_rm_preset,
 )
@@ -27,11 +28,15 @@ FORMATS = {
     RunKind.BC: (ExportFormat.BC_PAIRS,),
     RunKind.RM: (ExportFormat.RM_PAIRS, ExportFormat.RM_GROUPS),
     RunKind.RM_EVAL: (ExportFormat.RM_PAIRS, ExportFormat.RM_GROUPS),
+    RunKind.PRM: (ExportFormat.STEP_LABELS,),
 }
+# Kinds with a scalar head on a backbone preset (training.runs.config.RM_PRESETS).
+SCALAR_KINDS = (RunKind.RM, RunKind.PRM)
 PRESET_MODELS = (SMOLLM2, MINILM)
 # Filled in by the job from the export and the model store, never by whoever asks for the run.
 JOB_SETTINGS = frozenset({"data", "output_dir", "demonstration_answer_ids"})
-SETTABLE = tuple(f.name for f in fields(RMConfig) if f.name not in JOB_SETTINGS)  # RMConfig has them all
+SETTABLE = tuple(f.name for f in fields(PRMConfig) if f.name not in JOB_SETTINGS)  # PRMConfig has them all
+PRM_ONLY = frozenset({f.name for f in fields(PRMConfig)} - {f.name for f in fields(RMConfig)})
 
 
 def check_run(
@@ -52,7 +57,7 @@ def check_run(
         raise RunError(f"expected one of {', '.join(FORMATS)}", "kind")
     if export is not None:
         check_export(kind, export)
-    preset = (preset or default_rm_preset()) if kind == RunKind.RM else ""
+    preset = (preset or default_rm_preset()) if kind in SCALAR_KINDS else ""
     check_base(kind, preset, base)
     if kind == RunKind.RM_EVAL:
         if settings:
@@ -77,7 +82,11 @@ def check_base(kind: str, preset: str, base: ModelCheckpoint | None) -> None:
         return
     if kind == RunKind.BC and base.kind != RunKind.BC:
         raise RunError("behaviour cloning continues from a BC model only", "base_checkpoint")
-    if kind == RunKind.RM and base.kind == RunKind.BC and preset != "paper":
+    if kind == RunKind.PRM and base.kind not in (RunKind.BC, RunKind.PRM):
+        raise RunError(
+            "a process reward model continues from a BC model or a process reward model", "base_checkpoint"
+        )
+    if kind in SCALAR_KINDS and base.kind == RunKind.BC and preset != "paper":
         raise RunError(
             "a BC model is a SmolLM2 policy: use the paper preset, whose settings fit it", "preset"
         )
@@ -93,6 +102,8 @@ def check_settings(
     unknown = sorted(str(name) for name in settings if name not in SETTABLE)
     if unknown:
         raise RunError(f"unknown setting(s): {', '.join(unknown)}"[:300], "settings")
+    if kind != RunKind.PRM and (wrong := sorted(PRM_ONLY & set(settings))):
+        raise RunError("only for a process reward model", wrong[0])
     overrides = dict(settings)
     if "base_model" in overrides:
         if base is not None:
@@ -135,7 +146,8 @@ def config_for(kind: str, preset: str, overrides: dict[str, Any]) -> CommonConfi
         preset = preset or default_rm_preset()
         if preset not in RM_PRESETS:
             raise RunError(f"expected one of {', '.join(RM_PRESETS)}", "preset")
-        return RMConfig.from_dict(RM_PRESETS[preset] | overrides)
+        config = PRMConfig if kind == RunKind.PRM else RMConfig
+        return config.from_dict(RM_PRESETS[preset] | overrides)
     except RunError:
         raise
     except ValueError as exc:

@@ -22,7 +22,7 @@ from training.errors import RunError
 from training.models import ModelCheckpoint, RunKind, SamplingRun, TrainingRun
 from training.models import RunStatus as Status
 from training.rl.job import execute_rl
-from training.runs.config import RMConfig
+from training.runs.config import PRM_FEW_LABELS, PRMConfig, RMConfig
 from training.runs.data import comparisons, question_ids, read_rows
 from training.runs.hooks import Hooks
 from training.runs.inputs import check_run, config_for
@@ -146,6 +146,7 @@ def run_training_job(run_id: int, echo: Callable[[int, int, dict], None] | None 
 def _execute(run: TrainingRun, progress: _Progress) -> TrainingRun:
     # torch: loaded in the worker only, not in every process that imports this module
     from training.runs.bc import train_bc
+    from training.runs.prm import train_prm
     from training.runs.reward import train_reward_model
 
     if run.kind == RunKind.RL:  # no export: questions and a reward model (training.rl.job)
@@ -164,7 +165,15 @@ def _execute(run: TrainingRun, progress: _Progress) -> TrainingRun:
     config.threads = config.threads or settings.TRAINING_THREADS
     shutil.rmtree(output, ignore_errors=True)
     output.parent.mkdir(parents=True, exist_ok=True)
-    if isinstance(config, RMConfig):
+    if isinstance(config, PRMConfig):  # before RMConfig, which it extends
+        if len(rows) < PRM_FEW_LABELS:
+            run.append_log(
+                f"Warning: {len(rows)} step labels. PRM800K trained on about 800,000 and Web-Shepherd on "
+                f"40,000 preference pairs; under {PRM_FEW_LABELS} this run checks the pipeline, its model "
+                "is no verifier to rely on"
+            )
+        result = train_prm(config, progress.hooks(), store_dir())
+    elif isinstance(config, RMConfig):
         answer_ids = {i for row in rows for i in _answer_ids(row)}
         config.demonstration_answer_ids = list(
             Answer.objects.filter(pk__in=answer_ids, episode__isnull=False).values_list("pk", flat=True)

@@ -35,7 +35,7 @@ import torch.nn.functional as F
 from transformers import Trainer
 
 from annotation.feedback.agreement import wilson_interval
-from training.runs.config import RMConfig
+from training.runs.config import PRMConfig
 from training.runs.data import Row, held_out_split, read_rows
 from training.runs.hooks import Hooks, RunResult
 from training.runs.reward import encode_answer, load_reward_model, pad, preference_loss, score
@@ -50,20 +50,6 @@ PREFERENCE_TARGETS = {
     "b_better": 0.0,
     "b_much_better": 0.0,
 }
-LABELS = ("ratings", "preferences", "both")
-
-
-@dataclass
-class PRMConfig(RMConfig):
-    """A scalar-head model trained on ``step-labels`` rows (the reward model's backbone presets)."""
-
-    max_length: int = 384  # an observation is long: it is cut in the middle, the action never
-    labels: str = "both"  # ratings, preferences or both
-
-    def check(self) -> None:
-        super().check()
-        if self.labels not in LABELS:
-            raise ValueError(f"labels must be one of {', '.join(LABELS)}, not {self.labels!r}")
 
 
 @dataclass(frozen=True)

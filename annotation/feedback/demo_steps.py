@@ -1,0 +1,137 @@
+"""The demo's step-review batch (issue 38): episodes browsed on the demo corpus by a fixed script, so a
+newcomer meets the step-review kind at once. No model and no person browsed them: each is a model-kind
+episode whose ``policy`` says it is the demo's script. The script searches the question, clicks the page of
+a hand-written demo answer's first quote (``demo_answers``, checked verbatim against the corpus), quotes it
+and answers with that answer; in every other episode it first clicks a wrong result and goes back, so a
+reviewer has a bad step to find."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from django.db import transaction
+from django.utils import timezone
+
+from annotation.demo import DEMO_CORPUS_NAME
+from annotation.feedback.batch_settings import BatchSettings
+from annotation.feedback.demo_answers import load_demo_answers
+from annotation.feedback.step_batches import create_step_items
+from annotation.models import (
+    Answer,
+    Episode,
+    EpisodeAction,
+    EpisodeKind,
+    EpisodeStatus,
+    FeedbackBatch,
+    Question,
+)
+from browser.engine.browser import Browser
+from browser.services import backend_for, browser_settings, save_browser
+
+DEMO_STEP_BATCH = "FreshWiki demo: step review"
+DEMO_POLICY = "demo script (no model: a fixed search, click, quote and answer)"
+EPISODES = 2
+
+
+@dataclass(frozen=True)
+class ScriptedStep:
+    observation: str
+    command: str
+    valid: bool
+    message: str
+    page_before: str
+    page_after: str
+
+
+def _link_to(browser: Browser, url: str) -> int | None:
+    return next((i for i, link in enumerate(browser.page.links) if link.url == url), None)
+
+
+def browse_by_script(
+    browser: Browser, question: str, quote: dict[str, str], *, detour: bool
+) -> list[ScriptedStep]:
+    """Run the script in ``browser``: search the question, (with ``detour``) click a wrong result and go
+    back, click the quote's page, quote it, end. Each step recorded as the model would have seen it."""
+    steps: list[ScriptedStep] = []
+
+    def run(command: str) -> None:
+        observation, before = browser.observation(), browser.page.digest
+        result = browser.step(command)
+        steps.append(
+            ScriptedStep(observation, command, result.valid, result.message, before, browser.page.digest)
+        )
+
+    browser.reset(question)
+    run(f"Search {question}")
+    target = _link_to(browser, quote["url"])
+    if target is None:
+        raise ValueError(f"the search for {question!r} does not find {quote['url']}")
+    if detour:
+        wrong = next((i for i in range(len(browser.page.links)) if i != target), None)
+        if wrong is not None:
+            run(f"Clicked on link {wrong}")
+            run("Back")
+    run(f"Clicked on link {target}")
+    run(f"Quote: {quote['extract']}")
+    run("End: Answer")
+    return steps
+
+
+def _save(question: Question, browser: Browser, steps: Sequence[ScriptedStep], answer: str) -> Episode:
+    now = timezone.now()
+    episode = Episode.objects.create(
+        kind=EpisodeKind.MODEL,
+        policy=DEMO_POLICY,
+        question=question,
+        status=EpisodeStatus.FINISHED,
+        end_reason=browser.end_reason.value if browser.end_reason else "",
+        corpus=DEMO_CORPUS_NAME,
+        settings=browser.settings.to_dict(),
+        state=save_browser(browser),
+        answer=answer,
+        finished_at=now,
+        last_seen_at=now,
+    )
+    EpisodeAction.objects.bulk_create(
+        EpisodeAction(
+            episode=episode,
+            index=index,
+            command=step.command,
+            valid=step.valid,
+            message=step.message,
+            observation_before=step.observation,
+            page_before=step.page_before,
+            page_after=step.page_after,
+        )
+        for index, step in enumerate(steps)
+    )
+    return episode
+
+
+def _complete_answers() -> list[Answer]:
+    """The demo's complete answers with a quote, the last questions first: the first ones are the sampling
+    quick-start's (``demo.LOOP_QUESTIONS``), which the demo labeler is to meet first in its batch."""
+    answers = [a for a in load_demo_answers() if a.source.get("quality") == "complete" and a.quotes]
+    return sorted(answers, key=lambda answer: -answer.question_id)
+
+
+@transaction.atomic
+def create_demo_step_batch() -> FeedbackBatch | None:
+    """The demo's step-review batch of ``EPISODES`` scripted episodes (once: None when it exists)."""
+    if FeedbackBatch.objects.filter(name=DEMO_STEP_BATCH).exists():
+        return None
+    search = backend_for(DEMO_CORPUS_NAME)
+    made = []
+    for number, answer in enumerate(_complete_answers()[:EPISODES]):
+        browser = Browser(search, browser_settings())
+        steps = browse_by_script(browser, answer.question.text, answer.quotes[0], detour=number % 2 == 1)
+        made.append(_save(answer.question, browser, steps, answer.text))
+    config = BatchSettings(
+        name=DEMO_STEP_BATCH,
+        template="step_review",
+        instructions="Demo: episodes browsed by a fixed script on the FreshWiki demo corpus. Rate each "
+        "action as the page looked before it; one episode takes a wrong turn.",
+        required_probability=0.0,
+    )
+    return create_step_items(None, config, made, {"source": "demo script", "episodes": len(made)})
