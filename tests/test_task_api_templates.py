@@ -15,7 +15,17 @@ from rest_framework.test import APIClient
 
 from annotation.feedback.batches import BatchSettings, create_feedback_batch
 from annotation.feedback.scales import RATING_PRESETS
-from annotation.models import Answer, Assignment, AssignmentStatus, SourceKind
+from annotation.feedback.step_batches import create_step_items
+from annotation.models import (
+    Answer,
+    Assignment,
+    AssignmentStatus,
+    Episode,
+    EpisodeAction,
+    EpisodeKind,
+    EpisodeStatus,
+    SourceKind,
+)
 from annotation.questions.service import import_questions
 from webgpt_site.api_tokens import issue
 from webgpt_site.models import AuditEntry
@@ -34,6 +44,19 @@ def batch_for(template: str, preset: str = "", answers: int = 2) -> None:
     """One item of ``answers`` answers to one question, each answer citing one reference."""
     report = import_questions(b'{"question": "Why is the sky blue?"}', filename="sky.jsonl")
     question = report.questions.get()
+    config = BatchSettings(name=template, template=template, preset=preset, required_probability=1.0)
+    if template == "step_review":  # an episode of two actions to review, as a sampling run stores one
+        episode = Episode.objects.create(
+            kind=EpisodeKind.MODEL, policy="tiny", question=question, status=EpisodeStatus.FINISHED,
+            settings={}, state={"quotes": []}, answer="Rayleigh scattering.",
+        )  # fmt: skip
+        for index, command in enumerate(("Search why is the sky blue", "Back")):
+            EpisodeAction.objects.create(
+                episode=episode, index=index, command=command, valid=True,
+                observation_before=f"observation {index}", page_before="", page_after="",
+            )  # fmt: skip
+        create_step_items(None, config, [episode], {"source": "test"})
+        return
     group = [
         Answer.objects.create(
             question=question,
@@ -43,7 +66,6 @@ def batch_for(template: str, preset: str = "", answers: int = 2) -> None:
         )
         for n, text in enumerate(ANSWERS[:answers])
     ]
-    config = BatchSettings(name=template, template=template, preset=preset, required_probability=1.0)
     create_feedback_batch(None, config, [group])
 
 
@@ -137,6 +159,17 @@ CASES = {
         {"truthful": "yes", "informative": "no", "comment": ""},
     ),
     "rating:webglm": (WEBGLM, {**{code: str(value) for code, value in WEBGLM.items()}, "comment": ""}),
+    "step_review": (
+        {
+            "steps": {"0": {"rating": "good"}, "1": {"rating": "bad", "reason": "other", "note": " loops "}},
+            "first_bad": "1",
+        },
+        {
+            "steps": {"0": {"rating": "good"}, "1": {"rating": "bad", "reason": "other", "note": "loops"}},
+            "first_bad": 1,
+            "comment": "",
+        },
+    ),
 }
 
 

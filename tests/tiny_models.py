@@ -58,9 +58,12 @@ def tiny_bert(folder: Path) -> Path:
     return folder
 
 
-def tiny_reward_model(folder: Path, tiny_bert_dir: Path, offset: float, max_length: int) -> Path:
+def tiny_reward_model(
+    folder: Path, tiny_bert_dir: Path, offset: float, max_length: int, kind: str = "rm"
+) -> Path:
     """A reward checkpoint laid out as ``train_reward_model`` saves one (the model folder, ``training.json``
-    with its config, ``reward.json`` with the demonstrations' offset). Its weights are random, seeded,
+    with its config, ``reward.json`` with the demonstrations' offset; ``kind`` "prm": a process reward
+    model's). Its weights are random, seeded,
     and wider than BERT's init (std 0.3, not 0.02): at the init every input scores alike to 1e-6, which
     would let a format mismatch pass unnoticed."""
     from training.runs.config import RMConfig
@@ -74,6 +77,6 @@ def tiny_reward_model(folder: Path, tiny_bert_dir: Path, offset: float, max_leng
             if weight.dim() >= 2:
                 weight.normal_(0.0, 0.3)
     config = RMConfig(base_model=str(tiny_bert_dir), max_length=max_length).to_dict()
-    save_model(model, tokenizer, folder, {"kind": "rm", "config": config, "metrics": {}})
+    save_model(model, tokenizer, folder, {"kind": kind, "config": config, "metrics": {}})
     (folder / OFFSET_FILE).write_text(json.dumps({"offset": offset}) + "\n")
     return folder

@@ -142,6 +142,16 @@ class SamplingRun(JobRow):
         help_text="The reward model that scores the samples; empty: unscored (the first answer is kept)",
     )
     reward_model_name = models.CharField(max_length=200, blank=True, help_text="Kept if the model is deleted")
+    step_model = models.ForeignKey(
+        ModelCheckpoint,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="guided_runs",
+        help_text="A process reward model: each question is also sampled n times guided by it (step-level "
+        "best-of-k, settings.guide_k), beside the n unguided samples; empty: unguided only",
+    )
+    step_model_name = models.CharField(max_length=200, blank=True, help_text="Kept if the model is deleted")
     backend = models.CharField(max_length=100, default="local", help_text="local, or an endpoint's name")
     search = models.CharField(
         max_length=20, default="local", help_text="The search provider its episodes browse with"
@@ -176,7 +186,7 @@ class Sample(models.Model):
     run = models.ForeignKey(SamplingRun, on_delete=models.CASCADE, related_name="samples")
     episode = models.OneToOneField("annotation.Episode", on_delete=models.CASCADE, related_name="sample")
     question = models.ForeignKey("annotation.Question", on_delete=models.PROTECT, related_name="samples")
-    index = models.PositiveSmallIntegerField(help_text="0 .. n-1 within its question")
+    index = models.PositiveSmallIntegerField(help_text="0 .. n-1 within its question (n .. 2n-1: guided)")
     score = models.FloatField(null=True, blank=True, help_text="Reward minus the model's offset")
     chosen = models.BooleanField(default=False, help_text="The run's answer to this question")
     declined = models.BooleanField(
@@ -184,6 +194,14 @@ class Sample(models.Model):
     )
     invalid_actions = models.PositiveIntegerField(default=0)
     actions = models.PositiveIntegerField(default=0)
+    guided = models.BooleanField(
+        default=False,
+        help_text="Browsed guided by the run's process reward model (indexes n .. 2n-1); best-of-n then "
+        "chooses among the guided samples, the unguided ones are the baseline beside them",
+    )
+    step_score = models.FloatField(
+        null=True, blank=True, help_text="The process reward model's mean score of the episode's actions"
+    )
     tokens = models.PositiveIntegerField(default=0)
 
     class Meta:

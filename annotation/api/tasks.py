@@ -90,7 +90,7 @@ def task_data(task: Assignment) -> dict[str, Any]:
             }
             for step in context.get("steps", ())
         ],
-        "episode_answer": {"text": context["episode_answer"], "quotes": context["episode_quotes"]}
+        "written_answer": {"text": context["episode_answer"], "quotes": context["episode_quotes"]}
         if "steps" in context
         else None,
         "step_ratings": [{"code": code, "label": label} for code, label in STEP_RATINGS]

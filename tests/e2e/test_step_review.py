@@ -17,7 +17,14 @@ from tests.conftest import make_user
 from tests.e2e.axe import describe, run_axe
 
 pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True)]
-COMMANDS = ["Search AFL Grand Final 2022", "Clicked on link 3", "Back", "Clicked on link 0", "End: Answer"]
+COMMANDS = [
+    "Search AFL Grand Final 2022",
+    "Clicked on link 3",
+    "Back",
+    "Clicked on link 0",
+    "Quote: won by Geelong by a margin of 81 points",
+    "End: Answer",
+]
 
 
 @pytest.fixture
@@ -51,12 +58,12 @@ def test_a_labeler_rates_steps_with_the_keyboard_and_the_first_bad_step_follows(
     expect(page.locator("[data-step-position]")).to_have_text(f"Step 1 of {len(COMMANDS)}")
     assert not run_axe(page), describe(run_axe(page))
 
-    first.get_by_label("Good").check()
+    first.get_by_role("radio", name="Good").check()
     page.keyboard.press("n")  # the next step, its choices focused
     expect(second).to_be_visible()
     expect(first).to_be_hidden()
     page.keyboard.press("3")  # bad
-    expect(second.get_by_label("Bad")).to_be_checked()
+    expect(second.get_by_role("radio", name="Bad")).to_be_checked()
     reason = second.get_by_label("Why is it bad?")
     expect(reason).to_be_visible()
     expect(page.get_by_label("First bad step")).to_have_value("1")  # filled in from the ratings

@@ -51,7 +51,8 @@ class SamplingRunSerializer(serializers.ModelSerializer):
     class Meta:
         model = SamplingRun
         fields = (
-            "id", "policy", "policy_name", "reward_model", "reward_model_name", "backend", "search", "corpus",
+            "id", "policy", "policy_name", "reward_model", "reward_model_name", "step_model",
+            "step_model_name", "backend", "search", "corpus",
             "n", "settings",
             "question_source", "question_count", "status", "cancel_requested", "episodes_done",
             "episodes_total", "actions_done", "actions_limit", "percent", "estimated_end_at",
@@ -73,7 +74,7 @@ class SampleSerializer(serializers.ModelSerializer):
         model = Sample
         fields = (
             "id", "question", "question_text", "index", "episode", "answer", "quotes", "score", "chosen",
-            "declined", "actions", "invalid_actions", "tokens",
+            "declined", "actions", "invalid_actions", "tokens", "guided", "step_score",
         )  # fmt: skip
         read_only_fields = fields
 
@@ -124,6 +125,15 @@ class SamplingRunInput(StrictSerializer):
         min_value=1,
         max_value=MAX_ID,
         help_text="A registered reward model by id, to score the samples; null: unscored",
+    )
+    step_model = serializers.IntegerField(
+        required=False,
+        allow_null=True,
+        min_value=1,
+        max_value=MAX_ID,
+        help_text="A registered process reward model by id: each question is also sampled n times guided "
+        "by it (settings.guide_k commands a step, its best taken) beside the unguided samples; null: "
+        "unguided",
     )
     backend = serializers.CharField(
         required=False,
@@ -180,6 +190,7 @@ class SamplingRunList(generics.ListAPIView):
         sampling = SamplingRequest(
             policy=visible_checkpoint(request, data.get("policy"), "policy"),
             reward_model=visible_checkpoint(request, data.get("reward_model"), "reward_model"),
+            step_model=visible_checkpoint(request, data.get("step_model"), "step_model"),
             backend=data["backend"],
             search=data["search"],
             corpus=data["corpus"],

@@ -60,6 +60,19 @@ class SamplingForm(JobRequestForm):
         empty_label="None (unscored: the first answer is kept)",
         help_text="Scores every sample; best-of-n keeps the highest.",
     )
+    step_model = forms.ModelChoiceField(
+        queryset=ModelCheckpoint.objects.none(),
+        required=False,
+        empty_label="None (unguided)",
+        help_text="A process reward model: each question is also sampled n times guided by it, each step "
+        "the best of k commands it scores, beside the n unguided samples; the run page compares the two "
+        "and best-of-n chooses among the guided.",
+    )
+    guide_k = forms.IntegerField(
+        required=False,
+        label="Commands per guided step (k)",
+        help_text="With a step model: commands sampled at each guided step (default 4).",
+    )
     backend = forms.ChoiceField(
         choices=(),
         help_text="local: this worker's CPU or GPU; an endpoint: an OpenAI-compatible server the "
@@ -115,7 +128,8 @@ class SamplingForm(JobRequestForm):
         models = ModelCheckpoint.objects.visible_to(user)
         self.fields["policy"].queryset = models.filter(kind__in=POLICY_KINDS)
         self.fields["reward_model"].queryset = models.filter(kind=RunKind.RM)
-        for name in ("policy", "reward_model"):
+        self.fields["step_model"].queryset = models.filter(kind=RunKind.PRM)
+        for name in ("policy", "reward_model", "step_model"):
             self.fields[name].label_from_instance = checkpoint_label
         self.fields["backend"].choices = [("local", "local"), *((n, n) for n in settings.SAMPLING_ENDPOINTS)]
         self.fields["dataset"].choices = dataset_choices()
@@ -148,9 +162,12 @@ class SamplingForm(JobRequestForm):
         data = self.cleaned_data
         values = {name: data[name] for name in SETTINGS if name in self.fields}
         values["constrain_commands"] = CONSTRAIN[data["constrain_commands"]]
+        if data["guide_k"] is not None:
+            values["guide_k"] = data["guide_k"]  # refused by the check without a step model
         return SamplingRequest(
             policy=data["policy"],
             reward_model=data["reward_model"],
+            step_model=data["step_model"],
             backend=data["backend"],
             search=data["search"] or LOCAL,
             corpus=data["corpus"].strip(),

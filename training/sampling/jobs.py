@@ -17,6 +17,7 @@ from typing import Any
 
 from django.conf import settings
 from django.db import transaction
+from django.db.models import Avg, Count, Q, Sum
 from django.utils import timezone
 
 from annotation.models import Episode, EpisodeAction, EpisodeKind, EpisodeStatus, Question
@@ -25,7 +26,7 @@ from browser.services import browser_settings, save_browser
 from browser.sources import LOCAL, open_source
 from training.models import RunStatus as Status
 from training.models import Sample, SamplingRun
-from training.sampling.episode import EpisodeSample, SamplingSettings, run_episodes
+from training.sampling.episode import EpisodeSample, SamplingSettings, StepGuide, run_episodes
 from training.sampling.progress import SamplingProgress
 from training.sampling.types import BackendError
 from webgpt_site.jobs.runner import run_job
@@ -59,47 +60,64 @@ def _execute(run: SamplingRun, progress: SamplingProgress) -> str:
     """Sample chunk by chunk, storing each question as its episodes end; the status the run ends with
     (done, or cancelled when a cancel left questions unsampled)."""
     # torch: loaded in the worker only, not in every process that imports this module
-    from training.sampling.loading import load_policy, load_scorer
+    from training.sampling.loading import load_policy, load_scorer, load_step_scorer
 
     sampling = SamplingSettings(
         **{name: run.settings[name] for name in SETTINGS_FIELDS if name in run.settings}
     )
-    run.append_log(
-        f"Loading {run.policy_name}" + (f" and {run.reward_model_name}" if run.reward_model_id else "")
-    )
+    loading = [run.policy_name]
+    loading += [run.reward_model_name] if run.reward_model_id else []
+    loading += [run.step_model_name] if run.step_model_id else []
+    run.append_log("Loading " + " and ".join(loading))
     policy = load_policy(run)
     scorer = load_scorer(run)
+    step_scorer = load_step_scorer(run)
     questions = _questions(run)
     search = open_source(run.search, run.corpus)
     per_chunk = max(1, settings.SAMPLING_BATCH // run.n)
-    run.append_log(
-        f"Sampling {len(questions)} question(s) x {run.n}, at most {sampling.max_actions} actions each, "
-        f"{min(per_chunk, len(questions)) * run.n} episodes stepped together"
+    arms = _arms(run, step_scorer)
+    guided = (
+        f", unguided and guided (best of {run.settings['guide_k']} commands a step)" if len(arms) > 1 else ""
     )
-    progress.begin(sampling.max_actions, len(questions))
-    sampler = _Sampler(run, scorer, progress)
+    run.append_log(
+        f"Sampling {len(questions)} question(s) x {run.n}{guided}, at most "
+        f"{sampling.max_actions} actions each, {min(per_chunk, len(questions)) * run.n} episodes stepped "
+        "together"
+    )
+    progress.begin(sampling.max_actions, len(questions) * len(arms))
+    sampler = _Sampler(run, scorer, progress, step_scorer)
     totals = sampler.totals
     dropped = 0  # questions cut off mid-browse by a cancel (only ever in the last chunk sampled)
     for start in range(0, len(questions), per_chunk):
-        if progress.cancel_requested():
-            break
         chunk = questions[start : start + per_chunk]
-        sampler.chunk = _Chunk(
-            chunk, [Browser(search, browser_settings()) for _ in range(len(chunk) * run.n)]
-        )
-        run_episodes(
-            policy,
-            sampler.chunk.browsers,
-            [question.text for question in chunk for _ in range(run.n)],
-            sampling,
-            first_index=start * run.n,  # question p's sample k is episode p*n + k, whatever the chunking
-            reference_answers=[question.reference_answers for question in chunk for _ in range(run.n)],
-            on_round=sampler.on_round,
-            on_tokens=progress.on_tokens,
-        )
-        progress.chunk_done()
-        dropped = len(chunk) - len(sampler.chunk.stored)
+        for arm in arms:  # the baseline first, then the guided samples of the same questions
+            if progress.cancel_requested():
+                break
+            sampler.arm = arm
+            sampler.chunk = _Chunk(
+                chunk, [Browser(search, browser_settings()) for _ in range(len(chunk) * run.n)]
+            )
+            run_episodes(
+                policy,
+                sampler.chunk.browsers,
+                [question.text for question in chunk for _ in range(run.n)],
+                sampling,
+                # question p's sample k is episode p*n + k whatever the chunking, in each arm: a guided
+                # episode's first candidate a step is drawn with its unguided twin's seed
+                first_index=start * run.n,
+                reference_answers=[question.reference_answers for question in chunk for _ in range(run.n)],
+                on_round=sampler.on_round,
+                on_tokens=progress.on_tokens,
+                guide=StepGuide(step_scorer, int(run.settings["guide_k"])) if arm.guided else None,
+            )
+            progress.chunk_done()
+            if arm.chooses:
+                dropped = len(chunk) - len(sampler.chunk.stored)
+        if progress.cancelled:
+            break
     metrics = totals.metrics(progress.fields()["tokens_per_second"])
+    if len(arms) > 1:
+        metrics["arms"] = arm_figures(run)
     SamplingRun.objects.filter(pk=run.pk).update(metrics=metrics)
     if totals.questions == len(questions):  # a cancel seen after the last round cut nothing off
         run.append_log(
@@ -117,6 +135,48 @@ def _execute(run: SamplingRun, progress: SamplingProgress) -> str:
     return Status.CANCELLED
 
 
+@dataclass(frozen=True)
+class _Arm:
+    """Samples browsed one way: ``guided`` by the step model or not; their indexes start at ``offset``,
+    and best-of-n ``chooses`` the run's answer among them (the guided ones when the run has both)."""
+
+    guided: bool
+    offset: int
+    chooses: bool
+
+
+def _arms(run: SamplingRun, step_scorer: Any) -> list[_Arm]:
+    if step_scorer is None:
+        return [_Arm(guided=False, offset=0, chooses=True)]
+    return [_Arm(guided=False, offset=0, chooses=False), _Arm(guided=True, offset=run.n, chooses=True)]
+
+
+def arm_figures(run: SamplingRun) -> dict[str, dict[str, Any]]:
+    """Unguided against guided samples of a run: episodes, the valid-action rate, the step model's mean
+    score of the actions taken, and the reward model's mean score of the answers (issue 38)."""
+    figures = {}
+    for name, guided in (("unguided", False), ("guided", True)):
+        rows = Sample.objects.filter(run=run, guided=guided)
+        totals = rows.aggregate(
+            episodes=Count("pk"),
+            actions=Sum("actions"),
+            invalid=Sum("invalid_actions"),
+            step_score=Avg("step_score"),
+            answer_score=Avg("score"),
+            answered=Count("pk", filter=Q(score__isnull=False)),
+        )
+        actions = totals["actions"] or 0
+        figures[name] = {
+            "episodes": totals["episodes"],
+            "actions": actions,
+            "valid_action_rate": 1 - (totals["invalid"] or 0) / actions if actions else None,
+            "mean_step_score": totals["step_score"],
+            "mean_answer_score": totals["answer_score"],
+            "scored_answers": totals["answered"],
+        }
+    return figures
+
+
 @dataclass
 class _Chunk:
     """Questions stepped together (question p's episode k browses in ``browsers[p*n + k]``) and the
@@ -132,10 +192,13 @@ class _Sampler:
     episodes have all ended (half an episode is not a sample, and best-of-n needs all n), then the
     round is reported; True (stop stepping) once a cancel is seen."""
 
-    def __init__(self, run: SamplingRun, scorer: Any, progress: SamplingProgress) -> None:
-        self.run, self.scorer, self.progress = run, scorer, progress
+    def __init__(
+        self, run: SamplingRun, scorer: Any, progress: SamplingProgress, step_scorer: Any = None
+    ) -> None:
+        self.run, self.scorer, self.progress, self.step_scorer = run, scorer, progress, step_scorer
         self.totals = _Totals()
         self.chunk = _Chunk((), [])
+        self.arm = _Arm(guided=False, offset=0, chooses=True)
 
     def on_round(self, samples: Sequence[EpisodeSample], running: int) -> bool:
         n = self.run.n
@@ -144,7 +207,9 @@ class _Sampler:
             if position not in self.chunk.stored and all(sample.finished for sample in samples[rows]):
                 group = samples[rows]
                 scores = self.scorer.score_samples(group) if self.scorer else [None] * n
-                _store(self.run, question, self.chunk.browsers[rows], group, scores, self.totals)
+                steps = step_scores(self.step_scorer, group) if self.step_scorer else [None] * n
+                stored = _Stored(self.chunk.browsers[rows], group, scores, steps)
+                _store(self.run, question, stored, self.arm, self.totals)
                 self.chunk.stored.add(position)
         self.progress.stored = self.totals.episodes
         self.progress.on_round(samples, running, self.totals.questions)
@@ -170,12 +235,15 @@ class _Totals:
         # per constraint the actions' requests carried ("commands (regex)", "none"...): [actions, valid]
         self.constraints: dict[str, list[int]] = {}
 
-    def add(self, samples: Sequence[EpisodeSample], choice: Any) -> None:
-        self.questions += 1
-        self.answered += choice.answered
-        self.declined += choice.declined
-        self.no_answer += choice.best is None
-        self.best_scores.append(choice.best_score)
+    def add(self, samples: Sequence[EpisodeSample], choice: Any, *, question: bool = True) -> None:
+        """A question's samples; ``question``: the arm whose choice is the run's (a guided run's baseline
+        samples count as episodes and actions only)."""
+        if question:
+            self.questions += 1
+            self.answered += choice.answered
+            self.declined += choice.declined
+            self.no_answer += choice.best is None
+            self.best_scores.append(choice.best_score)
         for sample in samples:
             self.episodes += 1
             self.actions += len(sample.steps)
@@ -206,38 +274,56 @@ class _Totals:
         }
 
 
-def _store(
-    run: SamplingRun,
-    question: Question,
-    browsers: Sequence[Browser],
-    samples: Sequence[EpisodeSample],
-    scores: Sequence[float | None],
-    totals: _Totals,
-) -> None:
-    """One transaction per question: its n episodes (with actions and page snapshots), best-of-n's
-    choice, and a sample row each."""
+@dataclass(frozen=True)
+class _Stored:
+    """A question's n samples as they ended: their browsers, the reward model's scores of their answers
+    and the step model's mean scores of their actions (None where there is none)."""
+
+    browsers: Sequence[Browser]
+    samples: Sequence[EpisodeSample]
+    scores: Sequence[float | None]
+    step_scores: Sequence[float | None]
+
+
+def step_scores(step_scorer: Any, samples: Sequence[EpisodeSample]) -> list[float | None]:
+    """Each sample's mean step-model score of the actions it took, in one batch (None: no action)."""
+    steps = [(n, step) for n, sample in enumerate(samples) for step in sample.steps]
+    scored = step_scorer.score([step.observation for _, step in steps], [step.command for _, step in steps])
+    by_sample: dict[int, list[float]] = {}
+    for (n, _), value in zip(steps, scored, strict=True):
+        by_sample.setdefault(n, []).append(float(value))
+    return [sum(by_sample[n]) / len(by_sample[n]) if n in by_sample else None for n in range(len(samples))]
+
+
+def _store(run: SamplingRun, question: Question, stored: _Stored, arm: _Arm, totals: _Totals) -> None:
+    """One transaction per question and arm: its n episodes (with actions and page snapshots), best-of-n's
+    choice (the run's answer when the arm ``chooses``), and a sample row each."""
     # torch: loaded in the worker only, not in every process that imports this module
     from training.sampling.best_of_n import Choice, choose
 
-    choice = choose(samples, scores, run.settings.get("decline_threshold"))
+    samples = stored.samples
+    choice = choose(samples, stored.scores, run.settings.get("decline_threshold"))
     if run.reward_model_id is None:  # unscored: keep the first answer
         first = next((i for i, sample in enumerate(samples) if sample.answer is not None), None)
         choice = Choice(choice.scores, first, None, False, None)
+    rows = zip(samples, stored.browsers, stored.scores, stored.step_scores, strict=True)
     with transaction.atomic():
-        for index, (sample, browser, score) in enumerate(zip(samples, browsers, scores, strict=True)):
+        for index, (sample, browser, score, step_score) in enumerate(rows):
             Sample.objects.create(
                 run=run,
                 episode=_episode(run, question, browser, sample),
                 question=question,
-                index=index,
+                index=arm.offset + index,
                 score=score,
-                chosen=choice.chosen == index,
+                chosen=arm.chooses and choice.chosen == index,
                 declined=choice.declined,
                 invalid_actions=sample.invalid_actions,
                 actions=len(sample.steps),
                 tokens=sample.tokens_generated,
+                guided=arm.guided,
+                step_score=step_score,
             )
-    totals.add(samples, choice)
+    totals.add(samples, choice, question=arm.chooses)
 
 
 def _episode(run: SamplingRun, question: Question, browser: Browser, sample: EpisodeSample) -> Episode:

@@ -51,6 +51,15 @@ def load_scorer(run: SamplingRun) -> RewardScorer | None:
     return RewardScorer(local_folder(run.reward_model))
 
 
+def load_step_scorer(run: SamplingRun) -> RewardScorer | None:
+    """The process reward model that guides half the run's samples (None: the run is unguided)."""
+    if run.step_model_id is None:
+        if run.step_model_name:
+            raise ValueError(f"the step model {run.step_model_name} was deleted from the registry")
+        return None
+    return RewardScorer(local_folder(run.step_model), kind="prm")
+
+
 def examples(run: SamplingRun) -> list[tuple[str, str]]:
     """Up to ``examples`` (observation, command) pairs from human demonstrations of other questions, one
     per kind of command (a search, a click, a quote, the end), so the prompted model sees how each is

@@ -31,6 +31,7 @@ BOUNDS: dict[str, tuple[float, float]] = {
     "seed": (0, 2**31 - 1),
     "limit": (1, 10_000),
     "examples": (0, 8),
+    "guide_k": (2, 16),
 }
 DEFAULTS: dict[str, Any] = {
     "n": 4,
@@ -43,6 +44,8 @@ DEFAULTS: dict[str, Any] = {
     "examples": 3,
     "constrain_commands": None,
     "decline_threshold": None,
+    # With a step model: commands sampled at each step of a guided episode, the PRM's best taken.
+    "guide_k": 4,
 }
 SETTABLE = frozenset(DEFAULTS)
 PROMPTED_DEFAULT = f"{SMOLLM2} (prompted)"
@@ -71,6 +74,7 @@ class QuestionSet:
 class SamplingRequest:
     policy: ModelCheckpoint | None = None
     reward_model: ModelCheckpoint | None = None
+    step_model: ModelCheckpoint | None = None  # a process reward model: guided samples beside unguided
     backend: str = "local"
     search: str = LOCAL  # the search provider its episodes browse with (browser.sources)
     corpus: str = ""  # for the local provider; blank: DEFAULT_CORPUS
@@ -87,6 +91,10 @@ def check_sampling(request: SamplingRequest) -> tuple[dict[str, Any], list[int]]
         )
     if request.reward_model is not None and request.reward_model.kind != RunKind.RM:
         raise RunError("the reward model must be a registered reward model", "reward_model")
+    if request.step_model is not None and request.step_model.kind != RunKind.PRM:
+        raise RunError("the step model must be a registered process reward model", "step_model")
+    if request.step_model is None and "guide_k" in request.settings:
+        raise RunError("commands per guided step need a step model to choose among them", "guide_k")
     if values["decline_threshold"] is not None and request.reward_model is None:
         raise RunError("declining below a threshold needs a reward model to score", "decline_threshold")
     if request.backend != "local":
@@ -145,6 +153,9 @@ def policy_name(policy: ModelCheckpoint | None, backend: str) -> str:
 def request_sampling(user: Any, request: SamplingRequest, *, queue: bool = True) -> SamplingRun:
     """Check, create the row and queue the job once committed. Raises RunError with the reason."""
     values, ids = check_sampling(request)
+    if request.step_model is None:
+        values.pop("guide_k")  # unguided: no such setting on the run
+    arms = 2 if request.step_model is not None else 1  # guided samples beside the unguided ones
     with transaction.atomic():
         run = SamplingRun.objects.create(
             owner=user if getattr(user, "is_authenticated", False) else None,
@@ -152,6 +163,8 @@ def request_sampling(user: Any, request: SamplingRequest, *, queue: bool = True)
             policy_name=policy_name(request.policy, request.backend),
             reward_model=request.reward_model,
             reward_model_name=request.reward_model.name if request.reward_model else "",
+            step_model=request.step_model,
+            step_model_name=request.step_model.name if request.step_model else "",
             backend=request.backend,
             search=request.search,
             corpus=request.corpus,
@@ -159,8 +172,8 @@ def request_sampling(user: Any, request: SamplingRequest, *, queue: bool = True)
             settings={k: v for k, v in values.items() if k not in ("n", "limit")},
             question_source=request.questions.describe(),
             question_ids=ids,
-            episodes_total=len(ids) * values["n"],
-            actions_limit=len(ids) * values["n"] * values["max_actions"],
+            episodes_total=len(ids) * values["n"] * arms,
+            actions_limit=len(ids) * values["n"] * arms * values["max_actions"],
         )
         log_action(user, "sampling.request", run, questions=len(ids), n=run.n, backend=run.backend)
         if queue:

@@ -120,6 +120,7 @@ def sampling_detail(request: HttpRequest, pk: int) -> HttpResponse:
         "invalid_rate": shown(metrics.get("invalid_action_rate")),
         "valid_rate": shown(1 - metrics["invalid_action_rate"]) if "invalid_action_rate" in metrics else "",
         "constraint_rows": constraint_rows(metrics),
+        "arm_rows": arm_rows(metrics),
         "chart": coverage_chart(run),
         # Every sample once the run has finished (the last poll stops polling); while it works, the
         # questions stored last, each as soon as its n episodes have ended.
@@ -134,6 +135,25 @@ def sampling_detail(request: HttpRequest, pk: int) -> HttpResponse:
     ]
     context["source"] = [(name, shown(value)) for name, value in (run.question_source or {}).items()]
     return render(request, "training/sampling_detail.html", context)
+
+
+def arm_rows(metrics: dict[str, Any]) -> list[dict[str, Any]]:
+    """A guided run's two halves as the page shows them (none for an unguided run)."""
+    rows = []
+    for name, label in (("unguided", "Unguided"), ("guided", "Guided by the step model")):
+        arm = (metrics.get("arms") or {}).get(name)
+        if arm:
+            rows.append(
+                {
+                    "label": label,
+                    "episodes": arm["episodes"],
+                    "valid": "—" if arm["valid_action_rate"] is None else f"{arm['valid_action_rate']:.1%}",
+                    "step": "—" if arm["mean_step_score"] is None else f"{arm['mean_step_score']:.3f}",
+                    "answer": "—" if arm["mean_answer_score"] is None else f"{arm['mean_answer_score']:.3f}",
+                    "scored": arm["scored_answers"],
+                }
+            )
+    return rows
 
 
 @dataclass(frozen=True)

@@ -27,6 +27,7 @@ SETTINGS: dict[str, tuple[type, str]] = {
     "seed": (int, "random seed: the same seed gives the same episodes"),
     "examples": (int, "demonstrations shown to a prompted model as examples"),
     "decline_threshold": (float, "decline to answer below this reward (needs --reward-model)"),
+    "guide_k": (int, "commands sampled at each guided step, the best taken (needs --step-model)"),
 }
 QUESTION_OPTIONS = ("batch", "split", "dataset", "limit")
 
@@ -39,6 +40,11 @@ class Command(BaseCommand):
             "--policy", type=int, help="a registered BC or RL model (default: prompted SmolLM2)"
         )
         parser.add_argument("--reward-model", type=int, help="a registered reward model to score with")
+        parser.add_argument(
+            "--step-model",
+            type=int,
+            help="a registered process reward model: each question is also sampled n times guided by it",
+        )
         parser.add_argument("--backend", default="local", help="local, or an endpoint's name")
         parser.add_argument(
             "--search", default="local", help="the search provider: local (searches --corpus), searxng, brave"
@@ -88,6 +94,7 @@ class Command(BaseCommand):
         return SamplingRequest(
             policy=_checkpoint(options["policy"], "--policy"),
             reward_model=_checkpoint(options["reward_model"], "--reward-model"),
+            step_model=_checkpoint(options["step_model"], "--step-model"),
             backend=options["backend"],
             search=options["search"],
             corpus=options["corpus"],
@@ -103,17 +110,31 @@ class Command(BaseCommand):
 
 def summary(run: SamplingRun) -> str:
     metrics = run.metrics
-    return (
+    line = (
         f"run {run.pk} done: {metrics['questions']} question(s); {metrics['answered']} answered, "
         f"{metrics['declined']} declined, {metrics['no_answer']} without an answer; "
         f"invalid actions {metrics['invalid_action_rate']:.1%} ({metrics['invalid_actions']} of "
         f"{metrics['actions']}); {run.tokens_per_second:.1f} tokens/s"
     )
+    for name, arm in metrics.get("arms", {}).items():  # a guided run: its two arms
+        line += f"\n  {name}: {arm['episodes']} episodes, valid actions {_share(arm['valid_action_rate'])}, "
+        line += f"mean step score {_number(arm['mean_step_score'])}, mean answer score "
+        line += f"{_number(arm['mean_answer_score'])}"
+    return line
+
+
+def _share(value: float | None) -> str:
+    return "-" if value is None else f"{value:.1%}"
+
+
+def _number(value: float | None) -> str:
+    return "-" if value is None else f"{value:.3f}"
 
 
 def _option(field: str) -> str:
     """The command-line option a refusal is about ("" for the questions as a whole)."""
-    known = {*SETTINGS, *QUESTION_OPTIONS, "policy", "reward_model", "backend", "search", "corpus"}
+    known = {*SETTINGS, *QUESTION_OPTIONS, "policy", "reward_model", "step_model", "backend", "search"}
+    known.add("corpus")
     known.add("constrain_commands")
     if field in known:
         return f"--{field.replace('_', '-')}"
