@@ -89,7 +89,8 @@ def test_refusals_come_back_by_field_and_create_nothing(alice, policy, reward_mo
             {"temprature": 0.5},
             {
                 "temprature": [
-                    "unknown; expected policy, reward_model, step_model, backend, search, corpus, questions, settings"
+                    "unknown; expected policy, reward_model, step_model, backend, search, corpus, questions, "
+                    "settings"
                 ]
             },
         ),
