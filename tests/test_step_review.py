@@ -253,6 +253,11 @@ def test_the_demo_has_a_step_review_batch_of_scripted_episodes_one_with_a_wrong_
     assert [c[-2:] for c in commands] == [[c[-2], "End: Answer"] for c in commands]
     assert sum("Back" in c for c in commands) == 1  # the detour: a wrong click, then back
     assert all(a.valid for e in episodes for a in e.actions.all())
+    # Their clicks, each against the click the script did not make: one; then the wrong one, the right one.
+    clicks = FeedbackBatch.objects.get(template="step_preference").items.order_by("episode_id", "step__index")
+    assert [(item.episode in episodes, len(set(item.step["candidates"]))) for item in clicks] == [
+        (True, 2)
+    ] * 3
 
 
 def test_a_prm_run_trains_on_the_step_labels_export_and_registers_its_model(

@@ -45,7 +45,7 @@ def batch_for(template: str, preset: str = "", answers: int = 2) -> None:
     report = import_questions(b'{"question": "Why is the sky blue?"}', filename="sky.jsonl")
     question = report.questions.get()
     config = BatchSettings(name=template, template=template, preset=preset, required_probability=1.0)
-    if template == "step_review":  # an episode of two actions to review, as a sampling run stores one
+    if template in ("step_review", "step_preference"):  # an episode of two actions, as a run stores one
         episode = Episode.objects.create(
             kind=EpisodeKind.MODEL, policy="tiny", question=question, status=EpisodeStatus.FINISHED,
             settings={}, state={"quotes": []}, answer="Rayleigh scattering.",
@@ -55,7 +55,10 @@ def batch_for(template: str, preset: str = "", answers: int = 2) -> None:
                 episode=episode, index=index, command=command, valid=True,
                 observation_before=f"observation {index}", page_before="", page_after="",
             )  # fmt: skip
-        create_step_items(None, config, [episode], {"source": "test"})
+        # A step preference: the state before step 1, the command taken (A) against another (B).
+        state = {"index": 1, "candidates": ["Back", "Clicked on link 0"], "taken": 0}
+        steps = [state] if template == "step_preference" else None
+        create_step_items(None, config, [episode], {"source": "test"}, steps=steps)
         return
     group = [
         Answer.objects.create(
@@ -169,6 +172,10 @@ CASES = {
             "first_bad": 1,
             "comment": "",
         },
+    ),
+    "step_preference": (
+        {"preference": "b_better", "reason": "wrong_link", "comment": " B reads the result. "},
+        {"preference": "b_better", "reason": "wrong_link", "comment": "B reads the result."},
     ),
 }
 

@@ -62,7 +62,7 @@ def task_data(task: Assignment) -> dict[str, Any]:
             for slot in context["slots"]
         ],
         "scale": [{"code": code, "label": label} for code, label in COMPARISON_SCALE]
-        if context["scales"]
+        if context["scales"] or "candidates" in context
         else [],
         "dimensions": [{"code": s["code"], "label": s["label"]} for s in context["scales"]],
         "question_flags": [{"code": code, "label": label} for code, label in QUESTION_FLAGS]
@@ -93,11 +93,21 @@ def task_data(task: Assignment) -> dict[str, Any]:
         "written_answer": {"text": context["episode_answer"], "quotes": context["episode_quotes"]}
         if "steps" in context
         else None,
+        # A step preference (template step_preference): the state (actions so far, what the model saw) and
+        # the two candidate next actions as A and B; never which one the episode took.
+        "state": {
+            "step": context["state_number"] - 1,
+            "previous_actions": context["previous_actions"],
+            "observation": context["state_observation"],
+        }
+        if "candidates" in context
+        else None,
+        "candidates": context.get("candidates", []),
         "step_ratings": [{"code": code, "label": label} for code, label in STEP_RATINGS]
         if "steps" in context
         else [],
         "step_reasons": [{"code": code, "label": label} for code, label in STEP_REASONS]
-        if "steps" in context
+        if "steps" in context or "candidates" in context
         else [],
         "required": context["required_paths"],
         "required_labels": context["required"],

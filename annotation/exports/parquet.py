@@ -45,7 +45,8 @@ RM_PAIRS = pa.schema(
         ("target_overlap", pa.int64()),
     ]
 )
-# A step review's rows (``feedback/steps.rating_rows``), as the process reward model reads them.
+# Step reviews' and step preferences' rows (``feedback/steps.rating_rows``, ``preference_row``), as the
+# process reward model reads them; a column the kind lacks is null.
 STEP_LABELS = pa.schema(
     [
         ("kind", pa.string()),
@@ -58,6 +59,9 @@ STEP_LABELS = pa.schema(
         ("observation", pa.string()),
         ("action", pa.string()),
         ("rating", pa.string()),
+        ("action_a", pa.string()),
+        ("action_b", pa.string()),
+        ("preference", pa.string()),
         ("reason", pa.string()),
         ("note", pa.string()),
         ("first_bad", pa.int64()),

@@ -27,7 +27,7 @@ from django.db.models.functions import Cast, Greatest, Least
 from annotation.demonstrations.training_data import bc_examples
 from annotation.exports.formats import answer_prompt, rm_pair, score_for_first, webgpt_pair, webgpt_row
 from annotation.feedback.scales import COMPARISON_TEMPLATES, STEP_TEMPLATES
-from annotation.feedback.steps import rating_rows
+from annotation.feedback.steps import preference_row, rating_rows
 from annotation.models import (
     Answer,
     Assignment,
@@ -483,28 +483,37 @@ def _bc_rows(filters: dict[str, Any]) -> Iterator[dict[str, Any]]:
 
 
 def _step_label_rows(filters: dict[str, Any]) -> Iterator[dict[str, Any]]:
-    """Each reviewed step of each submitted step review (``steps.rating_rows``): the observation the model
-    saw, the action, the labeler's rating, reason and first bad step, one row per step rated."""
+    """Each reviewed step of each submitted step review (``steps.rating_rows``: the observation the model
+    saw, the action, the labeler's rating, reason and first bad step, one row per step rated) and each
+    step preference (``steps.preference_row``: the state's observation, the two actions as shown, the
+    preference)."""
     tasks = with_overlap(submitted_judgements(filters).filter(item__batch__template__in=STEP_TEMPLATES))
-    tasks = tasks.select_related("item").order_by("item__episode_id", "id")
+    tasks = tasks.select_related("item__batch").order_by("item__episode_id", "id")
     episode_id, observations, commands = None, [], []
     for task in tasks.iterator(chunk_size=CHUNK):
-        if task.item.episode_id != episode_id:  # rows come episode by episode: its actions are read once
-            episode_id = task.item.episode_id
+        item = task.item
+        if item.episode_id != episode_id:  # rows come episode by episode: its actions are read once
+            episode_id = item.episode_id
             actions = EpisodeAction.objects.filter(episode_id=episode_id).order_by("index")
             steps = list(actions.values_list("observation_before", "command"))
             observations, commands = [seen for seen, _ in steps], [command for _, command in steps]
         ids = {
-            "question_id": task.item.question_id,
+            "question_id": item.question_id,
             "episode_id": episode_id,
             "labeler": pseudonym(task.labeler_id),
         }
-        for row in rating_rows(task.response, observations, commands, **ids):
+        if item.batch.template == "step_preference":
+            index = int(item.step["index"])
+            first, second = item.step["candidates"]
+            rows = [preference_row(task.response, observations[index], (first, second), step=index, **ids)]
+        else:
+            rows = rating_rows(task.response, observations, commands, **ids)
+        for row in rows:
             yield {
                 **row,
                 "assignment": task.pk,
-                "batch": task.item.batch_id,
-                "gold": task.item.is_gold,
+                "batch": item.batch_id,
+                "gold": item.is_gold,
                 "overlap": task.overlap,
                 "target_overlap": task.target_overlap,
             }

@@ -142,6 +142,18 @@ def cache_key(template: str, preset: str, tasks: list[tuple], *, resamples: int,
 
 
 def _measured(template: str, preset: str, tasks: list[tuple], *, resamples: int, seed: int) -> list[AlphaRow]:
+    if template == "step_preference":  # one 5-point preference per item, A and B the same for everyone
+        measure = _Measure(
+            "preference", "Which next action (5-point preference)", "ordinal", PREFERENCE_DOMAIN
+        )
+        for item, labeler, _, response in tasks:
+            code = response.get("preference") if isinstance(response, dict) else None
+            if code in codes(COMPARISON_SCALE):
+                measure.add(item, item, labeler, preference_value(code))
+        result = krippendorff_alpha(
+            measure.units, "ordinal", domain=PREFERENCE_DOMAIN, resamples=resamples, seed=seed
+        )
+        return [AlphaRow(measure.code, measure.label, result)]
     if template in STEP_TEMPLATES:
         return _step_rows(tasks, resamples=resamples, seed=seed)
     measures = _measures(template, preset)

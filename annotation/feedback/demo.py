@@ -93,9 +93,8 @@ def create_demo_feedback_batches() -> list[FeedbackBatch]:
             continue
         config = BatchSettings(name=name, template=template, preset=preset, overlap=2)
         batches.append(create_feedback_batch(None, config, groups))
-    steps = create_demo_step_batch()  # episodes to review step by step (scripted: no model, no person)
-    if steps is not None:
-        batches.append(steps)
+    # Episodes to review step by step, and their clicks to compare (scripted: no model, no person).
+    batches += create_demo_step_batch()
     if batches:
         FeedbackBatch.objects.filter(name__startswith=f"{OLD_PREFIX}: ", created_by=None).update(
             is_active=False

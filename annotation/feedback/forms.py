@@ -18,6 +18,8 @@ def response_from_post(
     views run ``validation.input_errors`` on the result, as the API does on its bodies)."""
     if template == "step_review":
         return step_response_from_post(post)
+    if template == "step_preference":
+        return {key: post.get(key, "") for key in ("preference", "reason", "comment")}
     response: dict[str, Any] = {"comment": post.get("comment", "")}
     if template in ("webgpt_comparison", "minimal_comparison"):
         response["ratings"] = {

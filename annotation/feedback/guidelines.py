@@ -104,6 +104,12 @@ TEMPLATE_SECTIONS: dict[str, tuple[tuple[str, str], ...]] = {
         ("first-bad", "The first bad step"),
         ("example", "Worked example"),
     ),
+    "step_preference": (
+        ("task", "The task"),
+        ("scale", "The 5-point scale"),
+        ("reasons", "What is wrong with the worse action"),
+        ("example", "Worked example"),
+    ),
 }
 STEP_RATING_MEANINGS = {
     "good": "The action moves the search for an answer forward: a search that finds pages to read, a click "
@@ -240,6 +246,10 @@ def page_context(template: str, preset: str = "") -> dict[str, Any]:
             context["preset_title"] = presets[0]["title"]
     elif template == "step_review":
         context["step_ratings"] = _defined(STEP_RATINGS, STEP_RATING_MEANINGS)
+        context["step_reasons"] = _defined(STEP_REASONS, STEP_REASON_MEANINGS)
+        context["step_example"] = _step_example()
+    elif template == "step_preference":
+        context["scale"] = _defined(scales.COMPARISON_SCALE, SCALE_MEANINGS)
         context["step_reasons"] = _defined(STEP_REASONS, STEP_REASON_MEANINGS)
         context["step_example"] = _step_example()
     else:

@@ -26,7 +26,7 @@ from annotation.feedback.scales import (
     ranking_tags,
     rating_fields,
 )
-from annotation.feedback.step_presenter import step_context
+from annotation.feedback.step_presenter import preference_context, step_context
 from annotation.feedback.validation import required_fields
 from annotation.models import Answer, Assignment, AssignmentStatus
 
@@ -57,6 +57,8 @@ def _required_label(path: str, batch: Any) -> str:
         return f"claims in answer {parts[1]}"
     if parts[0] == "steps":
         return f"a rating of step {int(parts[1]) + 1}"
+    if path == "preference":
+        return "which action is better"
     if parts[0] in ("ranks", "likert"):
         return f"{'rank' if parts[0] == 'ranks' else '1-7 rating'} of answer {parts[1]}"
     return labels.get(path, path)
@@ -69,7 +71,7 @@ def _rule(field: RatingField) -> str:
 
 def _scale_keys(batch: Any) -> int:
     """The most options of one keyboard-driven radio group on the page: its digit keys run 1..this."""
-    if batch.template in COMPARISON_TEMPLATES:
+    if batch.template in (*COMPARISON_TEMPLATES, "step_preference"):
         return len(COMPARISON_SCALE)
     return max((len(f.choices) for f in rating_fields(batch.preset or None)), default=0)
 
@@ -104,8 +106,11 @@ def task_context(
     values = assignment.draft or assignment.response or {}
     if not isinstance(values, dict):
         values = {}
-    episode = assignment.item.episode if assignment.item.episode_id else None
-    steps = step_context(episode, values, errors or {}) if episode is not None else {}
+    steps: dict[str, Any] = {}
+    if batch.template == "step_preference":
+        steps = preference_context(assignment.item, values)
+    elif assignment.item.episode_id is not None:
+        steps = step_context(assignment.item.episode, values, errors or {})
     required_order = required_fields(
         batch.template,
         answers=shapes,

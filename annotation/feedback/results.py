@@ -58,7 +58,7 @@ from annotation.feedback.scales import (
     dimensions_for,
 )
 from annotation.feedback.stats import labeler_stats, overlap_summary
-from annotation.feedback.step_results import step_figures
+from annotation.feedback.step_results import step_figures, step_preference_figures
 from annotation.judging.report import judge_sections
 from annotation.models import Answer, Assignment, FeedbackBatch, Template
 from annotation.workforce.excluded import kept_judgements
@@ -338,7 +338,12 @@ def batch_results(
         ),
         "agreement": agreement_figure(batch, tasks, seed=seed, resamples=resamples),
         "steps": step_figures(measured, seed=seed, resamples=resamples)
-        if batch.template in STEP_TEMPLATES
+        if batch.template == "step_review"
+        else None,
+        "step_preference": step_preference_figures(
+            measured, dict(batch.items.values_list("pk", "step")), seed=seed, resamples=resamples
+        )
+        if batch.template == "step_preference"
         else None,
         "labelers": labeler_stats(batch),
         "overlap": overlap_summary(batch),

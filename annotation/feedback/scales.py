@@ -23,11 +23,12 @@ TEMPLATES: Choices = (
     ("ranking", "K-way ranking"),
     ("rating", "Single-answer rating"),
     ("step_review", "Step review"),
+    ("step_preference", "Step preference"),
 )
 COMPARISON_TEMPLATES = ("webgpt_comparison", "minimal_comparison")
 # Kinds whose item is a browsing episode to review step by step (``FeedbackItem.episode``), not answers
 # (``annotation/feedback/steps.py``): they have no answer slots, and what reads answers leaves them out.
-STEP_TEMPLATES = ("step_review",)
+STEP_TEMPLATES = ("step_review", "step_preference")
 ANSWER_TEMPLATES = tuple(code for code, _ in TEMPLATES if code not in STEP_TEMPLATES)
 # A step review's one requirable part: a rating for every step, also the ones after the first bad step
 # (PRM800K's labelers stopped at the first mistake, so by default they need not).

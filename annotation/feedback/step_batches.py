@@ -13,6 +13,7 @@ from django.db.models import Count, QuerySet
 
 from annotation.feedback.batch_settings import BatchError, BatchSettings, batch_fields
 from annotation.feedback.scales import COMPARISON_TEMPLATES
+from annotation.feedback.step_pairs import candidate_pairs
 from annotation.models import (
     Answer,
     Assignment,
@@ -36,6 +37,12 @@ def check_step_source(config: BatchSettings, source: str) -> None:
     if source not in STEP_SOURCES:
         raise BatchError(
             "A step review replays browsing episodes: choose finished demonstrations or sampling runs.",
+            "source",
+        )
+    if config.template == "step_preference" and source != "runs":
+        raise BatchError(
+            "Step preferences are made from guided sampling runs (a step model chose among the commands "
+            "written at each step): choose sampling runs.",
             "source",
         )
     if config.include_declined:
@@ -142,18 +149,34 @@ def why_no_episodes(source: str, origin: dict) -> str:
 
 
 def create_step_batch(user: AnyUser | None, config: BatchSettings, source: str) -> FeedbackBatch:
-    """The batch of ``step_episodes`` (the caller has checked the request); BatchError when there is no
-    episode to review."""
+    """The batch of ``step_episodes`` (the caller has checked the request): an item per episode, or per
+    state with two candidates for step preferences (``step_pairs``); BatchError when there is none."""
     episodes, origin = step_episodes(config, source)
+    if config.template == "step_preference":
+        pairs = candidate_pairs(episodes)
+        if not pairs:
+            raise BatchError(
+                "no items: no step of these runs' episodes has two different candidate commands (a guided "
+                "run records them: sample with a step model)"
+            )
+        origin["states"] = len(pairs)
+        return create_step_items(
+            user, config, [pair.episode for pair in pairs], origin, steps=[pair.as_step() for pair in pairs]
+        )
     if not episodes:
         raise BatchError(why_no_episodes(source, origin))
     return create_step_items(user, config, episodes, origin)
 
 
 def create_step_items(
-    user: AnyUser | None, config: BatchSettings, episodes: Sequence[Episode], origin: dict
+    user: AnyUser | None,
+    config: BatchSettings,
+    episodes: Sequence[Episode],
+    origin: dict,
+    steps: Sequence[dict] | None = None,
 ) -> FeedbackBatch:
-    """One item per episode (finished, with a step), in one transaction."""
+    """One item per episode (finished, with a step), in one transaction; ``steps``: each item's state and
+    candidates (``FeedbackItem.step``) for step preferences."""
     with transaction.atomic():
         batch = FeedbackBatch.objects.create(
             **batch_fields(user, config), item_count=len(episodes), origin=origin
@@ -161,8 +184,13 @@ def create_step_items(
         if origin.get("runs"):
             batch.sampling_runs.set(origin["runs"])
         FeedbackItem.objects.bulk_create(
-            FeedbackItem(batch=batch, question_id=episode.question_id, episode=episode)
-            for episode in episodes
+            FeedbackItem(
+                batch=batch,
+                question_id=episode.question_id,
+                episode=episode,
+                step=steps[n] if steps is not None else {},
+            )
+            for n, episode in enumerate(episodes)
         )
         log_action(
             user,

@@ -1,13 +1,13 @@
-"""What a step-review task page shows (issue 38): the episode replayed as the model saw it, step by step
-(the observation text before each action, the action, what the browser answered), the answer it wrote
-with its quotes, and the labeler's ratings filled in from the draft. Who browsed (a demonstrator or a
-model, which one) is never shown: blinding, as answers' sources are not."""
+"""What a step-review task page shows (issue 38; a step preference's: ``preference_context``): the episode
+replayed as the model saw it, step by step (the observation text before each action, the action, what the
+browser answered), the answer it wrote with its quotes, and the labeler's ratings filled in from the draft.
+Who browsed (a demonstrator or a model, which one) is never shown: blinding, as answers' sources are not."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from annotation.feedback.scales import codes
+from annotation.feedback.scales import COMPARISON_SCALE, COMPARISON_SLOTS, codes
 from annotation.feedback.steps import STEP_RATINGS, STEP_REASONS
 from annotation.models import Episode, EpisodeAction
 
@@ -87,3 +87,34 @@ def step_response_from_post(post: Any) -> dict[str, Any]:
             if value:
                 steps.setdefault(parts[1], {})[parts[2]] = value
     return {"steps": steps, "first_bad": post.get("first_bad", ""), "comment": post.get("comment", "")}
+
+
+def preference_context(item: Any, values: Any) -> dict[str, Any]:
+    """A step-preference page: the episode's actions before the state, the observation there (as the
+    model saw it), the two candidate next actions as A and B, the scale and the reasons with the draft's
+    choices. Which candidate the episode took is never shown."""
+    index = int(item.step.get("index", 0))
+    actions = list(
+        EpisodeAction.objects.filter(episode_id=item.episode_id, index__lte=index)
+        .only("index", "command", "observation_before")
+        .order_by("index")
+    )
+    here = actions[-1] if actions and actions[-1].index == index else None
+    values = values if isinstance(values, dict) else {}
+    return {
+        "state_number": index + 1,
+        "previous_actions": [action.command for action in actions if action.index < index],
+        "state_observation": here.observation_before if here else "",
+        "candidates": [
+            {"slot": slot, "action": action}
+            for slot, action in zip(COMPARISON_SLOTS, item.step.get("candidates", ()), strict=False)
+        ],
+        "preference_options": [
+            {"code": code, "label": label, "checked": values.get("preference") == code}
+            for code, label in COMPARISON_SCALE
+        ],
+        "reason_options": [
+            {"code": code, "label": label, "selected": values.get("reason") == code}
+            for code, label in STEP_REASONS
+        ],
+    }

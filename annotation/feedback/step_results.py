@@ -6,11 +6,13 @@ agree (Krippendorff's alpha on the step ratings and on the first bad step's posi
 from __future__ import annotations
 
 from collections import Counter, defaultdict
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict
 from typing import Any
 
+from annotation.feedback.agreement import preference_agreement
 from annotation.feedback.result_stats import estimate
+from annotation.feedback.scales import COMPARISON_SCALE, preference_value
 from annotation.feedback.steps import STEP_RATINGS, STEP_REASONS, step_agreement
 
 
@@ -58,4 +60,29 @@ def step_figures(submitted: Sequence[Any], *, seed: int, resamples: int) -> dict
             "first_bad_same": agreement.first_bad_same,
             "first_bad_pairs": agreement.first_bad_pairs,
         },
+    }
+
+
+def step_preference_figures(
+    submitted: Sequence[Any], steps: Mapping[int, Mapping[str, Any]], *, seed: int, resamples: int
+) -> dict[str, Any]:
+    """A step-preference batch's figures: how often labelers prefer the action the episode took (the step
+    model's choice: 1 for it, 0.5 equal, 0 for the other; a 95% interval over questions), and why the worse
+    action is worse. ``steps``: item id -> ``FeedbackItem.step``."""
+    agree, reasons = [], Counter()
+    for task in submitted:
+        code = task.response.get("preference")
+        taken = steps.get(task.item, {}).get("taken")
+        if code in dict(COMPARISON_SCALE) and taken in (0, 1):
+            for_a = preference_value(code)
+            agree.append((task.question, preference_agreement(for_a if taken == 0 else -for_a, 1.0)))
+        if task.response.get("reason"):
+            reasons[task.response["reason"]] += 1
+    return {
+        "prefers_step_model": estimate(agree, seed=seed, resamples=resamples),
+        "reasons": [
+            {"code": code, "label": label, "count": reasons[code]}
+            for code, label in STEP_REASONS
+            if reasons[code]
+        ],
     }

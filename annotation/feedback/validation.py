@@ -49,7 +49,7 @@ from annotation.feedback.scales import (
     ranking_tags,
     rating_fields,
 )
-from annotation.feedback.steps import check_step_ratings
+from annotation.feedback.steps import check_step_preference, check_step_ratings
 from annotation.feedback.validation_comparison import (
     MAX_TEXT,
     OVERALL_CONTRADICTS,
@@ -110,6 +110,9 @@ def validate_response(
         if template == "step_review":
             required = required_all or ALL_STEPS in (always_required or ())
             checked = check_step_ratings(response, steps, required_all=required)
+            return Validation(checked.errors, (), checked.cleaned, checked.complete)
+        if template == "step_preference":
+            checked = check_step_preference(response)
             return Validation(checked.errors, (), checked.cleaned, checked.complete)
         return _validate(template, response, answers, required_all, always_required, preset or None)
     except Exception:  # a safety net only: the checks themselves do not raise
@@ -206,6 +209,8 @@ def required_fields(
         paths += [field.code for field in rating_fields(preset) if wanted(field.code)]
     elif template == "step_review":
         paths += [f"steps.{index}" for index in range(steps if wanted(ALL_STEPS) else min(steps, 1))]
+    elif template == "step_preference":
+        paths.append("preference")
     return paths
 
 

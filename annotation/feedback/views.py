@@ -28,6 +28,7 @@ TEMPLATE_PAGES = {
     "ranking": "tasks/ranking.html",
     "rating": "tasks/rating.html",
     "step_review": "tasks/step_review.html",
+    "step_preference": "tasks/step_preference.html",
 }
 NOT_SAVED = "What you sent was not saved: it is shown below to copy."
 

@@ -150,6 +150,12 @@ class EpisodeAction(models.Model):
     observation_before = models.TextField()
     page_before = models.CharField(max_length=64, help_text="PageSnapshot digest shown before the command")
     page_after = models.CharField(max_length=64, help_text="PageSnapshot digest shown after the command")
+    candidates = models.JSONField(
+        default=list,
+        blank=True,
+        help_text="A guided sample's step: every command the policy wrote here, [{command, score}], the step "
+        "model's best taken (empty for any other action)",
+    )
     idempotency_key = models.UUIDField(default=uuid.uuid4)
     created_at = models.DateTimeField(auto_now_add=True)
 

@@ -174,6 +174,12 @@ class FeedbackItem(models.Model):
         related_name="feedback_items",
         help_text="The browsing episode a step review replays (step templates only; no answers then)",
     )
+    step = models.JSONField(
+        default=dict,
+        blank=True,
+        help_text="A step preference: {index: the state's step, candidates: [A, B] as shown, taken: which "
+        "one the episode took}; never shown to labelers but the candidates",
+    )
     is_gold = models.BooleanField(default=False)
     gold_expected = models.JSONField(
         default=dict, blank=True, help_text="Expected response fields, by answer id"

@@ -5,7 +5,9 @@
   id in [-1, 1] (``FeedbackItem.gold_expected``'s own shape), flags the question flags ticked;
 - rankings: ``{"ranks": {answer id: rank}}``;
 - ratings: ``{"fields": {field code: choice}}`` (the choice fields of the preset);
-- step reviews: ``{"first_bad": step or "none", "steps": {step: rating}}`` (``feedback/steps.py``).
+- step reviews: ``{"first_bad": step or "none", "steps": {step: rating}}`` (``feedback/steps.py``);
+- step preferences: ``{"preference": p}``, p the preference for candidate A (the item's candidates keep
+  one order for every labeler).
 ``compare`` scores one judgement against a reference, measure by measure (InstructGPT B.1's measures).
 """
 
@@ -56,6 +58,9 @@ def canonical(
                 if str(position) in ranks
             }
         }
+    if template == "step_preference":
+        code = response.get(PREFERENCE)
+        return {PREFERENCE: preference_value(code)} if code is not None else {}
     if template == "step_review":
         steps = response.get(STEPS) or {}
         return {
@@ -74,7 +79,10 @@ def compare(template: str, mine: Mapping[str, Any], reference: Mapping[str, Any]
     measure the reference or the judgement lacks is left out. Flags are compared only when the template has
     them: a flagged question ends a WebGPT comparison, so a reference that flags it is matched by flagging."""
     scores: dict[str, float] = {}
-    if template in COMPARISON_TEMPLATES:
+    if template == "step_preference":
+        if PREFERENCE in mine and PREFERENCE in reference:
+            scores[PREFERENCE] = preference_agreement(float(mine[PREFERENCE]), float(reference[PREFERENCE]))
+    elif template in COMPARISON_TEMPLATES:
         if template == "webgpt_comparison" and FLAGS in reference:
             scores[FLAGS] = float(sorted(mine.get(FLAGS) or []) == sorted(reference[FLAGS]))
         if PREFERENCE in mine and PREFERENCE in reference and not reference.get(FLAGS):
@@ -105,4 +113,4 @@ def main_measure(template: str) -> str:
     """The measure a kind's gold accuracy and screening agreement are read from."""
     if template in COMPARISON_TEMPLATES:
         return PREFERENCE
-    return {"ranking": RANKING, "step_review": FIRST_BAD}.get(template, FIELDS)
+    return {"ranking": RANKING, "step_review": FIRST_BAD, "step_preference": PREFERENCE}.get(template, FIELDS)

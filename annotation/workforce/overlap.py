@@ -39,7 +39,7 @@ from annotation.models import (
     FlagDecision,
     Template,
 )
-from annotation.workforce.judgements import PREFERENCE, canonical
+from annotation.workforce.judgements import FIRST_BAD, PREFERENCE, canonical
 from webgpt_site.models import log_action
 
 Ranking = Mapping[str, float]
@@ -85,8 +85,10 @@ def rankings_disagree(rankings: Sequence[Ranking], threshold: float) -> bool:
 def judgements_disagree(batch: FeedbackBatch, tasks: Sequence[Assignment]) -> bool:
     """Whether ``tasks`` (submitted judgements of one item) disagree, by the rules above."""
     judgements = [canonical(batch.template, task.response, task.order, batch.preset) for task in tasks]
-    if batch.template in COMPARISON_TEMPLATES:
+    if batch.template in (*COMPARISON_TEMPLATES, "step_preference"):
         return preferences_disagree([float(j[PREFERENCE]) for j in judgements if PREFERENCE in j])
+    if batch.template == "step_review":  # where the first mistake is: every labeler the same step, or not
+        return len({j.get(FIRST_BAD) for j in judgements}) > 1
     if batch.template == Template.RANKING:
         rankings = [{k: float(v) for k, v in j["ranks"].items()} for j in judgements]
         return rankings_disagree(rankings, batch.rank_agreement_threshold)

@@ -1,6 +1,6 @@
-"""A step review in the real browser (issue 38): the page shows one step at a time, n moves on, a digit rates
-the focused step, a bad rating asks why and marks the first bad step, the response is stored; axe-core
-finds nothing serious on the page."""
+"""A step review and a step preference in the real browser (issue 38): the review page shows one step at a
+time, n moves on, a digit rates the focused step, a bad rating asks why and marks the first bad step, the
+response is stored; a preference is chosen with a digit; axe-core finds nothing serious on either page."""
 
 from __future__ import annotations
 
@@ -11,7 +11,16 @@ from playwright.sync_api import Page, expect
 
 from annotation.demonstrations import service as demos
 from annotation.feedback.batches import BatchSettings, create_batch_from_source
-from annotation.models import Assignment, AssignmentStatus, Question
+from annotation.feedback.step_batches import create_step_items
+from annotation.models import (
+    Assignment,
+    AssignmentStatus,
+    Episode,
+    EpisodeAction,
+    EpisodeKind,
+    EpisodeStatus,
+    Question,
+)
 from annotation.questions.service import import_questions
 from tests.conftest import make_user
 from tests.e2e.axe import describe, run_axe
@@ -77,3 +86,36 @@ def test_a_labeler_rates_steps_with_the_keyboard_and_the_first_bad_step_follows(
     assert task.status == AssignmentStatus.SUBMITTED
     assert task.response["first_bad"] == 1
     assert task.response["steps"]["1"] == {"rating": "bad", "reason": "wrong_link", "note": ""}
+
+
+def test_a_step_preference_is_judged_with_the_keyboard_and_passes_axe(
+    page: Page, freshwiki, django_user_model
+):
+    make_user(django_user_model, "bob", "labeler")
+    import_questions(b'{"question": "Who won the 2022 AFL Grand Final?"}', filename="q.jsonl")
+    question = Question.objects.get()
+    episode = Episode.objects.create(
+        kind=EpisodeKind.MODEL, policy="tiny", question=question, status=EpisodeStatus.FINISHED,
+        settings={}, state={"quotes": []}, answer="Geelong.",
+    )  # fmt: skip
+    for index, command in enumerate(("Search AFL Grand Final 2022", "Clicked on link 0")):
+        EpisodeAction.objects.create(
+            episode=episode, index=index, command=command, valid=True,
+            observation_before=f"♦Question\nWho won?\n♦Page {index}", page_before="", page_after="",
+        )  # fmt: skip
+    state = {"index": 1, "candidates": ["Clicked on link 0", "Back"], "taken": 0}
+    config = BatchSettings("clicks", "step_preference", required_probability=0.0)
+    create_step_items(None, config, [episode], {"source": "test"}, steps=[state])
+    page.goto("/accounts/login/")
+    page.get_by_label("Username").fill("bob")
+    page.get_by_label("Password").fill("bob-pw")
+    page.get_by_role("button", name="Sign in").click()
+    page.get_by_role("button", name="Start next task").click()
+    expect(page.get_by_text("Two possible next actions")).to_be_visible()
+    assert not run_axe(page), describe(run_axe(page))
+    page.get_by_role("radio", name="A much better").focus()
+    page.keyboard.press("4")  # B better
+    expect(page.get_by_role("radio", name="B better")).to_be_checked()
+    page.get_by_role("button", name="Submit and back to the list").click()
+    expect(page.get_by_text("Submitted. Thank you!")).to_be_visible()
+    assert Assignment.objects.get().response["preference"] == "b_better"

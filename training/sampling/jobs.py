@@ -353,6 +353,10 @@ def _episode(run: SamplingRun, question: Question, browser: Browser, sample: Epi
             observation_before=step.observation,
             page_before=step.page_before,
             page_after=step.page_after,
+            candidates=[
+                {"command": command, "score": score}
+                for command, score in zip(step.candidates, step.candidate_scores, strict=True)
+            ],
         )
         for index, step in enumerate(sample.steps)
     )
