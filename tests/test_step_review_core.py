@@ -197,3 +197,24 @@ def test_no_pairable_step_gives_no_figure_rather_than_a_number():
     result = step_agreement({"e1": {"ann": rated("good", "bad", first_bad=1)}}, resamples=0)
     assert result.ratings.alpha is None and result.first_bad.alpha is None
     assert (result.first_bad_same, result.first_bad_pairs) == (None, 0)
+
+
+def test_a_gold_disagreement_on_a_step_item_is_shown_in_words():
+    from annotation.workforce.as_seen import reference_lines, response_lines
+    from annotation.workforce.judgements import canonical
+
+    mine = {
+        "steps": {"0": {"rating": "good"}, "1": {"rating": "bad", "reason": "wrong_link"}},
+        "first_bad": 1,
+    }
+    reference = canonical("step_review", {"steps": {"0": {"rating": "good"}}, "first_bad": None}, [])
+    assert [(line.label, line.value) for line in response_lines("step_review", "", mine, [])] == [
+        ("First bad step", "step 2")
+    ]
+    assert [(line.label, line.value) for line in reference_lines("step_review", "", reference, [])] == [
+        ("First bad step", "none: every step good or neutral")
+    ]
+    preferred = canonical("step_preference", {"preference": "b_better"}, [])
+    assert [(line.label, line.value) for line in reference_lines("step_preference", "", preferred, [])] == [
+        ("Which next action is better", "B better")
+    ]

@@ -26,10 +26,11 @@ from annotation.feedback.scales import (
     ranking_tags,
     rating_fields,
 )
+from annotation.feedback.steps import NO_BAD_STEP, first_bad_value
 from annotation.models import Answer, Assignment, work_kind
 from annotation.workforce.gate import refusal
 from annotation.workforce.gold import GoldCheck
-from annotation.workforce.judgements import FIELDS, FLAGS, PREFERENCE
+from annotation.workforce.judgements import FIELDS, FIRST_BAD, FLAGS, PREFERENCE
 from annotation.workforce.states import kind_label
 from webgpt_site.permissions import AnyUser
 
@@ -86,6 +87,15 @@ def _flags(codes: Iterable[str]) -> Line | None:
     return Line("Question flags", "; ".join(ticked)) if ticked else None
 
 
+FIRST_BAD_LABEL = "First bad step"
+BETTER_ACTION_LABEL = "Which next action is better"
+
+
+def _first_bad_words(value: Any) -> str:
+    """A first bad step (an index from 0, or ``steps.NO_BAD_STEP``) as the page numbers steps."""
+    return "none: every step good or neutral" if value == NO_BAD_STEP else f"step {int(value) + 1}"
+
+
 def response_lines(
     template: str, preset: str, response: Mapping[str, Any] | None, slots: Sequence[str]
 ) -> list[Line]:
@@ -100,6 +110,11 @@ def response_lines(
                 lines.append(Line(label, scale.get(str(ratings[code]), str(ratings[code]))))
         flags = _flags(code for code, on in _section(response, "flags").items() if on)
         lines += [flags] if flags else []
+    elif template == "step_review":
+        lines.append(Line(FIRST_BAD_LABEL, _first_bad_words(first_bad_value(response))))
+    elif template == "step_preference":
+        code = response.get("preference")
+        lines.append(Line(BETTER_ACTION_LABEL, dict(COMPARISON_SCALE).get(str(code), str(code))))
     elif template == "ranking":
         ranks, likert, tags = (_section(response, key) for key in ("ranks", "likert", "tags"))
         likert_labels, tag_labels = dict(LIKERT_7), dict(ranking_tags(preset))
@@ -133,6 +148,10 @@ def reference_lines(
             value = float(reference[PREFERENCE])
             for_a = value if order[0] == min(order) else -value
             lines.append(Line(dict(dimensions_for(template))[OVERALL], scale_label(for_a)))
+    elif template == "step_review" and FIRST_BAD in reference:
+        lines.append(Line(FIRST_BAD_LABEL, _first_bad_words(reference[FIRST_BAD])))
+    elif template == "step_preference" and PREFERENCE in reference:
+        lines.append(Line(BETTER_ACTION_LABEL, scale_label(float(reference[PREFERENCE]))))
     elif template == "ranking":
         ranks = reference.get("ranks") or {}
         names = slot_names(template, len(order))
