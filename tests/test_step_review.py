@@ -287,3 +287,24 @@ def test_a_prm_run_trains_on_the_step_labels_export_and_registers_its_model(
     assert f"Warning: {2 + len(COMMANDS)} step labels" in run.log  # too few to rely on, and it says so
     summary = json.loads((Path(run.checkpoint.path) / "training.json").read_text())
     assert summary["kind"] == "prm" and summary["config"]["labels"] == "ratings"
+
+
+def test_every_console_page_of_a_step_batch_renders_and_a_reference_scores_a_gold_item(
+    batch, episode, alice, bob, client_for
+):
+    client = client_for(alice)
+    for page in ("", "results/", "flags/", "gold/", "results/labelers.csv"):
+        response = client.get(f"/console/feedback/{batch.pk}/{page}")
+        assert response.status_code == 200, (page, response.status_code)
+    assert api(alice).get(f"/api/batches/{batch.pk}").status_code == 200
+    assert api(alice).get(f"/api/batches/{batch.pk}/agreement").status_code == 200
+    # A researcher's reference on the item makes it gold: bob's first bad step is scored against it.
+    item = batch.items.get()
+    started = client.post(f"/console/feedback/{batch.pk}/gold/reference/", {"item": item.pk}, follow=True)
+    assert started.status_code == 200 and "Step 1 of" in started.content.decode()
+    reference = Assignment.objects.get(labeler=alice, item=item)
+    fields = {"submit_key": str(uuid.uuid4()), "version": str(reference.version), "step-0-rating": "good",
+              "step-1-rating": "bad", "step-1-reason": "wrong_link", "first_bad": "1"}  # fmt: skip
+    client.post(f"/tasks/{reference.pk}/submit/", fields)
+    item.refresh_from_db()
+    assert item.gold_expected == {FIRST_BAD: 1, STEPS: {"0": "good", "1": "bad"}}
