@@ -1,6 +1,6 @@
 """The README's screenshots, taken from a running app (`make run`):
-python scripts/screenshots.py [URL [STEP...]] (steps: demonstration, feedback, people, training, sampling,
-loop, rl, judges, operations, workforce; all of them, in that order, by default)."""
+python scripts/screenshots.py [URL [STEP...]] (steps: demonstration, feedback, people, steps, training,
+sampling, loop, rl, judges, operations, workforce; all of them, in that order, by default)."""
 
 from __future__ import annotations
 
@@ -252,6 +252,7 @@ def main(base: str, steps: list[str]) -> None:
         demonstration(browser.new_page(viewport={"width": 1280, "height": 1000}), base)
         feedback(browser.new_page(viewport={"width": 1280, "height": 1000}), base)
         people(browser.new_page(viewport={"width": 1280, "height": 1000}), base)
+        step_tasks(browser.new_page(viewport={"width": 1280, "height": 1000}), base)
         training(browser.new_page(viewport={"width": 1280, "height": 1000}), base)
         sampling(browser.new_page(viewport={"width": 1280, "height": 1000}), base)
         loop(browser, base)
@@ -467,7 +468,38 @@ def workforce(page: Page, base: str) -> None:
     page.screenshot(path=OUT / "timesheets.png", full_page=True)
 
 
+def step_tasks(page: Page, base: str) -> None:
+    """The labeler's step review (one step at a time, a bad step with its reason) and step preference, from
+    the demo's scripted episodes; other tasks met on the way are skipped."""
+    sign_in(page, base, "labeler")
+    reviewed = preferred = False
+    for _ in range(24):
+        page.goto(f"{base}/tasks/")
+        start = re.compile("Start next task|Continue your task")
+        page.get_by_role("button", name=start).or_(page.get_by_role("link", name=start)).first.click()
+        page.wait_for_load_state("networkidle")
+        if not reviewed and page.locator("[data-step-review]").count():
+            page.locator("#step-0").get_by_role("radio", name="Good").check()
+            page.keyboard.press("n")
+            page.keyboard.press("3")
+            page.locator("#step-1-reason").select_option("wrong_link")
+            page.wait_for_timeout(1000)  # the draft autosaves
+            page.screenshot(path=OUT / "step-review.png", full_page=True)
+            reviewed = True
+        elif not preferred and page.get_by_text("Two possible next actions").count():
+            page.get_by_role("radio", name="A better").check()
+            page.wait_for_timeout(1000)
+            page.screenshot(path=OUT / "step-preference.png", full_page=True)
+            preferred = True
+        page.locator("details.skip summary").click()
+        page.get_by_label("Why?").fill("screenshot run")
+        page.get_by_role("button", name="Skip task").click()
+        if reviewed and preferred:
+            break
+
+
 JOURNEYS = {
+    "steps": step_tasks,
     "judges": judges,
     "operations": operations,
     "demonstration": demonstration,
