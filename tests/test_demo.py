@@ -54,7 +54,9 @@ def test_load_demo_creates_the_demo_users_and_questions_once(settings, tmp_path)
     # The demo batches and their FreshWiki answers (tests/test_demo_answers.py) are made once too.
     # Six batches, one per template and preset (gold items among the minimal comparisons), then the
     # workforce's screening test.
-    assert FeedbackBatch.objects.filter(name__startswith="FreshWiki demo: ").count() == 7
+    # A batch per template and rating preset (the step preference's of the step review's clicks), and the
+    # screening test.
+    assert FeedbackBatch.objects.filter(name__startswith="FreshWiki demo: ").count() == 9
     assert Answer.objects.filter(source__dataset="freshwiki_demo_answers").count() == 48
 
 

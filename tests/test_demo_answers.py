@@ -156,6 +156,8 @@ def test_the_demo_batches_are_built_from_the_freshwiki_answers_with_their_quotes
         (Template.RATING, "gophercite"): 32,
         (Template.RATING, "truthfulqa"): 32,
         (Template.RATING, "webglm"): 32,
+        (Template.STEP_REVIEW, ""): 2,  # two episodes browsed by the demo's script (demo_steps)
+        (Template.STEP_PREFERENCE, ""): 3,  # their clicks: one, then a wrong one and the right one
     }
     assert batches[(Template.RANKING, "")].name == "FreshWiki demo: K-way ranking"
     rank = {quality: index for index, quality in enumerate(QUALITIES)}
@@ -168,7 +170,7 @@ def test_the_demo_batches_are_built_from_the_freshwiki_answers_with_their_quotes
     old.refresh_from_db()
     assert not old.is_active  # the old evidence-less batches stop handing out tasks, their data kept
     assert create_demo_feedback_batches() == []
-    assert FeedbackBatch.objects.count() == 7 and Answer.objects.count() == 48
+    assert FeedbackBatch.objects.count() == 9 and Answer.objects.count() == 48
 
 
 def test_the_questions_the_quick_start_samples_are_in_no_demo_batch(demo_questions):
@@ -177,7 +179,7 @@ def test_the_questions_the_quick_start_samples_are_in_no_demo_batch(demo_questio
     create_demo_feedback_batches()
     quick = QuestionSet(dataset=DEMO_BATCH_DATASET, limit=QUICK_START["limit"])
     _, sampled = check_sampling(SamplingRequest(questions=quick, settings={"n": QUICK_START["n"]}))
-    judged = set(FeedbackItem.objects.values_list("answers__question", flat=True))
+    judged = set(FeedbackItem.objects.values_list("question", flat=True))  # answers' and episodes' items
     assert len(sampled) == 4 and not judged & set(sampled)
     assert len(judged) == 8  # the other eight questions, with all their answers
 

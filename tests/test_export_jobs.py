@@ -22,8 +22,8 @@ from annotation.exports import service as exports
 from annotation.exports.parquet import SCHEMAS
 from annotation.feedback import assignment as work
 from annotation.feedback.answers_import import import_answers
-from annotation.feedback.batches import BatchSettings, create_feedback_batch
-from annotation.models import Export, ExportFormat, ExportStatus, Question
+from annotation.feedback.batches import BatchSettings, create_batch_from_source, create_feedback_batch
+from annotation.models import Export, ExportFormat, ExportStatus, FeedbackBatch, Question
 from annotation.questions.service import import_questions
 from tests.conftest import database_url_for_tests, make_user, running_worker
 from tests.test_exports import judged_pair
@@ -52,6 +52,17 @@ def finished_demonstration(dana) -> None:
     demos.submit_answer(episode.pk, dana, "Geelong [1].")
 
 
+def reviewed_steps(django_user_model) -> None:
+    """The demonstration's steps reviewed by one labeler (the step-labels export)."""
+    config = BatchSettings("steps", "step_review", required_probability=0.0)
+    batch = create_batch_from_source(None, config, "demonstrations")
+    FeedbackBatch.objects.exclude(pk=batch.pk).update(is_active=False)  # the review, not another task
+    person = make_user(django_user_model, "erin5", "labeler")
+    task = work.next_assignment(person)
+    steps = {"0": {"rating": "good"}, "1": {"rating": "bad", "reason": "wrong_link"}}
+    assert work.submit(task.pk, person, {"steps": steps, "first_bad": 1}, uuid.uuid4()).validation.complete
+
+
 def rows_in(body: bytes, file_type: str) -> list:
     if file_type == "parquet":
         return pq.read_table(io.BytesIO(body)).to_pylist()
@@ -74,6 +85,7 @@ def test_every_format_and_file_type_runs_on_a_worker_and_downloads_with_its_reco
     judged_pair(django_user_model)
     ranked_group(django_user_model)
     finished_demonstration(dana)
+    reviewed_steps(django_user_model)
     api = APIClient()
     api.force_authenticate(alice)
     for export_format, file_type in JOBS:

@@ -18,7 +18,7 @@ from tests.test_training_jobs import finished_export, rm_export
 from training.errors import RunError
 from training.models import ModelCheckpoint, RunKind, TrainingRun
 from training.runs import jobs
-from training.runs.config import BOUNDS, MINILM, SMOLLM2, RMConfig
+from training.runs.config import BOUNDS, MINILM, SMOLLM2, PRMConfig, RMConfig
 from training.runs.inputs import JOB_SETTINGS, SETTABLE
 from training.runs.store import PRESET_WIDTHS, SMOLLM2_GGUF, package_folder
 
@@ -113,7 +113,7 @@ def test_the_preset_widths_are_those_of_the_shipped_models():
 
 
 def test_settable_names_are_the_config_fields_less_what_the_job_fills_in():
-    assert set(SETTABLE) == {f.name for f in fields(RMConfig)} - JOB_SETTINGS
+    assert set(SETTABLE) == {f.name for f in fields(PRMConfig)} - JOB_SETTINGS  # PRMConfig extends RMConfig
     assert "base_model" in SETTABLE and "data" not in SETTABLE
 
 

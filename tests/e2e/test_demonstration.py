@@ -75,7 +75,7 @@ def test_a_demonstrator_browses_quotes_answers_and_everything_is_stored(demo_sit
     page.get_by_role("button", name="Submit answer").click()
     expect(page.get_by_role("status")).to_contain_text("Answer submitted")
 
-    episode = Episode.objects.get()
+    episode = Episode.objects.human().get()
     assert episode.status == EpisodeStatus.FINISHED
     assert episode.answer == "Geelong won the 2022 AFL Grand Final by 81 points [1]."
     assert list(episode.actions.values_list("command", flat=True)) == [
@@ -118,4 +118,4 @@ def test_a_reload_in_the_middle_brings_the_page_back_and_work_continues(demo_sit
     expect(page.locator("#actions-left")).to_have_text("97")
     page.keyboard.press("b")  # back to the results
     expect(page.locator("#page-title")).to_have_text("Search results for: AFL Grand Final 2022")
-    assert Episode.objects.get().actions.count() == 4
+    assert Episode.objects.human().get().actions.count() == 4

@@ -11,7 +11,7 @@ pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True)]
 
 
 def status_of_the_episode() -> str:
-    return Episode.objects.get().status
+    return Episode.objects.human().get().status
 
 
 def test_one_press_of_end_nonsense_only_asks_and_cancel_keeps_the_question(demo_site, page: Page):
@@ -22,7 +22,7 @@ def test_one_press_of_end_nonsense_only_asks_and_cancel_keeps_the_question(demo_
     expect(confirm).to_be_focused()
     expect(page.locator("#end-confirm-status")).to_contain_text("to end this question without an answer")
     assert status_of_the_episode() == EpisodeStatus.BROWSING
-    assert Episode.objects.get().actions.count() == 0  # nothing was sent
+    assert Episode.objects.human().get().actions.count() == 0  # nothing was sent
 
     page.get_by_role("button", name="Cancel").click()
     expect(page.get_by_role("button", name="End: Nonsense")).to_be_focused()
@@ -44,7 +44,7 @@ def test_escape_cancels_and_the_confirmed_press_ends_the_question(demo_site, pag
     page.get_by_role("button", name="End: Controversial").click()
     page.get_by_role("button", name="Confirm: End: Controversial").click()
     expect(page.get_by_label("Note (optional)")).to_be_visible()  # the finished episode's page
-    episode = Episode.objects.get()
+    episode = Episode.objects.human().get()
     assert episode.status == EpisodeStatus.FINISHED
     assert list(episode.actions.values_list("command", flat=True)) == ["End: Controversial"]
 
