@@ -29,6 +29,7 @@ urlpatterns = [
     path("tasks/<int:pk>/submit/", tasks.submit, name="task_submit"),
     path("tasks/<int:pk>/skip/", tasks.skip, name="task_skip"),
     path("tasks/<int:pk>/heartbeat/", tasks.heartbeat, name="task_heartbeat"),
+    path("tasks/<int:pk>/steps/<int:index>/page/", tasks.step_page, name="task_step_page"),
     path("quality/", workforce.my_quality, name="my_quality"),
     path("tasks/guidelines/", guidelines.index, name="guidelines"),
     path("tasks/guidelines/<slug:template>/", guidelines.template_guidelines, name="template_guidelines"),

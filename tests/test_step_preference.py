@@ -119,6 +119,11 @@ def test_labelers_judge_the_two_actions_blind_and_the_labels_export_and_train_a_
     body = {"response": {"preference": "a_better", "reason": "wrong_link"}, "key": str(uuid.uuid4())}
     assert api(bob).post(f"/api/tasks/{task['id']}/submit", body, format="json").status_code == 200
 
+    # The whole page of the state opens; the page of the step after it would tell which action was taken.
+    state_page = f"/tasks/{task['id']}/steps/{item.step['index']}/page/"
+    assert client_for(bob).get(state_page).status_code == 200
+    later = f"/tasks/{task['id']}/steps/{item.step['index'] + 1}/page/"
+    assert client_for(bob).get(later).status_code == 404
     carol = make_user(django_user_model, "carol", "labeler")
     client = client_for(carol)
     started = client.post("/tasks/start/")

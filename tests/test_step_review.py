@@ -308,3 +308,19 @@ def test_every_console_page_of_a_step_batch_renders_and_a_reference_scores_a_gol
     client.post(f"/tasks/{reference.pk}/submit/", fields)
     item.refresh_from_db()
     assert item.gold_expected == {FIRST_BAD: 1, STEPS: {"0": "good", "1": "bad"}}
+
+
+def test_the_whole_page_of_a_step_opens_for_the_tasks_labeler_only(
+    batch, episode, bob, django_user_model, client_for
+):
+    task = review_over_api(bob, all_good(len(COMMANDS)))
+    after_search = episode.actions.get(index=1).page_before
+    page = client_for(bob).get(f"/tasks/{task['id']}/steps/1/page/")
+    assert page.status_code == 200 and "Search results for: AFL Grand Final 2022" in page.content.decode()
+    assert after_search in episode.state["pages"]
+    assert client_for(bob).get(f"/tasks/{task['id']}/steps/99/page/").status_code == 404
+    stranger = make_user(django_user_model, "erin", "labeler")
+    assert client_for(stranger).get(f"/tasks/{task['id']}/steps/1/page/").status_code == 404
+    assert (
+        f"/tasks/{task['id']}/steps/1/page/" in client_for(bob).get(f"/tasks/{task['id']}/").content.decode()
+    )

@@ -103,6 +103,7 @@ def preference_context(item: Any, values: Any) -> dict[str, Any]:
     values = values if isinstance(values, dict) else {}
     return {
         "state_number": index + 1,
+        "state_index": index,
         "previous_actions": [action.command for action in actions if action.index < index],
         "state_observation": here.observation_before if here else "",
         "candidates": [

@@ -18,8 +18,10 @@ from annotation.feedback import progress
 from annotation.feedback.forms import response_from_post
 from annotation.feedback.presenter import task_context
 from annotation.feedback.validation import AnswerShape, input_errors, skip_reason_error
-from annotation.models import ActiveKind, Assignment, AssignmentStatus
+from annotation.models import ActiveKind, Assignment, AssignmentStatus, EpisodeAction
 from annotation.workforce import activity, gate
+from browser.engine.page import BLANK_PAGE
+from browser.services import load_snapshot
 from webgpt_site.permissions import Role, any_role_required, get_visible_or_404, role_required
 
 TEMPLATE_PAGES = {
@@ -262,3 +264,31 @@ def heartbeat(request: HttpRequest, pk: int) -> HttpResponse:
     if not task.is_reference:  # a researcher's reference is no one's paid work
         activity.record(request.user, ActiveKind.TASK, served)
     return HttpResponse(status=204)
+
+
+@require_GET
+@login_required
+def step_page(request: HttpRequest, pk: int, index: int) -> HttpResponse:
+    """The whole page a step review's episode showed before step ``index`` (the observation is its window
+    in view), for the task's labeler or a researcher. A step preference shows only its state's page: the
+    page after it would tell which action the episode took."""
+    task = get_visible_or_404(
+        Assignment.objects.select_related("item__batch", "item__question"), request.user, pk=pk
+    )
+    item = task.item
+    if item.episode_id is None or (
+        item.batch.template == "step_preference" and index != item.step.get("index")
+    ):
+        raise Http404("No such step.")
+    action = EpisodeAction.objects.filter(episode_id=item.episode_id, index=index).only("page_before").first()
+    if action is None:
+        raise Http404("No such step.")
+    page = BLANK_PAGE if action.page_before == BLANK_PAGE.digest else load_snapshot(action.page_before)
+    context = {
+        "task": task,
+        "question": item.question.text,
+        "page": page,
+        "number": index + 1,
+        "index": index,
+    }
+    return render(request, "tasks/step_page.html", context)
