@@ -7,6 +7,7 @@ from __future__ import annotations
 import io
 import json
 import uuid
+from collections.abc import Sequence
 from pathlib import Path
 
 import pyarrow.parquet as pq
@@ -23,6 +24,9 @@ from annotation.models import (
     Assignment,
     AssignmentStatus,
     Episode,
+    EpisodeAction,
+    EpisodeKind,
+    EpisodeStatus,
     Export,
     ExportStatus,
     FeedbackBatch,
@@ -57,18 +61,38 @@ def api(user=None) -> APIClient:
     return client
 
 
-@pytest.fixture
-def episode(freshwiki, dana) -> Episode:
-    import_questions(
-        b'{"question": "Who won the 2022 AFL Grand Final, and by how much?"}', filename="q.jsonl"
-    )
+def demonstrate(dana, question: str, commands: Sequence[str], answer: str) -> Episode:
+    """``dana`` demonstrates ``question`` (of the bc split) through the demonstrations service."""
+    import_questions(json.dumps({"question": question}).encode(), filename="q.jsonl")
     Question.objects.update(split="bc")
     episode = demos.next_episode(dana)
-    for command in COMMANDS:
+    for command in commands:
         episode.refresh_from_db()
         demos.record_action(episode.pk, dana, command, uuid.uuid4(), episode.version)
-    assert demos.submit_answer(episode.pk, dana, "Geelong, by 81 points [1].") == []
-    return Episode.objects.get()
+    assert demos.submit_answer(episode.pk, dana, answer) == []
+    return Episode.objects.human().get()
+
+
+def model_episode(question: Question, commands: Sequence[str]) -> Episode:
+    """A finished model episode of ``commands`` (each action with an observation of its own), stored as a
+    sampling run stores one."""
+    episode = Episode.objects.create(
+        kind=EpisodeKind.MODEL, policy="tiny", question=question, status=EpisodeStatus.FINISHED,
+        settings={}, state={"quotes": []}, answer="Geelong.",
+    )  # fmt: skip
+    for index, command in enumerate(commands):
+        EpisodeAction.objects.create(
+            episode=episode, index=index, command=command, valid=True,
+            observation_before=f"♦Question\n{question.text}\n♦Page {index}", page_before="", page_after="",
+        )  # fmt: skip
+    return episode
+
+
+@pytest.fixture
+def episode(freshwiki, dana) -> Episode:
+    return demonstrate(
+        dana, "Who won the 2022 AFL Grand Final, and by how much?", COMMANDS, "Geelong, by 81 points [1]."
+    )
 
 
 @pytest.fixture

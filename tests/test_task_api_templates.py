@@ -20,13 +20,10 @@ from annotation.models import (
     Answer,
     Assignment,
     AssignmentStatus,
-    Episode,
-    EpisodeAction,
-    EpisodeKind,
-    EpisodeStatus,
     SourceKind,
 )
 from annotation.questions.service import import_questions
+from tests.test_step_review import model_episode
 from webgpt_site.api_tokens import issue
 from webgpt_site.models import AuditEntry
 
@@ -46,15 +43,7 @@ def batch_for(template: str, preset: str = "", answers: int = 2) -> None:
     question = report.questions.get()
     config = BatchSettings(name=template, template=template, preset=preset, required_probability=1.0)
     if template in ("step_review", "step_preference"):  # an episode of two actions, as a run stores one
-        episode = Episode.objects.create(
-            kind=EpisodeKind.MODEL, policy="tiny", question=question, status=EpisodeStatus.FINISHED,
-            settings={}, state={"quotes": []}, answer="Rayleigh scattering.",
-        )  # fmt: skip
-        for index, command in enumerate(("Search why is the sky blue", "Back")):
-            EpisodeAction.objects.create(
-                episode=episode, index=index, command=command, valid=True,
-                observation_before=f"observation {index}", page_before="", page_after="",
-            )  # fmt: skip
+        episode = model_episode(question, ("Search why is the sky blue", "Back"))
         # A step preference: the state before step 1, the command taken (A) against another (B).
         state = {"index": 1, "candidates": ["Back", "Clicked on link 0"], "taken": 0}
         steps = [state] if template == "step_preference" else None

@@ -9,12 +9,11 @@ script's scores: 1 the click made, 0 the other), so the demo has step preference
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
 
 from django.db import transaction
-from django.utils import timezone
 
 from annotation.demo import DEMO_CORPUS_NAME
+from annotation.demonstrations.model_episodes import ActionRecord, store_model_episode
 from annotation.feedback.batch_settings import BatchSettings
 from annotation.feedback.demo_answers import load_demo_answers
 from annotation.feedback.step_batches import create_step_items
@@ -22,30 +21,16 @@ from annotation.feedback.step_pairs import candidate_pairs
 from annotation.models import (
     Answer,
     Episode,
-    EpisodeAction,
-    EpisodeKind,
-    EpisodeStatus,
     FeedbackBatch,
     Question,
 )
 from browser.engine.browser import Browser
-from browser.services import backend_for, browser_settings, save_browser
+from browser.services import backend_for, browser_settings
 
 DEMO_STEP_BATCH = "FreshWiki demo: step review"
 DEMO_PREFERENCE_BATCH = "FreshWiki demo: step preference"
 DEMO_POLICY = "demo script (no model: a fixed search, click, quote and answer)"
 EPISODES = 2
-
-
-@dataclass(frozen=True)
-class ScriptedStep:
-    observation: str
-    command: str
-    valid: bool
-    message: str
-    page_before: str
-    page_after: str
-    candidates: tuple[dict, ...] = ()
 
 
 def _link_to(browser: Browser, url: str) -> int | None:
@@ -54,10 +39,10 @@ def _link_to(browser: Browser, url: str) -> int | None:
 
 def browse_by_script(
     browser: Browser, question: str, quote: dict[str, str], *, detour: bool
-) -> list[ScriptedStep]:
+) -> list[ActionRecord]:
     """Run the script in ``browser``: search the question, (with ``detour``) click a wrong result and go
     back, click the quote's page, quote it, end. Each step recorded as the model would have seen it."""
-    steps: list[ScriptedStep] = []
+    steps: list[ActionRecord] = []
 
     def run(command: str, rejected: str = "") -> None:
         observation, before = browser.observation(), browser.page.digest
@@ -65,8 +50,10 @@ def browse_by_script(
         candidates = (
             ({"command": command, "score": 1.0}, {"command": rejected, "score": 0.0}) if rejected else ()
         )
-        step = ScriptedStep(observation, command, result.valid, result.message, before, browser.page.digest)
-        steps.append(replace(step, candidates=candidates))
+        after = browser.page.digest
+        steps.append(
+            ActionRecord(observation, command, result.valid, result.message, before, after, candidates)
+        )
 
     browser.reset(question)
     run(f"Search {question}")
@@ -84,36 +71,17 @@ def browse_by_script(
     return steps
 
 
-def _save(question: Question, browser: Browser, steps: Sequence[ScriptedStep], answer: str) -> Episode:
-    now = timezone.now()
-    episode = Episode.objects.create(
-        kind=EpisodeKind.MODEL,
-        policy=DEMO_POLICY,
+def _save(question: Question, browser: Browser, steps: Sequence[ActionRecord], answer: str) -> Episode:
+    return store_model_episode(
         question=question,
-        status=EpisodeStatus.FINISHED,
+        policy=DEMO_POLICY,
+        browser=browser,
+        actions=steps,
+        answer=answer,
         end_reason=browser.end_reason.value if browser.end_reason else "",
         corpus=DEMO_CORPUS_NAME,
-        settings=browser.settings.to_dict(),
-        state=save_browser(browser),
-        answer=answer,
-        finished_at=now,
-        last_seen_at=now,
+        search="local",
     )
-    EpisodeAction.objects.bulk_create(
-        EpisodeAction(
-            episode=episode,
-            index=index,
-            command=step.command,
-            valid=step.valid,
-            message=step.message,
-            observation_before=step.observation,
-            page_before=step.page_before,
-            page_after=step.page_after,
-            candidates=list(step.candidates),
-        )
-        for index, step in enumerate(steps)
-    )
-    return episode
 
 
 def _complete_answers() -> list[Answer]:

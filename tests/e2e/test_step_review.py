@@ -4,26 +4,20 @@ response is stored; a preference is chosen with a digit; axe-core finds nothing 
 
 from __future__ import annotations
 
-import uuid
-
 import pytest
 from playwright.sync_api import Page, expect
 
-from annotation.demonstrations import service as demos
 from annotation.feedback.batches import BatchSettings, create_batch_from_source
 from annotation.feedback.step_batches import create_step_items
 from annotation.models import (
     Assignment,
     AssignmentStatus,
-    Episode,
-    EpisodeAction,
-    EpisodeKind,
-    EpisodeStatus,
     Question,
 )
 from annotation.questions.service import import_questions
 from tests.conftest import make_user
 from tests.e2e.axe import describe, run_axe
+from tests.test_step_review import demonstrate, model_episode
 
 pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True)]
 COMMANDS = [
@@ -40,13 +34,7 @@ COMMANDS = [
 def review_page(page: Page, freshwiki, django_user_model) -> Page:
     dana = make_user(django_user_model, "dana", "demonstrator")
     make_user(django_user_model, "bob", "labeler")
-    import_questions(b'{"question": "Who won the 2022 AFL Grand Final?"}', filename="q.jsonl")
-    Question.objects.update(split="bc")
-    episode = demos.next_episode(dana)
-    for command in COMMANDS:
-        episode.refresh_from_db()
-        demos.record_action(episode.pk, dana, command, uuid.uuid4(), episode.version)
-    assert demos.submit_answer(episode.pk, dana, "Geelong won.") == []
+    demonstrate(dana, "Who won the 2022 AFL Grand Final?", COMMANDS, "Geelong won.")
     config = BatchSettings("AFL steps", "step_review", required_probability=0.0)
     create_batch_from_source(None, config, "demonstrations")
     page.goto("/accounts/login/")
@@ -93,16 +81,7 @@ def test_a_step_preference_is_judged_with_the_keyboard_and_passes_axe(
 ):
     make_user(django_user_model, "bob", "labeler")
     import_questions(b'{"question": "Who won the 2022 AFL Grand Final?"}', filename="q.jsonl")
-    question = Question.objects.get()
-    episode = Episode.objects.create(
-        kind=EpisodeKind.MODEL, policy="tiny", question=question, status=EpisodeStatus.FINISHED,
-        settings={}, state={"quotes": []}, answer="Geelong.",
-    )  # fmt: skip
-    for index, command in enumerate(("Search AFL Grand Final 2022", "Clicked on link 0")):
-        EpisodeAction.objects.create(
-            episode=episode, index=index, command=command, valid=True,
-            observation_before=f"♦Question\nWho won?\n♦Page {index}", page_before="", page_after="",
-        )  # fmt: skip
+    episode = model_episode(Question.objects.get(), ("Search AFL Grand Final 2022", "Clicked on link 0"))
     state = {"index": 1, "candidates": ["Clicked on link 0", "Back"], "taken": 0}
     config = BatchSettings("clicks", "step_preference", required_probability=0.0)
     create_step_items(None, config, [episode], {"source": "test"}, steps=[state])

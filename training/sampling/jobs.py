@@ -18,11 +18,11 @@ from typing import Any
 from django.conf import settings
 from django.db import transaction
 from django.db.models import Avg, Count, Q, Sum
-from django.utils import timezone
 
-from annotation.models import Episode, EpisodeAction, EpisodeKind, EpisodeStatus, Question
+from annotation.demonstrations.model_episodes import ActionRecord, store_model_episode
+from annotation.models import Episode, Question
 from browser.engine.browser import Browser
-from browser.services import browser_settings, save_browser
+from browser.services import browser_settings
 from browser.sources import LOCAL, open_source
 from training.models import RunStatus as Status
 from training.models import Sample, SamplingRun
@@ -327,37 +327,28 @@ def _store(run: SamplingRun, question: Question, stored: _Stored, arm: _Arm, tot
 
 
 def _episode(run: SamplingRun, question: Question, browser: Browser, sample: EpisodeSample) -> Episode:
-    now = timezone.now()
-    episode = Episode.objects.create(
-        kind=EpisodeKind.MODEL,
-        user=None,
-        policy=run.policy_name,
+    actions = (
+        ActionRecord(
+            step.observation,
+            step.command,
+            step.valid,
+            step.message,
+            step.page_before,
+            step.page_after,
+            tuple(
+                {"command": command, "score": score}
+                for command, score in zip(step.candidates, step.candidate_scores, strict=True)
+            ),
+        )
+        for step in sample.steps
+    )
+    return store_model_episode(
         question=question,
-        status=EpisodeStatus.FINISHED,
+        policy=run.policy_name,
+        browser=browser,
+        actions=actions,
+        answer=sample.answer or "",
         end_reason=sample.end_reason,
         corpus=(run.corpus or settings.DEFAULT_CORPUS) if run.search == LOCAL else "",
         search=run.search,
-        settings=browser.settings.to_dict(),
-        state=save_browser(browser),
-        answer=sample.answer or "",
-        finished_at=now,
-        last_seen_at=now,
     )
-    EpisodeAction.objects.bulk_create(
-        EpisodeAction(
-            episode=episode,
-            index=index,
-            command=step.command,
-            valid=step.valid,
-            message=step.message,
-            observation_before=step.observation,
-            page_before=step.page_before,
-            page_after=step.page_after,
-            candidates=[
-                {"command": command, "score": score}
-                for command, score in zip(step.candidates, step.candidate_scores, strict=True)
-            ],
-        )
-        for index, step in enumerate(sample.steps)
-    )
-    return episode
