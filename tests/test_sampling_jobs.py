@@ -384,6 +384,20 @@ def test_a_run_can_browse_the_live_web_through_a_provider(alice, freshwiki, poli
         )
 
 
+def guided(user, policy, reward_model, step_model, guide_k: int = 3) -> SamplingRun:
+    """A finished run of the "demo" questions, each sampled unguided and guided by ``step_model``."""
+    request = SamplingRequest(
+        policy=policy,
+        reward_model=reward_model,
+        step_model=step_model,
+        questions=QuestionSet(dataset="demo", limit=10),
+        settings=TINY | {"guide_k": guide_k},
+    )
+    run = run_sampling_job(request_sampling(user, request, queue=False).pk)
+    assert run.status == RunStatus.DONE, run.error
+    return run
+
+
 @pytest.fixture
 def step_model(tiny_bert_dir, tmp_path) -> ModelCheckpoint:
     folder = tiny_reward_model(tmp_path / "prm", tiny_bert_dir, offset=0.0, max_length=64, kind="prm")
@@ -409,15 +423,7 @@ def test_a_guided_run_samples_each_question_guided_and_unguided_and_reports_both
                 alice, SamplingRequest(policy=policy, questions=everything, **wrong), queue=False
             )
         assert refused.value.field == field
-    request = SamplingRequest(
-        policy=policy,
-        reward_model=reward_model,
-        step_model=step_model,
-        questions=QuestionSet(dataset="demo", limit=10),
-        settings=TINY | {"guide_k": 3},
-    )
-    run = run_sampling_job(request_sampling(alice, request, queue=False).pk)
-    assert run.status == RunStatus.DONE, run.error
+    run = guided(alice, policy, reward_model, step_model)
     assert run.episodes_done == run.episodes_total == 8 and run.step_model_name == "tiny-prm"
     samples = list(Sample.objects.filter(run=run))
     assert sorted((s.question_id, s.index, s.guided) for s in samples) == sorted(

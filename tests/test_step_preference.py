@@ -22,13 +22,13 @@ from annotation.models import EpisodeAction, FeedbackBatch
 from tests.conftest import make_user
 from tests.test_sampling_jobs import (  # noqa: F401 (fixtures)
     TINY,
+    guided,
     policy,
     questions,
     reward_dir,
     reward_model,
     step_model,
 )
-from training.models import RunStatus
 from training.runs.config import PRMConfig
 from training.runs.prm import train_prm
 from training.sampling.jobs import run_sampling_job
@@ -46,16 +46,7 @@ def api(user) -> APIClient:
 @pytest.fixture
 def guided_run(alice, freshwiki, policy, reward_model, step_model):  # noqa: F811
     questions(2)
-    request = SamplingRequest(
-        policy=policy,
-        reward_model=reward_model,
-        step_model=step_model,
-        questions=QuestionSet(dataset="demo", limit=10),
-        settings=TINY | {"guide_k": 3},
-    )
-    run = run_sampling_job(request_sampling(alice, request, queue=False).pk)
-    assert run.status == RunStatus.DONE, run.error
-    return run
+    return guided(alice, policy, reward_model, step_model)
 
 
 def test_a_guided_run_keeps_the_candidates_and_a_batch_pairs_the_taken_command_with_the_worst(
