@@ -29,6 +29,9 @@ from tests.test_sampling_jobs import (  # noqa: F401 (fixtures)
     reward_model,
     step_model,
 )
+from tests.test_step_review import demonstrate
+from training.errors import RunError
+from training.models import RunStatus, Sample, StepCandidate
 from training.runs.config import PRMConfig
 from training.runs.prm import train_prm
 from training.sampling.jobs import run_sampling_job
@@ -142,7 +145,7 @@ def test_labelers_judge_the_two_actions_blind_and_the_labels_export_and_train_a_
     assert (figure["value"], figure["judgements"]) == (0.5, 2)
     assert [row.measure for row in batch_alpha(batch, resamples=50)] == ["preference"]
     page = client_for(alice).get(f"/console/feedback/{batch.pk}/results/").content.decode()
-    assert "Labelers prefer the step model" in page
+    assert "Labelers prefer the action the episode took" in page
 
     data = tmp_path / "step-labels.jsonl"
     data.write_bytes(out.getvalue())
@@ -163,3 +166,60 @@ def test_labelers_judge_the_two_actions_blind_and_the_labels_export_and_train_a_
 def test_the_guidelines_explain_the_scale_with_an_example(client_for, bob):
     page = client_for(bob).get("/tasks/guidelines/step_preference/").content.decode()
     assert "Two possible next actions" not in page and "B much better" in page and "Worked example" in page
+
+
+def test_a_run_at_demonstration_states_sets_a_policys_action_against_the_demonstrators(
+    alice,
+    dana,
+    freshwiki,
+    policy,  # noqa: F811
+    reward_model,  # noqa: F811
+):
+    """The second source of step preferences: a policy's next action at states of a human demonstration
+    (its first, middle and last actions), replayed on the pages it recorded, against the demonstrator's."""
+    commands = [
+        "Search AFL Grand Final 2022",
+        "Clicked on link 3",
+        "Back",
+        "Clicked on link 0",
+        "Quote: won by Geelong by a margin of 81 points",
+        "End: Answer",
+    ]
+    demonstration = demonstrate(dana, "Who won the 2022 AFL Grand Final?", commands, "Geelong [1].")
+    at_states = TINY | {"at_states": True}
+    questions = QuestionSet(split="bc")
+    for wrong, field in (
+        ({"reward_model": reward_model}, "reward_model"),
+        ({"questions": QuestionSet(split="rm")}, "questions"),
+    ):
+        with pytest.raises(RunError) as refused:
+            request_sampling(
+                alice,
+                SamplingRequest(
+                    **({"policy": policy, "questions": questions, "settings": at_states} | wrong)
+                ),
+                queue=False,
+            )
+        assert refused.value.field == field
+    run = request_sampling(
+        alice, SamplingRequest(policy=policy, questions=questions, settings=at_states), queue=False
+    )
+    assert (run.n, run.episodes_total) == (1, 3)  # n does not apply; states 0, 2 and 5 of six actions
+    run = run_sampling_job(run.pk)
+    assert run.status == RunStatus.DONE, run.error
+    figures = run.metrics["at_states"]
+    assert (figures["demonstrations"], figures["states"], run.episodes_done) == (1, 3, 3)
+    kept = list(StepCandidate.objects.filter(run=run).select_related("action"))
+    assert len(kept) == figures["candidates"] >= 1
+    for candidate in kept:
+        assert candidate.action.episode_id == demonstration.pk and candidate.action.index in (0, 2, 5)
+        assert candidate.command != candidate.action.command
+    assert Sample.objects.filter(run=run).count() == 0  # nothing browsed onward
+
+    batch = create_batch_from_source(alice, BatchSettings("vs", "step_preference", runs=[run.pk]), "runs")
+    assert batch.items.count() == len(kept)
+    for item in batch.items.all():
+        action = demonstration.actions.get(index=item.step["index"])
+        assert item.step["kind"] == "demonstration" and item.episode_id == demonstration.pk
+        assert item.step["candidates"][item.step["taken"]] == action.command  # the demonstrator's
+    assert api(dana).post("/api/tasks/next").status_code in (403, 204)  # never their own demonstration

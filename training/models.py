@@ -214,6 +214,27 @@ class Sample(models.Model):
         return f"sample {self.index} of question {self.question_id} in run {self.run_id}"
 
 
+class StepCandidate(models.Model):
+    """A policy's next action at one state of a human demonstration (issue 38), made by a sampling run "at
+    demonstration states": a step preference sets it against the demonstrator's own action there."""
+
+    run = models.ForeignKey(SamplingRun, on_delete=models.CASCADE, related_name="step_candidates")
+    action = models.ForeignKey(
+        "annotation.EpisodeAction",
+        on_delete=models.CASCADE,
+        related_name="policy_candidates",
+        help_text="The demonstrator's action: the state is the one before it",
+    )
+    command = models.TextField(help_text="What the policy wrote there (never the demonstrator's own)")
+
+    class Meta:
+        ordering = ("run", "action")
+        constraints = [models.UniqueConstraint(fields=("run", "action"), name="step_candidate_once_per_run")]
+
+    def __str__(self) -> str:
+        return f"candidate of run {self.run_id} at action {self.action_id}"
+
+
 class ProxyEvaluation(JobRow):
     """The reward-model proxy evaluation of best-of-n (WebGPT Figures 5 and 8), which needs no labelers: a
     "validation" reward model, trained on a separate split, scores every sample of some sampling runs; the

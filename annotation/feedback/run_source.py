@@ -71,5 +71,10 @@ def samples() -> type[Model]:
     return apps.get_model("training", "Sample")
 
 
+def step_candidates() -> type[Model]:
+    """A policy's next actions at demonstration states (training's ``StepCandidate``)."""
+    return apps.get_model("training", "StepCandidate")
+
+
 def rounds() -> type[Model]:
     return apps.get_model("training", "Round")

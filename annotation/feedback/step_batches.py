@@ -9,7 +9,7 @@ from collections import defaultdict
 from collections.abc import Iterable, Sequence
 
 from django.db import transaction
-from django.db.models import Count, QuerySet
+from django.db.models import Count, Q, QuerySet
 
 from annotation.feedback.batch_settings import BatchError, BatchSettings, batch_fields
 from annotation.feedback.scales import COMPARISON_TEMPLATES
@@ -121,8 +121,10 @@ def step_episodes(config: BatchSettings, source: str) -> tuple[list[Episode], di
         chosen = list(_reviewable(episodes))
         return chosen, {"source": source, "demonstration_batch": batch_id, "episodes": len(chosen)}
     runs = list(config.runs)
-    sampled = Episode.objects.filter(sample__run__in=runs)
-    chosen = list(_reviewable(sampled))
+    sampled = Q(sample__run__in=runs)
+    if config.template == "step_preference":  # and the demonstrations a run sampled candidates at
+        sampled |= Q(actions__policy_candidates__run__in=runs)
+    chosen = list(_reviewable(Episode.objects.filter(sampled).distinct()))
     origin = {"source": source, "runs": runs, "judged_worse": config.judged_worse}
     if origin["judged_worse"]:
         worse = judged_worse(episode.pk for episode in chosen)
@@ -153,11 +155,11 @@ def create_step_batch(user: AnyUser | None, config: BatchSettings, source: str) 
     state with two candidates for step preferences (``step_pairs``); BatchError when there is none."""
     episodes, origin = step_episodes(config, source)
     if config.template == "step_preference":
-        pairs = candidate_pairs(episodes)
+        pairs = candidate_pairs(episodes, runs=config.runs)
         if not pairs:
             raise BatchError(
                 "no items: no step of these runs' episodes has two different candidate commands (a guided "
-                "run records them: sample with a step model)"
+                "run records them: sample with a step model; or sample at demonstration states)"
             )
         origin["states"] = len(pairs)
         return create_step_items(

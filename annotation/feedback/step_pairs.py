@@ -1,9 +1,16 @@
-"""Step-preference items (issue 38; Web-Shepherd's form: a chosen and a rejected action at one state): from
-the guided samples of sampling runs, where the step model chose among the commands the policy wrote at each
-step (``EpisodeAction.candidates``). At a state with two different candidates, the labeler sees the command
-the episode took beside the one the step model scored lowest, in an order drawn per item (seeded by the
-episode and step, so a batch made twice shows the same), and says which is the better next action: whether
-people agree with the step model's choice is the figure (``step_results``)."""
+"""Step-preference items (issue 38; Web-Shepherd's form: a chosen and a rejected action at one state), from
+sampling runs of two kinds:
+
+- guided samples, where the step model chose among the commands the policy wrote at each step
+  (``EpisodeAction.candidates``): at a state with two different candidates, the command the episode took
+  against the one the step model scored lowest (``kind`` "guided");
+- runs at demonstration states, where a policy wrote its next action at states of human demonstrations
+  (training's ``StepCandidate``, read through the app registry): the demonstrator's action against the
+  policy's (``kind`` "demonstration").
+
+The two are shown in an order drawn per item (seeded by the episode and step, so a batch made twice shows
+the same), and the labeler says which is the better next action; how often people prefer the action the
+episode took is the figure (``step_results``)."""
 
 from __future__ import annotations
 
@@ -11,6 +18,7 @@ import hashlib
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from annotation.feedback.run_source import step_candidates
 from annotation.models import Episode, EpisodeAction
 
 # States per episode at most: the first steps where the policy wrote two different commands. Spread over
@@ -28,13 +36,21 @@ class StatePair:
     candidates: tuple[str, str]
     taken: int
 
+    kind: str = "guided"
+
     def as_step(self) -> dict:
         """What ``FeedbackItem.step`` keeps."""
-        return {"index": self.index, "candidates": list(self.candidates), "taken": self.taken}
+        return {
+            "index": self.index,
+            "candidates": list(self.candidates),
+            "taken": self.taken,
+            "kind": self.kind,
+        }
 
 
-def candidate_pairs(episodes: Sequence[Episode]) -> list[StatePair]:
-    """The states of ``episodes`` to judge, episode by episode in step order."""
+def candidate_pairs(episodes: Sequence[Episode], runs: Sequence[int] = ()) -> list[StatePair]:
+    """The states of ``episodes`` to judge, episode by episode in step order: their guided steps', and the
+    demonstration states ``runs`` sampled a policy's action at."""
     by_id = {episode.pk: episode for episode in episodes}
     actions = (
         EpisodeAction.objects.filter(episode_id__in=list(by_id))
@@ -50,11 +66,25 @@ def candidate_pairs(episodes: Sequence[Episode]) -> list[StatePair]:
         other = _rejected(command, candidates)
         if other is None:
             continue
-        swap = hashlib.sha256(f"step-pair:{episode_id}:{index}".encode()).digest()[0] & 1 == 1
-        shown = (other, command) if swap else (command, other)
-        pairs.append(StatePair(by_id[episode_id], index, shown, 1 if swap else 0))
+        pairs.append(_pair(by_id[episode_id], index, command, other, "guided"))
         taken_from[episode_id] = taken_from.get(episode_id, 0) + 1
+    policy_candidates = (
+        step_candidates()
+        .objects.filter(run__in=list(runs), action__episode_id__in=list(by_id))
+        .order_by("action__episode_id", "action__index", "run_id")
+        .values_list("action__episode_id", "action__index", "action__command", "command")
+    )
+    seen = set()
+    for episode_id, index, command, other in policy_candidates:
+        if (episode_id, index) not in seen and other.strip() != command.strip():
+            seen.add((episode_id, index))
+            pairs.append(_pair(by_id[episode_id], index, command, other.strip(), "demonstration"))
     return pairs
+
+
+def _pair(episode: Episode, index: int, taken: str, other: str, kind: str) -> StatePair:
+    swap = hashlib.sha256(f"step-pair:{episode.pk}:{index}".encode()).digest()[0] & 1 == 1
+    return StatePair(episode, index, (other, taken) if swap else (taken, other), 1 if swap else 0, kind)
 
 
 def _rejected(taken: str, candidates: list) -> str | None:

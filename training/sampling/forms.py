@@ -30,6 +30,7 @@ SETTINGS = (
     "examples",
     "constrain_commands",
     "decline_threshold",
+    "at_states",
 )
 CONSTRAIN = {"": None, "on": True, "off": False}
 PROMPTED_LABEL = "SmolLM2-135M-Instruct, prompted (default)"
@@ -101,6 +102,13 @@ class SamplingForm(JobRequestForm):
     decline_threshold = forms.FloatField(
         required=False,
         help_text="Optional: a best score below it declines to answer (0 = the average demonstration).",
+    )
+    at_states = forms.BooleanField(
+        required=False,
+        label="At demonstration states",
+        help_text="Instead of browsing: the policy's next action at three states of each finished human "
+        "demonstration of the questions (n, reward and step models do not apply), for step preferences of "
+        "the demonstrator's action against the policy's.",
     )
     examples = forms.IntegerField(
         label="Few-shot examples", help_text="Demonstrations shown to a prompted policy as examples."

@@ -28,6 +28,7 @@ from training.models import RunStatus as Status
 from training.models import Sample, SamplingRun
 from training.sampling.episode import EpisodeSample, SamplingSettings, StepGuide, run_episodes
 from training.sampling.progress import SamplingProgress
+from training.sampling.states import sample_at_states
 from training.sampling.types import BackendError
 from webgpt_site.jobs.runner import run_job
 
@@ -48,6 +49,8 @@ def run_sampling_job(run_id: int, echo: Callable[[SamplingRun], None] | None = N
     def execute(run: SamplingRun) -> SamplingRun:
         progress = SamplingProgress(run, echo)
         run.keep_on_failure(progress.fields)
+        if run.settings.get("at_states"):  # the policy's next actions at demonstrations' states
+            return _at_states(run, progress)
         status = _execute(run, progress)
         return run.finish(status, **progress.fields(final=True))
 
@@ -133,6 +136,32 @@ def _execute(run: SamplingRun, progress: SamplingProgress) -> str:
         f"{dropped} unfinished question(s) dropped, {unstarted} not started"
     )
     return Status.CANCELLED
+
+
+def _at_states(run: SamplingRun, progress: SamplingProgress) -> SamplingRun:
+    """A run at demonstration states (``states.sample_at_states``): its progress counts states, one
+    "action" each."""
+    from training.sampling.loading import load_policy  # torch: in the worker only
+
+    sampling = SamplingSettings(
+        **{name: run.settings[name] for name in SETTINGS_FIELDS if name in run.settings}
+    )
+    run.append_log(f"Loading {run.policy_name}")
+    policy = load_policy(run)
+
+    def counts(done: int, total: int) -> dict[str, int]:
+        return {"episodes_done": done, "episodes_total": total, "actions_done": done, "actions_limit": total}
+
+    def on_state(done: int, total: int) -> None:
+        SamplingRun.objects.filter(pk=run.pk).update(**counts(done, total))
+
+    figures = sample_at_states(run, policy, sampling, on_state=on_state, cancelled=progress.cancel_requested)
+    run.append_log(
+        f"{figures['candidates']} candidate action(s) at {figures['states']} state(s) of "
+        f"{figures['demonstrations']} demonstration(s)"
+    )
+    status = Status.CANCELLED if progress.cancelled else Status.DONE
+    return run.finish(status, metrics={"at_states": figures}, **counts(figures["states"], figures["planned"]))
 
 
 @dataclass(frozen=True)

@@ -12,12 +12,14 @@ from typing import Any
 
 from django.conf import settings
 from django.db import transaction
+from django.db.models import Count
 
-from annotation.models import DemonstrationBatch, Question, Split
+from annotation.models import DemonstrationBatch, Episode, EpisodeStatus, Question, Split
 from browser.sources import LOCAL, check_source
 from training.errors import RunError, bounded_settings
 from training.models import POLICY_KINDS, ModelCheckpoint, RunKind, SamplingRun
 from training.runs.config import SMOLLM2
+from training.sampling.states import state_indexes
 from webgpt_site.jobs.queueing import enqueue
 from webgpt_site.models import log_action
 
@@ -46,6 +48,8 @@ DEFAULTS: dict[str, Any] = {
     "decline_threshold": None,
     # With a step model: commands sampled at each step of a guided episode, the PRM's best taken.
     "guide_k": 4,
+    # Instead of browsing: the policy's next action at states of the questions' demonstrations (states.py).
+    "at_states": False,
 }
 SETTABLE = frozenset(DEFAULTS)
 PROMPTED_DEFAULT = f"{SMOLLM2} (prompted)"
@@ -91,6 +95,8 @@ def check_sampling(request: SamplingRequest) -> tuple[dict[str, Any], list[int]]
         )
     if request.reward_model is not None and request.reward_model.kind != RunKind.RM:
         raise RunError("the reward model must be a registered reward model", "reward_model")
+    if values["at_states"]:
+        check_at_states(request, values)
     if request.step_model is not None and request.step_model.kind != RunKind.PRM:
         raise RunError("the step model must be a registered process reward model", "step_model")
     if request.step_model is None and "guide_k" in request.settings:
@@ -107,11 +113,38 @@ def check_sampling(request: SamplingRequest) -> tuple[dict[str, Any], list[int]]
         field, reason = problem
         raise RunError(reason.rstrip("."), field)
     ids = question_ids(request.questions)
+    if values["at_states"] and not planned_states(ids):
+        raise RunError("no finished demonstration of these questions to sample at", "questions")
     return values, ids
+
+
+def planned_states(ids: list[int]) -> int:
+    """The states a run at demonstration states asks its policy at (``states.state_indexes`` of each
+    finished human demonstration of the questions)."""
+    demonstrations = (
+        Episode.objects.human()
+        .filter(status=EpisodeStatus.FINISHED, question_id__in=ids)
+        .annotate(steps=Count("actions"))
+        .values_list("steps", flat=True)
+    )
+    return sum(len(state_indexes(steps)) for steps in demonstrations)
+
+
+def check_at_states(request: SamplingRequest, values: dict[str, Any]) -> None:
+    """A run at demonstration states writes one next action a state: nothing to score, guide or decline."""
+    why = "a run at demonstration states writes one next action a state, with no answer to"
+    if request.reward_model is not None:
+        raise RunError(f"{why} score: leave the reward model empty", "reward_model")
+    if request.step_model is not None:
+        raise RunError(f"{why} guide: leave the step model empty", "step_model")
+    if values["decline_threshold"] is not None:
+        raise RunError(f"{why} decline", "decline_threshold")
 
 
 def check_settings(given: dict[str, Any]) -> dict[str, Any]:
     values = bounded_settings(given, DEFAULTS, BOUNDS, whole=set(BOUNDS) - {"temperature"})
+    if not isinstance(values["at_states"], bool):
+        raise RunError("expected true or false", "at_states")
     if values["constrain_commands"] is not None and not isinstance(values["constrain_commands"], bool):
         raise RunError("expected true, false or null (the policy's default)", "constrain_commands")
     threshold = values["decline_threshold"]
@@ -156,6 +189,8 @@ def request_sampling(user: Any, request: SamplingRequest, *, queue: bool = True)
     if request.step_model is None:
         values.pop("guide_k")  # unguided: no such setting on the run
     arms = 2 if request.step_model is not None else 1  # guided samples beside the unguided ones
+    if values["at_states"]:  # one next action a state, no samples: n does not apply
+        values["n"] = 1
     with transaction.atomic():
         run = SamplingRun.objects.create(
             owner=user if getattr(user, "is_authenticated", False) else None,
@@ -172,8 +207,10 @@ def request_sampling(user: Any, request: SamplingRequest, *, queue: bool = True)
             settings={k: v for k, v in values.items() if k not in ("n", "limit")},
             question_source=request.questions.describe(),
             question_ids=ids,
-            episodes_total=len(ids) * values["n"] * arms,
-            actions_limit=len(ids) * values["n"] * arms * values["max_actions"],
+            episodes_total=planned_states(ids) if values["at_states"] else len(ids) * values["n"] * arms,
+            actions_limit=planned_states(ids)
+            if values["at_states"]
+            else len(ids) * values["n"] * arms * values["max_actions"],
         )
         log_action(user, "sampling.request", run, questions=len(ids), n=run.n, backend=run.backend)
         if queue:

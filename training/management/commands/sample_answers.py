@@ -61,6 +61,11 @@ class Command(BaseCommand):
             choices=("on", "off"),
             help="only commands valid on the current page (default: on for prompted models)",
         )
+        parser.add_argument(
+            "--at-states",
+            action="store_true",
+            help="instead of browsing: the policy's next action at states of the questions' demonstrations",
+        )
         parser.add_argument("--queue", action="store_true", help="queue the run for the worker and return")
 
     def handle(self, *args: Any, **options: Any) -> None:
@@ -85,6 +90,8 @@ class Command(BaseCommand):
         settings_ = {name: options[name] for name in SETTINGS if options[name] is not None}
         if constrain is not None:
             settings_["constrain_commands"] = constrain
+        if options["at_states"]:
+            settings_["at_states"] = True
         questions = QuestionSet(
             batch=_batch(options["batch"]),
             split=options["split"],
@@ -110,6 +117,12 @@ class Command(BaseCommand):
 
 def summary(run: SamplingRun) -> str:
     metrics = run.metrics
+    if "at_states" in metrics:
+        states = metrics["at_states"]
+        return (
+            f"run {run.pk} done: {states['candidates']} candidate action(s) at {states['states']} state(s) "
+            f"of {states['demonstrations']} demonstration(s)"
+        )
     line = (
         f"run {run.pk} done: {metrics['questions']} question(s); {metrics['answered']} answered, "
         f"{metrics['declined']} declined, {metrics['no_answer']} without an answer; "
@@ -134,7 +147,7 @@ def _number(value: float | None) -> str:
 def _option(field: str) -> str:
     """The command-line option a refusal is about ("" for the questions as a whole)."""
     known = {*SETTINGS, *QUESTION_OPTIONS, "policy", "reward_model", "step_model", "backend", "search"}
-    known.add("corpus")
+    known.update({"corpus", "at_states"})
     known.add("constrain_commands")
     if field in known:
         return f"--{field.replace('_', '-')}"
