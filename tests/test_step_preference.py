@@ -65,7 +65,7 @@ def test_a_guided_run_keeps_the_candidates_and_a_batch_pairs_the_taken_command_w
     body = {"name": "Which next action", "template": "step_preference", "source": "runs",
             "runs": [guided_run.pk], "overlap": 2, "required_probability": 0.0}  # fmt: skip
     refused = api(alice).post("/api/batches", {**body, "source": "demonstrations", "runs": []}, format="json")
-    assert refused.status_code == 400 and "guided sampling runs" in refused.json()["source"][0]
+    assert refused.status_code == 400 and "at demonstration states" in refused.json()["source"][0]
     created = api(alice).post("/api/batches", body, format="json")
     assert created.status_code == 201, created.json()
     batch = FeedbackBatch.objects.get(pk=created.json()["id"])
