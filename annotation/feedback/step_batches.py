@@ -41,8 +41,8 @@ def check_step_source(config: BatchSettings, source: str) -> None:
         )
     if config.template == "step_preference" and source != "runs":
         raise BatchError(
-            "Step preferences are made from sampling runs: guided ones (a step model chose among the commands "
-            "written at each step) or ones at demonstration states (a policy's action against the "
+            "Step preferences are made from sampling runs: guided ones (a step model chose among the "
+            "commands written at each step) or ones at demonstration states (a policy's action against the "
             "demonstrator's): choose sampling runs.",
             "source",
         )
