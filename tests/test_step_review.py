@@ -18,8 +18,12 @@ from rest_framework.test import APIClient
 
 from annotation.demonstrations import service as demos
 from annotation.exports import service as exports
+from annotation.feedback import assignment as work
 from annotation.feedback.alpha_stats import batch_alpha
+from annotation.feedback.answers_import import answer_from_episode
+from annotation.feedback.batches import BatchSettings, create_batch_from_source, create_feedback_batch
 from annotation.feedback.demo_steps import DEMO_POLICY
+from annotation.feedback.step_batches import judged_worse
 from annotation.models import (
     Assignment,
     AssignmentStatus,
@@ -33,12 +37,13 @@ from annotation.models import (
     Question,
 )
 from annotation.questions.service import import_questions
+from annotation.workforce import quality
 from annotation.workforce.judgements import FIRST_BAD, STEPS, canonical, compare, main_measure
 from annotation.workforce.states import qualify_for_role
 from tests.conftest import make_user
 from training.errors import RunError
 from training.judging.runs import JudgeRequest, check_judge_request
-from training.models import RunKind, RunStatus
+from training.models import RunKind, RunStatus, Sample, SamplingRun
 from training.runs import jobs
 from training.runs.inputs import check_run
 from webgpt_site.permissions import Role
@@ -348,3 +353,50 @@ def test_the_whole_page_of_a_step_opens_for_the_tasks_labeler_only(
     assert (
         f"/tasks/{task['id']}/steps/1/page/" in client_for(bob).get(f"/tasks/{task['id']}/").content.decode()
     )
+
+
+def test_a_step_review_screening_test_scores_an_applicant_on_the_first_bad_step(
+    episode, alice, django_user_model
+):
+    """A screening test of the step-review kind (every applicant reviews every item, against the researchers'
+    references): the applicant's first bad step is scored, and the test is what their state waits on."""
+    config = BatchSettings("steps test", "step_review", is_screening=True, required_probability=0.0)
+    batch = create_batch_from_source(alice, config, "demonstrations")
+    item = batch.items.get()
+    item.is_gold = True
+    item.gold_expected = canonical("step_review", {"steps": {"0": {"rating": "good"}, "1": {"rating": "bad"}},
+                                                   "first_bad": 1}, [])  # fmt: skip
+    item.save()
+    applicant = make_user(django_user_model, "ann", "labeler", applicant=True)
+    task = api(applicant).post("/api/tasks/next").json()
+    assert task["template"] == "step_review"
+    body = {"response": {"steps": {"0": {"rating": "good"}, "1": {"rating": "bad", "reason": "wrong_link"}},
+                         "first_bad": 1}, "key": str(uuid.uuid4())}  # fmt: skip
+    assert api(applicant).post(f"/api/tasks/{task['id']}/submit", body, format="json").status_code == 200
+    (test,) = quality.report(applicant).screenings
+    assert [(score.measure, score.figure.accuracy) for score in test.scores] == [
+        (FIRST_BAD, 1.0),
+        (STEPS, 1.0),
+    ]
+
+
+def test_only_the_episodes_a_comparison_judged_worse(alice, bob, freshwiki, django_user_model):
+    """From sampling runs, "only episodes judged worse": the samples whose answer lost its comparisons."""
+    question = Question.objects.create(text="Who won?", key="w", dataset="demo", split="eval")
+    first, second = (model_episode(question, ("Search who won", "End: Answer")) for _ in range(2))
+    run = SamplingRun.objects.create(policy_name="tiny", question_ids=[question.pk], status=RunStatus.DONE)
+    for index, sampled in enumerate((first, second)):
+        Sample.objects.create(run=run, episode=sampled, question=question, index=index)
+    answers = [answer_from_episode(e) for e in (first, second)]
+    create_feedback_batch(
+        None, BatchSettings("pair", "minimal_comparison", required_probability=0.0), [answers]
+    )
+    task = work.next_assignment(bob)
+    better = "a_much_better" if task.order[0] == answers[0].pk else "b_much_better"  # the first episode wins
+    response = {"ratings": {"accuracy": better, "coherence": better, "overall": better}}
+    assert work.submit(task.pk, bob, response, uuid.uuid4()).validation.complete
+    assert judged_worse([first.pk, second.pk]) == {second.pk}
+    config = BatchSettings("worse", "step_review", runs=[run.pk], judged_worse=True)
+    batch = create_batch_from_source(alice, config, "runs")
+    assert [item.episode_id for item in batch.items.all()] == [second.pk]
+    assert batch.origin["not_judged_worse"] == 1 and list(batch.sampling_runs.all()) == [run]
