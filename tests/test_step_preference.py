@@ -29,7 +29,7 @@ from tests.test_sampling_jobs import (  # noqa: F401 (fixtures)
     reward_model,
     step_model,
 )
-from tests.test_step_review import demonstrate
+from tests.test_step_review import COMMANDS, demonstrate
 from training.errors import RunError
 from training.models import RunStatus, Sample, StepCandidate
 from training.runs.config import PRMConfig
@@ -177,15 +177,7 @@ def test_a_run_at_demonstration_states_sets_a_policys_action_against_the_demonst
 ):
     """The second source of step preferences: a policy's next action at states of a human demonstration
     (its first, middle and last actions), replayed on the pages it recorded, against the demonstrator's."""
-    commands = [
-        "Search AFL Grand Final 2022",
-        "Clicked on link 3",
-        "Back",
-        "Clicked on link 0",
-        "Quote: won by Geelong by a margin of 81 points",
-        "End: Answer",
-    ]
-    demonstration = demonstrate(dana, "Who won the 2022 AFL Grand Final?", commands, "Geelong [1].")
+    demonstration = demonstrate(dana, "Who won the 2022 AFL Grand Final?", COMMANDS, "Geelong [1].")
     at_states = TINY | {"at_states": True}
     questions = QuestionSet(split="bc")
     for wrong, field in (

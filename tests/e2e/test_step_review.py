@@ -17,17 +17,9 @@ from annotation.models import (
 from annotation.questions.service import import_questions
 from tests.conftest import make_user
 from tests.e2e.axe import describe, run_axe
-from tests.test_step_review import demonstrate, model_episode
+from tests.test_step_review import COMMANDS, demonstrate, model_episode
 
 pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True)]
-COMMANDS = [
-    "Search AFL Grand Final 2022",
-    "Clicked on link 3",
-    "Back",
-    "Clicked on link 0",
-    "Quote: won by Geelong by a margin of 81 points",
-    "End: Answer",
-]
 
 
 @pytest.fixture
