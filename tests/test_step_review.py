@@ -316,6 +316,15 @@ def test_a_prm_run_trains_on_the_step_labels_export_and_registers_its_model(
     assert f"Warning: {2 + len(COMMANDS)} step labels" in run.log  # too few to rely on, and it says so
     summary = json.loads((Path(run.checkpoint.path) / "training.json").read_text())
     assert summary["kind"] == "prm" and summary["config"]["labels"] == "ratings"
+    # The command's file mode: the same trainer on the export's file, no registry.
+    out = io.StringIO()
+    call_command(
+        "train_prm", "--data", str(exports.export_path(export)), "--output", str(tmp_path / "cli-prm"),
+        "--base-model", str(tiny_bert_dir), "--max-steps", "2", "--max-length", "64", "--labels", "ratings",
+        "--validation-fraction", "0", stdout=out,
+    )  # fmt: skip
+    assert "2 steps; model in" in out.getvalue()
+    assert json.loads((tmp_path / "cli-prm" / "training.json").read_text())["kind"] == "prm"
 
 
 def test_every_console_page_of_a_step_batch_renders_and_a_reference_scores_a_gold_item(

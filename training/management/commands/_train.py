@@ -1,4 +1,4 @@
-"""What ``train_bc`` and ``train_rm`` share: the options, the progress bar, and the two modes.
+"""What ``train_bc``, ``train_rm`` and ``train_prm`` share: the options, the progress bar, and the two modes.
 
 - ``--export ID``: a registered run (a TrainingRun row, the model in the store, a ModelCheckpoint), run
   here instead of on a worker: the same job code.
@@ -98,13 +98,14 @@ class TrainCommand(BaseCommand):
         self, options: dict[str, Any], preset: str, settings_: dict[str, Any], base: ModelCheckpoint | None
     ) -> None:
         from training.runs.bc import train_bc
+        from training.runs.prm import train_prm
         from training.runs.reward import train_reward_model
 
         if not options["output"]:
             raise CommandError("--output is required with --data")
         _, config = check_run(self.kind, None, preset, settings_, base, local_paths=True)
         config = replace(config, data=str(options["data"]), output_dir=str(options["output"]))
-        trainer = train_bc if self.kind == "bc" else train_reward_model
+        trainer = {"bc": train_bc, "prm": train_prm}.get(self.kind, train_reward_model)
         try:
             result = trainer(config, Hooks(on_progress=self.echo), store_dir())
         except ValueError as exc:
