@@ -112,7 +112,11 @@ EXAMPLES = {"rich": 8, "write": 3, "read": 2}
 # response as the task's draft (TaskSubmit's docs), renewing the lease (and taking a free slot back).
 KEPT_ON_REFUSAL = {"api-task-submit": {"annotation_assignment", "annotation_feedbackitem"}}
 # The decisions on a flagged judgement take the flagged one (a judgement that is not flagged: a 400).
-FUZZ_KIND = {"console:feedback_flag_decision": "flagged", "api-assignment-flag-decision": "flagged"}
+FUZZ_KIND = {
+    "console:feedback_flag_decision": "flagged",
+    "api-assignment-flag-decision": "flagged",
+    "annotation:task_step_page": "step_task",
+}
 REFUSED_EVERY = 4  # in a sweep, every fourth request also goes to a caller the door refused
 
 
@@ -146,7 +150,12 @@ def _build_world(tmp: Any) -> World:
 
     from annotation.demonstrations import service as demos
     from annotation.feedback.answers_import import import_answers
-    from annotation.feedback.batches import BatchSettings, create_feedback_batch, group_answers
+    from annotation.feedback.batches import (
+        BatchSettings,
+        create_batch_from_source,
+        create_feedback_batch,
+        group_answers,
+    )
     from annotation.models import Assignment, Export, ExportStatus, FeedbackItem, JudgeRun, Question
     from annotation.questions.service import import_questions
     from annotation.workforce.invitations import invite
@@ -224,6 +233,16 @@ def _build_world(tmp: Any) -> World:
     finished = episode
     episode = demos.next_episode(dana)
     demos.record_action(episode.pk, dana, "Search AFL Grand Final", uuid.uuid4(), episode.version)
+    # Bob's step review of Dana's finished episode (the whole page of a step: a step that exists, one not).
+    steps = create_batch_from_source(
+        users["alice"], BatchSettings("fuzz steps", "step_review", required_probability=0.0), "demonstrations"
+    )
+    step_task = Assignment.objects.create(
+        item=steps.items.get(),
+        labeler=users["bob"],
+        order=[],
+        leased_until=timezone.now() + timedelta(days=1),
+    )
     (tmp / "media" / "exports").mkdir(parents=True)
     (tmp / "media" / "exports" / "fuzz.jsonl").write_text('{"row": 1}\n')
     export = Export.objects.create(
@@ -241,6 +260,7 @@ def _build_world(tmp: Any) -> World:
         "pending_invitation": [invitation.invitation],  # withdrawn by a request that goes through
         "task": tasks,
         "flagged": [tasks[-1], tasks[0]],
+        "step_task": [{"pk": step_task, "index": 1}, {"pk": step_task, "index": 99}],
         "guidelines": [{"template": name} for name in ("webgpt_comparison", "rating", "nope")],
         "guidelines_preset": [{"template": "rating", "preset": name} for name in ("gophercite", "nope")],
         "work_kind": [{"kind": name} for name in ("webgpt_comparison", "rating:gophercite", "nope")],

@@ -248,6 +248,7 @@ EXPECTED: dict[str, tuple] = {
     "annotation:task_submit": TASK_ACTION,
     "annotation:task_skip": TASK_ACTION,
     "annotation:task_heartbeat": TASK_ACTION,
+    "annotation:task_step_page": TASK_PAGE,  # the demo's step review, bob's and erin's (own "step_task")
     "annotation:guidelines": LABELER_OR_RESEARCHER,
     "annotation:template_guidelines": LABELER_OR_RESEARCHER,
     "annotation:preset_guidelines": LABELER_OR_RESEARCHER,
@@ -295,6 +296,12 @@ def _build_world(tmp) -> tuple[dict, dict, dict]:
             demos.record_action(episode.pk, user, "Search AFL Grand Final", uuid.uuid4(), episode.version)
             episode.refresh_from_db()
         own[name] = {"task": task, "episode": episode}
+    # A step review of the demo's scripted episodes for bob and erin (the whole page of a step).
+    step_item = FeedbackItem.objects.filter(batch__template="step_review").first()
+    for name in ("bob", "erin"):
+        own[name]["step_task"] = Assignment.objects.create(
+            item=step_item, labeler=users[name], order=[], leased_until=timezone.now()
+        )
     users["erin"].groups.clear()
     # A judgement flagged for review (frank's, submitted), for the flag decisions.
     frank = make_user(User, "frank", "labeler")
@@ -493,7 +500,10 @@ API_BODIES: dict[str, Any] = {
 }
 MULTIPART = {"api-question-import", "api-corpus-imports"}
 PAGE = b'{"url": "https://example.org/alpha", "title": "Alpha", "text": "alpha bravo charlie"}\n'
-URL_KWARGS = {"console:feedback_results_csv": {"table": "preference"}}
+URL_KWARGS = {
+    "console:feedback_results_csv": {"table": "preference"},
+    "annotation:task_step_page": {"index": 0},
+}
 
 
 def _upload(name: str, data: bytes) -> SimpleUploadedFile:
@@ -538,7 +548,8 @@ def url_for(route: Route, caller: str, shared: dict, own: dict) -> str:
     if kind == "invitation":
         return route.url(token=shared["invitation"])
     if kind == "task":
-        target = (own["erin"] if caller == "erin" else own["bob"])["task"]
+        key = "step_task" if route.name == "annotation:task_step_page" else "task"
+        target = (own["erin"] if caller == "erin" else own["bob"])[key]
     elif kind == "episode":
         target = (own["erin"] if caller == "erin" else own["dana"])["episode"]
     else:

@@ -21,6 +21,7 @@ from annotation.feedback.validation import AnswerShape, input_errors, skip_reaso
 from annotation.models import ActiveKind, Assignment, AssignmentStatus, EpisodeAction
 from annotation.workforce import activity, gate
 from browser.engine.page import BLANK_PAGE
+from browser.models import PageSnapshot
 from browser.services import load_snapshot
 from webgpt_site.permissions import Role, any_role_required, get_visible_or_404, role_required
 
@@ -283,7 +284,10 @@ def step_page(request: HttpRequest, pk: int, index: int) -> HttpResponse:
     action = EpisodeAction.objects.filter(episode_id=item.episode_id, index=index).only("page_before").first()
     if action is None:
         raise Http404("No such step.")
-    page = BLANK_PAGE if action.page_before == BLANK_PAGE.digest else load_snapshot(action.page_before)
+    try:
+        page = BLANK_PAGE if action.page_before == BLANK_PAGE.digest else load_snapshot(action.page_before)
+    except PageSnapshot.DoesNotExist:
+        raise Http404("This page was not kept.") from None
     context = {
         "task": task,
         "question": item.question.text,
