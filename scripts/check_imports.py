@@ -52,6 +52,7 @@ DJANGO_FREE_MODULES = (
     "annotation.feedback.steps",
     "annotation.workforce.judgements",
     "training.errors",
+    "training.evaluation.benchmarks",
     "training.evaluation.proxy",
     "training.runs.bc",
     "training.runs.config",
