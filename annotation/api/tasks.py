@@ -36,6 +36,7 @@ def task_data(task: Assignment) -> dict[str, Any]:
     revision = context["revision"]
     # Why its labeler may not change it now (paused, revoked, past the screening test): "" when they may.
     closed = work.standing_refusal(task, task.labeler)
+    reviewing, preferring = batch.template == "step_review", batch.template == "step_preference"
     return {
         "id": task.pk,
         "status": task.status,
@@ -62,7 +63,7 @@ def task_data(task: Assignment) -> dict[str, Any]:
             for slot in context["slots"]
         ],
         "scale": [{"code": code, "label": label} for code, label in COMPARISON_SCALE]
-        if context["scales"] or "candidates" in context
+        if context["scales"] or preferring
         else [],
         "dimensions": [{"code": s["code"], "label": s["label"]} for s in context["scales"]],
         "question_flags": [{"code": code, "label": label} for code, label in QUESTION_FLAGS]
@@ -91,23 +92,21 @@ def task_data(task: Assignment) -> dict[str, Any]:
             for step in context.get("steps", ())
         ],
         "written_answer": {"text": context["episode_answer"], "quotes": context["episode_quotes"]}
-        if "steps" in context
+        if reviewing
         else None,
         # A step preference (template step_preference): the state (actions so far, what the model saw) and
         # the two candidate next actions as A and B; never which one the episode took.
         "state": {
-            "step": context["state_number"] - 1,
+            "step": context["state_index"],
             "previous_actions": context["previous_actions"],
             "observation": context["state_observation"],
         }
-        if "candidates" in context
+        if preferring
         else None,
         "candidates": context.get("candidates", []),
-        "step_ratings": [{"code": code, "label": label} for code, label in STEP_RATINGS]
-        if "steps" in context
-        else [],
+        "step_ratings": [{"code": code, "label": label} for code, label in STEP_RATINGS] if reviewing else [],
         "step_reasons": [{"code": code, "label": label} for code, label in STEP_REASONS]
-        if "steps" in context or "candidates" in context
+        if reviewing or preferring
         else [],
         "required": context["required_paths"],
         "required_labels": context["required"],

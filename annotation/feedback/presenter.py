@@ -26,15 +26,9 @@ from annotation.feedback.scales import (
     ranking_tags,
     rating_fields,
 )
-from annotation.feedback.step_presenter import preference_context, step_context
+from annotation.feedback.step_presenter import preference_context, section, step_context
 from annotation.feedback.validation import required_fields
 from annotation.models import Answer, Assignment, AssignmentStatus
-
-
-def _section(values: dict, key: str) -> dict:
-    """A part of a stored draft, or {} when it is missing or not an object (drafts are stored as sent)."""
-    section = values.get(key)
-    return section if isinstance(section, dict) else {}
 
 
 def _options(choices: Any, value: Any) -> list[dict[str, Any]]:
@@ -124,8 +118,8 @@ def task_context(
     slots = []
     for shape, answer_id in zip(shapes, assignment.order, strict=True):
         answer = answers[answer_id]
-        draft = _section(_section(values, "answers"), shape.slot)
-        trust = _section(draft, "trust")
+        draft = section(section(values, "answers"), shape.slot)
+        trust = section(draft, "trust")
         slots.append(
             {
                 "slot": shape.slot,
@@ -140,27 +134,27 @@ def task_context(
                 "claims_json": json.dumps(draft.get("claims", [])),
                 "rank_options": _options(
                     [(n, str(n)) for n in range(1, len(shapes) + 1)],
-                    _section(values, "ranks").get(shape.slot),
+                    section(values, "ranks").get(shape.slot),
                 ),
-                "likert": _options(LIKERT_7, _section(values, "likert").get(shape.slot)),
+                "likert": _options(LIKERT_7, section(values, "likert").get(shape.slot)),
                 "tags": [
                     {
                         "code": code,
                         "label": label,
-                        "checked": code in (_section(values, "tags").get(shape.slot) or []),
+                        "checked": code in (section(values, "tags").get(shape.slot) or []),
                     }
                     for code, label in ranking_tags(batch.preset)
                 ],
             }
         )
-    ratings = _section(values, "ratings")
+    ratings = section(values, "ratings")
     return {
         "assignment": assignment,
         "batch": batch,
         "question": assignment.item.question.text,
         "slots": slots,
         # A ranking page shows its answers in the order of the saved ranks, so a reload keeps the order.
-        "ranked_slots": in_rank_order(slots, _section(values, "ranks"))
+        "ranked_slots": in_rank_order(slots, section(values, "ranks"))
         if batch.template == "ranking"
         else slots,
         "scales": [
@@ -173,7 +167,7 @@ def task_context(
             for code, label in dimensions_for(batch.template)
         ],
         "flags": [
-            {"code": code, "label": label, "checked": bool(_section(values, "flags").get(code))}
+            {"code": code, "label": label, "checked": bool(section(values, "flags").get(code))}
             for code, label in QUESTION_FLAGS
         ],
         "rating_fields": [

@@ -14,9 +14,10 @@ from annotation.models import Episode, EpisodeAction
 STEP_FIELDS = ("index", "command", "valid", "message", "observation_before")
 
 
-def _section(values: Any, key: str) -> dict:
-    section = values.get(key) if isinstance(values, dict) else None
-    return section if isinstance(section, dict) else {}
+def section(values: Any, key: str) -> dict:
+    """A part of a stored draft, or {} when it is missing or not an object (drafts are stored as sent)."""
+    part = values.get(key) if isinstance(values, dict) else None
+    return part if isinstance(part, dict) else {}
 
 
 def episode_steps(episode_id: int) -> list[EpisodeAction]:
@@ -27,7 +28,7 @@ def episode_steps(episode_id: int) -> list[EpisodeAction]:
 def step_context(episode: Episode, values: Any, errors: dict[str, str]) -> dict[str, Any]:
     """The page's steps (numbered from 1 for people, keyed by index), the first-bad-step choices, and the
     episode's answer and quotes; ``values``: the draft or the response."""
-    drafts = _section(values, "steps")
+    drafts = section(values, "steps")
     steps = []
     for action in episode_steps(episode.pk):
         draft = drafts.get(str(action.index))

@@ -42,6 +42,11 @@ SETTINGS_FIELDS = (
 )
 
 
+def sampling_settings(run: SamplingRun) -> SamplingSettings:
+    """The episode loop's settings, from the run's."""
+    return SamplingSettings(**{name: run.settings[name] for name in SETTINGS_FIELDS if name in run.settings})
+
+
 def run_sampling_job(run_id: int, echo: Callable[[SamplingRun], None] | None = None) -> SamplingRun:
     """The worker's job (``echo`` is told about progress, for the command's progress bar). An unreachable
     endpoint or bad settings fail it with the reason on the row (webgpt_site.jobs.runner)."""
@@ -65,9 +70,7 @@ def _execute(run: SamplingRun, progress: SamplingProgress) -> str:
     # torch: loaded in the worker only, not in every process that imports this module
     from training.sampling.loading import load_policy, load_scorer, load_step_scorer
 
-    sampling = SamplingSettings(
-        **{name: run.settings[name] for name in SETTINGS_FIELDS if name in run.settings}
-    )
+    sampling = sampling_settings(run)
     loading = [run.policy_name]
     loading += [run.reward_model_name] if run.reward_model_id else []
     loading += [run.step_model_name] if run.step_model_id else []
@@ -143,9 +146,7 @@ def _at_states(run: SamplingRun, progress: SamplingProgress) -> SamplingRun:
     "action" each."""
     from training.sampling.loading import load_policy  # torch: in the worker only
 
-    sampling = SamplingSettings(
-        **{name: run.settings[name] for name in SETTINGS_FIELDS if name in run.settings}
-    )
+    sampling = sampling_settings(run)
     run.append_log(f"Loading {run.policy_name}")
     policy = load_policy(run)
 

@@ -191,6 +191,10 @@ def request_sampling(user: Any, request: SamplingRequest, *, queue: bool = True)
     arms = 2 if request.step_model is not None else 1  # guided samples beside the unguided ones
     if values["at_states"]:  # one next action a state, no samples: n does not apply
         values["n"] = 1
+        episodes = limit = planned_states(ids)  # a state is one "episode" of one "action"
+    else:
+        episodes = len(ids) * values["n"] * arms
+        limit = episodes * values["max_actions"]
     with transaction.atomic():
         run = SamplingRun.objects.create(
             owner=user if getattr(user, "is_authenticated", False) else None,
@@ -207,10 +211,8 @@ def request_sampling(user: Any, request: SamplingRequest, *, queue: bool = True)
             settings={k: v for k, v in values.items() if k not in ("n", "limit")},
             question_source=request.questions.describe(),
             question_ids=ids,
-            episodes_total=planned_states(ids) if values["at_states"] else len(ids) * values["n"] * arms,
-            actions_limit=planned_states(ids)
-            if values["at_states"]
-            else len(ids) * values["n"] * arms * values["max_actions"],
+            episodes_total=episodes,
+            actions_limit=limit,
         )
         log_action(user, "sampling.request", run, questions=len(ids), n=run.n, backend=run.backend)
         if queue:
