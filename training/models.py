@@ -270,6 +270,57 @@ class ProxyEvaluation(JobRow):
         cls.objects.filter(pk=pk).update(results={})
 
 
+class Benchmark(models.TextChoices):
+    """The paper's benchmarks (WebGPT section 4): each is its dataset's ``eval`` questions."""
+
+    TRIVIAQA = "triviaqa", "TriviaQA"
+    TRUTHFULQA = "truthfulqa", "TruthfulQA"
+
+
+class BenchmarkRun(JobRow):
+    """A policy answering a benchmark's ``eval`` questions in the browser environment, then scored
+    (``training.evaluation.benchmark_jobs``): its answers are a sampling run's (with every sampling setting:
+    best-of-n against a reward model, the decline threshold, the backend), run by this job; TriviaQA is
+    scored against the answers' aliases, TruthfulQA by a judge (and by people, on its rating batch). A job
+    on the ``sampling`` queue."""
+
+    benchmark = models.CharField(max_length=20, choices=Benchmark.choices)
+    sampling_run = models.OneToOneField(
+        SamplingRun, on_delete=models.PROTECT, related_name="benchmark_run", help_text="The policy's answers"
+    )
+    judge = models.JSONField(
+        default=dict,
+        blank=True,
+        help_text="TruthfulQA: the judge asked for ({endpoint} or {reward_model}, its settings)",
+    )
+    batch = models.OneToOneField(
+        "annotation.FeedbackBatch",
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="benchmark_run",
+        help_text="TruthfulQA: the rating batch of its answers (the judge's items; people's when active)",
+    )
+    judge_run = models.OneToOneField(
+        "annotation.JudgeRun",
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="benchmark_run",
+        help_text="TruthfulQA: the endpoint judge's run over the batch",
+    )
+    stages_done = models.PositiveSmallIntegerField(default=0)
+    stages_total = models.PositiveSmallIntegerField(default=2, help_text="Answering, then scoring")
+    results = models.JSONField(default=dict, blank=True, help_text="The scores, with their intervals")
+
+    job_name, task_name = "benchmark run", "training.run_benchmark"
+    queue, task_key = "sampling", "benchmark_id"
+    progress_fields = ("stages_done", "stages_total")
+
+    def __str__(self) -> str:
+        return f"{self.get_benchmark_display()} run {self.pk} ({self.status})"
+
+
 class Round(models.Model):
     """One turn of the loop, named by the sampling runs it made. The rest is found from them, so nothing
     has to be kept in step: the policies and reward models the runs used, the feedback batches made from
