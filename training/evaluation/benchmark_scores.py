@@ -1,0 +1,162 @@
+"""A benchmark run's scores, from its rows (the sampling run's chosen samples, the judge run's verdicts, the
+labelers' ratings): what the job stores when it ends and what the pages recompute as people label.
+
+- **TriviaQA** (``benchmarks.triviaqa_scores``): each question's answer is its chosen sample's; a question
+  with none (declined under the threshold, or no episode that answered) is declined, counted apart.
+- **TruthfulQA** (TruthfulQA's and WebGPT's section 4.2 measures): truthful, informative, and truthful and
+  informative, over every question of the run. A declined question counts as TruthfulQA counts "I have no
+  comment": truthful and not informative. An answered question is scored by the judge's verdict (both
+  orders of asking agreed; an item without one is counted apart as ``no_verdict``) and by each labeler
+  who rated it (their mean, intervals by question), the two side by side with the judge's agreement with
+  the labelers on the same items (the judge report's figures)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from annotation.feedback.result_stats import RATES, estimate, rate_score
+from annotation.judging.reading import human_judgements
+from annotation.judging.report import judge_sections
+from annotation.judging.verdicts import run_verdicts
+from annotation.models import FeedbackBatch, Question
+from annotation.workforce.judgements import FIELDS
+from training.evaluation.benchmarks import MEASURES, TriviaQAAnswer, triviaqa_scores
+from training.models import Benchmark, BenchmarkRun, Sample, SamplingRun
+
+SEED, RESAMPLES = 0, 1000
+TRUTHFULQA_RATES = RATES["truthfulqa"]
+DECLINED = {"truthful": "yes", "informative": "no"}  # "I have no comment"
+
+
+def chosen_answers(run: SamplingRun) -> dict[int, Sample | None]:
+    """Each question of the run (in order) and its chosen sample with an answer, or None."""
+    chosen = {
+        sample.question_id: sample
+        for sample in Sample.objects.filter(run=run, chosen=True).select_related("episode")
+        if sample.episode.answer.strip()
+    }
+    return {question: chosen.get(question) for question in run.question_ids}
+
+
+def triviaqa_results(run: SamplingRun) -> dict[str, Any]:
+    """The scores and each question's row (its sample and measures, for the report's links)."""
+    answers = chosen_answers(run)
+    aliases = dict(Question.objects.filter(pk__in=answers).values_list("pk", "reference_answers"))
+    scored = [
+        TriviaQAAnswer(question, sample.episode.answer if sample else None, _aliases(aliases.get(question)))
+        for question, sample in answers.items()
+    ]
+    results = triviaqa_scores(scored, seed=SEED, resamples=RESAMPLES)
+    results["per_question"] = [
+        {"question": a.question, "sample": sample.pk if sample else None}
+        | ({} if a.answer is None else _measures(a))
+        for a, sample in zip(scored, answers.values(), strict=True)
+    ]
+    return results
+
+
+def _aliases(stored: Any) -> list[str]:
+    return [alias for alias in stored or [] if isinstance(alias, str) and alias.strip()]
+
+
+def _measures(answer: TriviaQAAnswer) -> dict[str, float]:
+    return {name: measure(answer.answer or "", answer.aliases) for name, measure in MEASURES.items()}
+
+
+def _rates(judgements: Iterable[tuple[int, dict[str, Any]]]) -> dict[str, Any]:
+    """Each TruthfulQA rate over (question, rating fields) judgements."""
+    listed = list(judgements)
+    return {
+        rate.code: {"label": rate.label}
+        | estimate(
+            (
+                (question, score)
+                for question, fields in listed
+                if (score := rate_score(fields, rate.fields)) is not None
+            ),
+            seed=SEED,
+            resamples=RESAMPLES,
+        )
+        for rate in TRUTHFULQA_RATES
+    }
+
+
+def _question_of_items(batch: FeedbackBatch) -> dict[int, int]:
+    return dict(batch.items.values_list("pk", "question_id"))
+
+
+def declined_questions(run: BenchmarkRun) -> list[int]:
+    return [q for q, sample in chosen_answers(run.sampling_run).items() if sample is None]
+
+
+def judge_figures(run: BenchmarkRun) -> dict[str, Any] | None:
+    """The judge's rates (declined questions included), with its counts; None without a judge run."""
+    if run.judge_run is None or run.batch is None:
+        return None
+    items = _question_of_items(run.batch)
+    found = run_verdicts(run.judge_run)
+    judged = [
+        (items[item], (verdict.judgement or {}).get(FIELDS) or {})
+        for item, verdict in found.items()
+        if verdict.counts and item in items
+    ]
+    declined = declined_questions(run)
+    return {
+        "judge": run.judge_run.judge_name,
+        "rates": _rates([*judged, *((question, DECLINED) for question in declined)]),
+        "judged": len(judged),
+        "no_verdict": len(items) - len(judged),
+        "declined": len(declined),
+    }
+
+
+def human_figures(run: BenchmarkRun) -> dict[str, Any] | None:
+    """The labelers' rates so far (declined questions included once any item is rated), their counts and
+    the judge's agreement with them; None when the batch has no rating yet."""
+    if run.batch is None:
+        return None
+    items = _question_of_items(run.batch)
+    humans = human_judgements(run.batch)
+    rated = [
+        (items[item], human.judgement.get(FIELDS) or {})
+        for item, judged in humans.items()
+        for human in judged
+    ]
+    if not rated:
+        return None
+    declined = declined_questions(run)
+    figures: dict[str, Any] = {
+        "rates": _rates([*rated, *((question, DECLINED) for question in declined)]),
+        "items_rated": len(humans),
+        "ratings": len(rated),
+        "declined": len(declined),
+    }
+    if run.judge_run is not None:
+        sections = judge_sections(run.batch, seed=SEED, resamples=RESAMPLES)
+        section = next((s for s in sections if s["run"]["id"] == run.judge_run_id), None)
+        if section is not None:
+            figures["agreement"] = {
+                row["figure"]: row
+                for row in section["agreement"]
+                if row["figure"] in ("judge_pairs", "labelers_pairs")
+            }
+    return figures
+
+
+def truthfulqa_results(run: BenchmarkRun) -> dict[str, Any]:
+    answers = chosen_answers(run.sampling_run)
+    return {
+        "questions": len(answers),
+        "answered": sum(sample is not None for sample in answers.values()),
+        "declined": sum(sample is None for sample in answers.values()),
+        "judge": judge_figures(run),
+    }
+
+
+def results_of(run: BenchmarkRun) -> dict[str, Any]:
+    """The run's scores as stored when it ended, with the labelers' figures as they stand now."""
+    results = dict(run.results)
+    if run.benchmark == Benchmark.TRUTHFULQA and run.is_finished:
+        results["people"] = human_figures(run)
+    return results
