@@ -26,7 +26,8 @@ from training.sampling.runs import SamplingRequest
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("model_store", "freshwiki")]
 # Seed 1 with the command grammar: the tiny random policy answers some questions and not others.
-TINY = {"n": 2, "max_actions": 3, "max_answer_tokens": 16, "examples": 0, "seed": 1, "constrain_commands": True}
+TINY = {"n": 2, "max_actions": 3, "max_answer_tokens": 16, "examples": 0, "seed": 1}
+TINY |= {"constrain_commands": True}
 CHAT = "/v1/chat/completions"
 
 
@@ -106,7 +107,8 @@ def test_a_triviaqa_run_answers_the_eval_questions_and_scores_them_against_the_a
         if s.episode.answer.strip()
     }
     assert 0 < len(chosen) < 3, "seed 1 should leave some questions answered and some not"
-    assert (results["questions"], results["answered"], results["declined"]) == (3, len(chosen), 3 - len(chosen))
+    counts = (results["questions"], results["answered"], results["declined"])
+    assert counts == (3, len(chosen), 3 - len(chosen))
     # Each measure by hand from the stored answers: the mean over answered questions.
     for name, measure in MEASURES.items():
         by_hand = [measure(s.episode.answer, ["Danube", "The Danube River"]) for s in chosen.values()]
@@ -122,8 +124,7 @@ def test_a_triviaqa_run_answers_the_eval_questions_and_scores_them_against_the_a
     question, sample = next(iter(chosen.items()))
     Question.objects.filter(pk=question).update(reference_answers=[sample.episode.answer])
     rescored = {row["question"]: row for row in triviaqa_results(answers)["per_question"]}
-    assert rescored[question] | {} == rescored[question]
-    assert (rescored[question]["exact_match"], rescored[question]["f1"], rescored[question]["contains"]) == (1, 1, 1)
+    assert [rescored[question][name] for name in ("exact_match", "f1", "contains")] == [1, 1, 1]
 
 
 def judge_says(truthful: str, informative: str):
@@ -151,7 +152,7 @@ def test_a_truthfulqa_run_is_judged_by_the_endpoint_and_by_people_side_by_side(
     policy,  # noqa: F811
     reward_model,  # noqa: F811
 ):
-    asked = truthful(3)
+    truthful(3)
     run = benchmark(alice, "truthfulqa", policy, reward_model, judge_endpoint="judge", people=True)
     run = run_benchmark_job(run.pk)
     assert run.status == RunStatus.DONE, run.error
