@@ -99,6 +99,8 @@ RICH = {
     "training:rl_new",
     "training:sampling_new",
     "training:proxy_evaluations",
+    "training:benchmark_new",
+    "training:experiments",
     "api-proxy-evaluations",
     "api-judge-runs",
     "console:team_state",
@@ -161,7 +163,15 @@ def _build_world(tmp: Any) -> World:
     from annotation.workforce.invitations import invite
     from annotation.workforce.states import qualify_for_role
     from browser.models import Corpus, CorpusImport
-    from training.models import ModelCheckpoint, ProxyEvaluation, Round, SamplingRun, TrainingRun
+    from training.models import (
+        BenchmarkRun,
+        Experiment,
+        ModelCheckpoint,
+        ProxyEvaluation,
+        Round,
+        SamplingRun,
+        TrainingRun,
+    )
     from webgpt_site.permissions import Role
 
     users: dict[str, Any] = {"anonymous": None}
@@ -287,6 +297,20 @@ def _build_world(tmp: Any) -> World:
         "judge_run": [
             JudgeRun.objects.create(
                 owner=users["alice"], batch=tasks[0].item.batch, judge_kind="reward_model", judge_name="tiny"
+            )
+        ],
+        "benchmark_run": [
+            BenchmarkRun.objects.create(
+                owner=users["alice"],
+                benchmark="triviaqa",
+                sampling_run=SamplingRun.objects.create(
+                    owner=users["alice"], policy_name="tiny", n=1, episodes_total=1
+                ),
+            )
+        ],
+        "experiment": [
+            Experiment.objects.create(
+                name="fuzz", policies=[{"policy_name": "tiny", "n": 1, "reward_model_name": ""}]
             )
         ],
     }

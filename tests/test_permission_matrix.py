@@ -52,7 +52,16 @@ from browser.models import Corpus, CorpusImport
 from tests.conftest import make_user
 from tests.routes import Route, all_routes, object_kind
 from tests.test_fuzz import World, _read_forms, rolled_back_world
-from training.models import ModelCheckpoint, ProxyEvaluation, Round, Sample, SamplingRun, TrainingRun
+from training.models import (
+    BenchmarkRun,
+    Experiment,
+    ModelCheckpoint,
+    ProxyEvaluation,
+    Round,
+    Sample,
+    SamplingRun,
+    TrainingRun,
+)
 from webgpt_site.permissions import Role
 
 pytestmark = pytest.mark.django_db
@@ -163,6 +172,15 @@ EXPECTED: dict[str, tuple] = {
     "training:judge_new": RESEARCHER,
     "training:judge_run": RESEARCH_OBJECT,
     "training:judge_cancel": RESEARCH_OBJECT,
+    "training:benchmarks": RESEARCHER,
+    "training:benchmark_new": RESEARCHER,
+    "training:benchmark": RESEARCH_OBJECT,
+    "training:benchmark_cancel": RESEARCH_OBJECT,
+    "training:experiments": RESEARCHER,
+    "training:experiment": RESEARCH_OBJECT,
+    "training:experiment_json": RESEARCH_OBJECT,
+    "training:experiment_csv": RESEARCH_OBJECT,
+    "training:experiment_html": RESEARCH_OBJECT,
     "training:proxy_evaluations": RESEARCHER,
     "training:proxy_evaluation": RESEARCH_OBJECT,
     "training:proxy_results_csv": RESEARCH_OBJECT,
@@ -342,7 +360,17 @@ def _build_world(tmp) -> tuple[dict, dict, dict]:
         "judge_run": JudgeRun.objects.create(
             owner=alice, batch=FeedbackBatch.objects.first(), judge_kind="reward_model", judge_name="tiny"
         ),
+        "benchmark_run": BenchmarkRun.objects.create(
+            owner=alice,
+            benchmark="triviaqa",
+            sampling_run=SamplingRun.objects.create(owner=alice, policy_name="tiny", n=1, episodes_total=1),
+        ),
+        "experiment": Experiment.objects.create(name="matrix", policies=[TINY_POLICY]),
     }
+    # A TriviaQA question for the benchmark form to answer.
+    Question.objects.create(
+        text="Which river flows through Vienna?", key="tq", dataset="triviaqa", split="eval"
+    )
     # What each page's forms send (hidden keys, versions, chosen options), for the routes they post to.
     forms = World(users, {})
     for caller in ("alice", "bob", "dana"):
@@ -352,6 +380,9 @@ def _build_world(tmp) -> tuple[dict, dict, dict]:
             if "GET" in route.methods and not route.is_api:
                 _read_forms(forms, client, url_for(route, caller, shared, own))
     return users, shared, own, forms.defaults
+
+
+TINY_POLICY = {"policy_name": "tiny", "n": 1, "reward_model_name": ""}  # _finished_run's policy
 
 
 def _finished_run(alice, question: Question) -> SamplingRun:
@@ -392,6 +423,11 @@ PAGE_FIELDS: dict[str, Any] = {
     "training:proxy_evaluations": lambda s, o: {
         "reward_model": s["checkpoint"].pk,
         "runs": [s["finished"].pk],
+    },
+    "training:benchmark_new": lambda s, o: {"benchmark": "triviaqa", "questions": 1},
+    "training:experiments": lambda s, o: {
+        "name": "matrix report",
+        "policies": [json.dumps(TINY_POLICY, sort_keys=True)],
     },
     "console:feedback_bulk": lambda s, o: {"batches": [s["batch"].pk], "action": "pause"},
     "console:feedback_state": lambda s, o: {"action": "pause"},

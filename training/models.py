@@ -321,6 +321,30 @@ class BenchmarkRun(JobRow):
         return f"{self.get_benchmark_display()} run {self.pk} ({self.status})"
 
 
+class Experiment(models.Model):
+    """An experiment report (``training.evaluation.experiments``): chosen policies side by side, each a
+    policy as its sampling runs name it (the model, best-of-n, the reward model that chose). Its numbers
+    are read from the runs, batches, judges, benchmarks and proxy evaluations when the report is shown, so
+    a report made again shows the data as it stands; ``run_experiment`` makes one from a file."""
+
+    name = models.CharField(max_length=200)
+    notes = models.TextField(blank=True)
+    policies = models.JSONField(
+        default=list, help_text="[{policy_name, n, reward_model_name}]: the policies compared, in order"
+    )
+    source = models.TextField(blank=True, help_text="The experiment file it was made from, if any")
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    objects = ResearchTeamQuerySet.as_manager()
+
+    class Meta:
+        ordering = ("-created_at", "-id")
+
+    def __str__(self) -> str:
+        return f"experiment {self.pk}: {self.name}"
+
+
 class Round(models.Model):
     """One turn of the loop, named by the sampling runs it made. The rest is found from them, so nothing
     has to be kept in step: the policies and reward models the runs used, the feedback batches made from

@@ -1,6 +1,6 @@
 from django.urls import path
 
-from training.evaluation import proxy_views, round_views
+from training.evaluation import benchmark_views, experiment_views, proxy_views, round_views
 from training.judging import views as judge_views
 from training.rl import views as rl_views
 from training.runs import views
@@ -27,6 +27,15 @@ urlpatterns = [
     path("proxy/<int:pk>/", proxy_views.proxy_detail, name="proxy_evaluation"),
     path("proxy/<int:pk>/results.csv", proxy_views.proxy_results_csv, name="proxy_results_csv"),
     path("proxy/<int:pk>/cancel/", proxy_views.proxy_cancel, name="proxy_cancel"),
+    path("benchmarks/", benchmark_views.benchmark_list, name="benchmarks"),
+    path("benchmarks/new/", benchmark_views.benchmark_new, name="benchmark_new"),
+    path("benchmarks/<int:pk>/", benchmark_views.benchmark_detail, name="benchmark"),
+    path("benchmarks/<int:pk>/cancel/", benchmark_views.benchmark_cancel, name="benchmark_cancel"),
+    path("experiments/", experiment_views.experiment_list, name="experiments"),
+    path("experiments/<int:pk>/", experiment_views.experiment_detail, name="experiment"),
+    path("experiments/<int:pk>/report.json", experiment_views.experiment_json, name="experiment_json"),
+    path("experiments/<int:pk>/report.csv", experiment_views.experiment_csv, name="experiment_csv"),
+    path("experiments/<int:pk>/report.html", experiment_views.experiment_html, name="experiment_html"),
     path("rounds/", round_views.round_list, name="rounds"),
     path("rounds/new/", round_views.round_create, name="round_create"),
     path("rounds/results.csv", round_views.rounds_csv, name="rounds_csv"),

@@ -167,20 +167,25 @@ class SamplingForm(JobRequestForm):
         return initial
 
     def sampling_request(self) -> SamplingRequest:
+        """The request from the form (a subclass without the step-model or question fields, the
+        benchmark form, leaves them at their defaults)."""
         data = self.cleaned_data
         values = {name: data[name] for name in SETTINGS if name in self.fields}
         values["constrain_commands"] = CONSTRAIN[data["constrain_commands"]]
-        if data["guide_k"] is not None:
+        if data.get("guide_k") is not None:
             values["guide_k"] = data["guide_k"]  # refused by the check without a step model
         return SamplingRequest(
             policy=data["policy"],
             reward_model=data["reward_model"],
-            step_model=data["step_model"],
+            step_model=data.get("step_model"),
             backend=data["backend"],
             search=data["search"] or LOCAL,
             corpus=data["corpus"].strip(),
             questions=QuestionSet(
-                batch=data["batch"], split=data["split"], dataset=data["dataset"], limit=data["limit"]
+                batch=data.get("batch"),
+                split=data.get("split", ""),
+                dataset=data.get("dataset", ""),
+                limit=data.get("limit", DEFAULTS["limit"]),
             ),
             settings=values,
         )
