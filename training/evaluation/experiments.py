@@ -24,7 +24,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from django.db.models import QuerySet
+from django.db.models import Q, QuerySet
 from django.urls import reverse
 
 from annotation.feedback.result_stats import estimate
@@ -72,7 +72,8 @@ def finished_runs() -> QuerySet[SamplingRun]:
     """The sampling runs that can stand for a policy: done, browsing (not at demonstration states)."""
     return (
         SamplingRun.objects.filter(status=Status.DONE)
-        .exclude(settings__contains={"at_states": True})  # not at_states=True: a row without the key is NULL
+        # Not ``exclude(at_states=True)``: a row without the key compares NULL and would be dropped.
+        .filter(Q(settings__at_states=False) | Q(settings__at_states__isnull=True))
         .defer("log", "metrics", "question_ids")
         .order_by("pk")
     )
