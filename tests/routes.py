@@ -125,6 +125,8 @@ OBJECT_OF = {
     "training:cancel": "run",
     "api-training-run": "run",
     "api-training-run-cancel": "run",
+    "api-training-run-episodes": "run",
+    "training:rl_episodes": "run",
     "training:delete_model": "checkpoint",
     "api-model": "checkpoint",
     "training:sampling_run": "sampling_run",

@@ -168,6 +168,7 @@ def _build_world(tmp: Any) -> World:
         Experiment,
         ModelCheckpoint,
         ProxyEvaluation,
+        RLEpisode,
         Round,
         SamplingRun,
         TrainingRun,
@@ -259,6 +260,12 @@ def _build_world(tmp: Any) -> World:
         owner=users["alice"], export_format="rm-pairs", status=ExportStatus.DONE, file_name="fuzz.jsonl"
     )
     run = TrainingRun.objects.create(kind="rm", export=export, owner=users["alice"])
+    rl_run = TrainingRun.objects.create(kind="rl", owner=users["alice"])
+    RLEpisode.objects.create(
+        run=rl_run, step=1, index=0, question=answers[0].question, question_text=answers[0].question.text,
+        kind="answer", quotes=answers[0].quotes, answered=True, answer=answers[0].text, reward=0.5, group=0,
+        baseline=0.25, scale=1.0, advantage=0.25, tokens=7, kl=0.01, kl_penalty=0.0002, entropy=9.5,
+    )  # fmt: skip
     (tmp / "models" / "tiny").mkdir(parents=True)
     checkpoint = ModelCheckpoint.objects.create(
         kind="rm", name="tiny", base_model="x", path=str(tmp / "models" / "tiny")
@@ -282,7 +289,7 @@ def _build_world(tmp: Any) -> World:
         ],
         "question": [report.questions.first()],
         "import": [report],
-        "run": [run],
+        "run": [run, rl_run],  # an RL run's episodes: one
         "checkpoint": [checkpoint],
         "sampling_run": [
             SamplingRun.objects.create(owner=users["alice"], policy_name="tiny", n=1, episodes_total=1)

@@ -372,3 +372,49 @@ def relative_to_store(folder: str) -> str | None:
         return str(Path(folder).relative_to(Path(settings.MODEL_STORE_DIR)))
     except ValueError:
         return None
+
+
+class RLEpisode(models.Model):
+    """One episode of one step of an RL run, with what it put into the step's objective, so that the
+    step's logged figures (the run's ``timeline``) can be recomputed from its episodes alone, without the
+    models (training.rl.types.EpisodeTerms; the formulas: docs/training.md, "Auditing a run"). Written by
+    the job once per step, all the step's episodes in one insert."""
+
+    run = models.ForeignKey(TrainingRun, on_delete=models.CASCADE, related_name="episodes")
+    step = models.PositiveIntegerField()
+    index = models.PositiveIntegerField(help_text="Its place among the step's episodes")
+    # A question deleted since keeps its episodes (the text and quotes are here): the run's question_ids
+    # already outlive their questions.
+    question = models.ForeignKey(
+        "annotation.Question", null=True, blank=True, on_delete=models.SET_NULL, related_name="rl_episodes"
+    )
+    question_text = models.TextField()
+    kind = models.CharField(max_length=10, help_text="answer (answer-only) or browse")
+    quotes = models.JSONField(
+        default=list,
+        blank=True,
+        help_text="The quotes its answer was prompted with: {title, url, domain, extract}",
+    )
+    answered = models.BooleanField(help_text="False: it ended without an answer (a browsing episode)")
+    answer = models.TextField(blank=True)
+    commands = models.JSONField(default=list, blank=True, help_text="A browsing episode's commands")
+    invalid_actions = models.PositiveIntegerField(default=0)
+    answer_tokens = models.PositiveIntegerField(default=0)
+    reward = models.FloatField(help_text="The reward model's score less its offset (or no_answer_reward)")
+    group = models.PositiveIntegerField(help_text="Its group among the step's: its advantage's baseline")
+    baseline = models.FloatField(help_text="The group's mean reward")
+    scale = models.FloatField(help_text="The advantage's divisor: the group's standard deviation, or 1")
+    advantage = models.FloatField(help_text="(reward - baseline) / scale")
+    tokens = models.PositiveIntegerField(help_text="Its policy tokens in the loss")
+    kl = models.FloatField(help_text="Sum over its tokens of the k3 KL to the starting policy (nats)")
+    kl_penalty = models.FloatField(help_text="kl_coef * kl: its KL term in the loss")
+    entropy = models.FloatField(help_text="Sum over its tokens of the sampling distribution's entropy")
+
+    class Meta:
+        ordering = ("run", "step", "index")
+        constraints = [
+            models.UniqueConstraint(fields=("run", "step", "index"), name="rl_episode_unique_index"),
+        ]
+
+    def __str__(self) -> str:
+        return f"episode {self.index} of step {self.step} of run {self.run_id}"

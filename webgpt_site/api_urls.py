@@ -21,6 +21,7 @@ from annotation.api import (
 from training.evaluation import proxy_api as proxy
 from training.evaluation import rounds_api as rounds
 from training.judging import api as judging
+from training.rl import api as rl
 from training.runs import api as training
 from training.sampling import api as sampling
 
@@ -65,6 +66,9 @@ urlpatterns = [
     path("training-runs/<int:pk>", training.TrainingRunDetail.as_view(), name="api-training-run"),
     path(
         "training-runs/<int:pk>/cancel", training.TrainingRunCancel.as_view(), name="api-training-run-cancel"
+    ),
+    path(
+        "training-runs/<int:pk>/episodes", rl.TrainingRunEpisodes.as_view(), name="api-training-run-episodes"
     ),
     path("models", training.CheckpointList.as_view(), name="api-models"),
     path("models/<int:pk>", training.CheckpointDetail.as_view(), name="api-model"),

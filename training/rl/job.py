@@ -1,14 +1,13 @@
 """The RL run's job body, called by ``training.runs.jobs`` on a worker of the ``training`` queue: the
 questions and their references from the database, the starting policy and reward model from the registry,
-a browser per browsing episode, then ``train_rl``; the latest step's episodes and the progress go into the
-row as it trains, and the policy it saved is registered with the run as its lineage (starting policy,
-reward model, questions, settings: all on the run's row)."""
+a browser per browsing episode, then ``train_rl``; every step's episodes (RLEpisode rows), the latest
+step's on the row and the progress are written as it trains, and the policy it saved is registered with
+the run as its lineage (starting policy, reward model, questions, settings: all on the run's row)."""
 
 from __future__ import annotations
 
 import shutil
 from collections.abc import Callable
-from dataclasses import asdict
 from typing import Any
 
 from django.conf import settings
@@ -22,6 +21,7 @@ from training import checkpoints
 from training.models import RunKind, TrainingRun
 from training.models import RunStatus as Status
 from training.rl.config import BC, BROWSE, PROMPTED, RLConfig, saved_policy_format
+from training.rl.episodes import record_step
 from training.rl.runs import ENVIRONMENT
 from training.rl.types import EpisodeReport, RLQuestion
 from training.runs.config import SMOLLM2
@@ -136,14 +136,17 @@ def browser_factory(search: str, corpus: str) -> Callable[[], Browser]:
 
 
 class LatestSamples:
-    """``on_samples``: the latest step's episodes into the row, throttled like the progress."""
+    """``on_samples``: every step's episodes into RLEpisode rows (one insert per step, never skipped: the
+    run's audit needs them all), and the latest step's into the row's ``samples`` for its page, throttled
+    like the progress."""
 
     def __init__(self, run: TrainingRun) -> None:
         self.run, self.saves = run, Every()
         self.latest: list[dict[str, Any]] = []
 
     def on_samples(self, step: int, reports: list[EpisodeReport]) -> None:
-        self.latest = [asdict(report) | {"step": step} for report in reports]
+        record_step(self.run, step, reports)
+        self.latest = [report.shown() | {"step": step} for report in reports]
         if self.saves.due():
             self.save()
 

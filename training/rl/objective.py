@@ -28,18 +28,26 @@ from transformers import DynamicCache
 def group_advantages(rewards: torch.Tensor, groups: torch.Tensor, scale: bool = False) -> torch.Tensor:
     """Each reward minus the mean of its group (``groups[i]``: the group of episode i), divided by the
     group's standard deviation (unbiased; 1 where it is 0) when ``scale``."""
+    baseline, divisor = group_baselines(rewards, groups, scale)
+    return (rewards - baseline) / divisor
+
+
+def group_baselines(
+    rewards: torch.Tensor, groups: torch.Tensor, scale: bool = False
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Per episode, what ``group_advantages`` makes of its reward: its group's mean reward (the baseline)
+    and the divisor (the group's unbiased standard deviation when ``scale`` and it is not 0, else 1)."""
     count = torch.zeros(int(groups.max()) + 1, dtype=rewards.dtype).index_add_(
         0, groups, torch.ones_like(rewards)
     )
     total = torch.zeros_like(count).index_add_(0, groups, rewards)
     mean = total / count
-    advantages = rewards - mean[groups]
     if not scale:
-        return advantages
-    squares = torch.zeros_like(count).index_add_(0, groups, advantages**2)
+        return mean[groups], torch.ones_like(rewards)
+    squares = torch.zeros_like(count).index_add_(0, groups, (rewards - mean[groups]) ** 2)
     std = (squares / (count - 1).clamp(min=1)).sqrt()
     std = torch.where(std > 0, std, torch.ones_like(std))
-    return advantages / std[groups]
+    return mean[groups], std[groups]
 
 
 def k3_kl(logp: torch.Tensor, ref_logp: torch.Tensor) -> torch.Tensor:

@@ -129,19 +129,21 @@ class Roller:
         requests, texts, where = [], [], []
         for question, quotes, size in prompts:
             text = format_answer_prompt(question.text, quotes)
-            group = rollout.group_count + len({g for g, _ in where})
+            group = rollout.group_count + len({g for g, _, _ in where})
             for _ in range(size):
                 seed = derive_seed(settings.seed, first_episode + len(requests), seeds)
                 requests.append(self.policy.answer_request_for(text, settings, seed))
                 texts.append(text)
-                where.append((group, question))
+                where.append((group, question, tuple(quotes)))
         completions = self.backend.complete(requests)
         answers = [completion.text.strip() for completion in completions]
         rewards = self.scorer.score(texts, answers)
-        for request, completion, answer, reward, (group, question) in zip(
+        for request, completion, answer, reward, (group, question, quotes) in zip(
             requests, completions, answers, rewards, where, strict=True
         ):
-            report = EpisodeReport(question.id, question.text, ANSWER, answer, reward, completion.tokens)
+            report = EpisodeReport(
+                question.id, question.text, ANSWER, answer, reward, completion.tokens, quotes=quotes
+            )
             episode = rollout.add(report, group)
             rollout.pairs.append((self.backend.encode(request), self.completion_ids(completion), episode))
 
@@ -204,6 +206,7 @@ class Roller:
             answer_tokens,
             commands=sample.commands,
             invalid_actions=sample.invalid_actions,
+            quotes=sample.quotes,  # what its answer was prompted with
         )
         episode = rollout.add(report, group)
         rollout.pairs += [(prompt, completion, episode) for prompt, completion in pairs]

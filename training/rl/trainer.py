@@ -21,10 +21,16 @@ import torch
 
 from browser.engine.browser import Browser
 from training.rl.config import BC, RLConfig
-from training.rl.objective import completion_logprobs, episode_kl, group_advantages, token_loss
+from training.rl.objective import (
+    completion_logprobs,
+    episode_kl,
+    group_advantages,
+    group_baselines,
+    token_loss,
+)
 from training.rl.ranks import Ranks
 from training.rl.rollout import Plan, Roller, Rollout
-from training.rl.types import EpisodeReport, RLQuestion
+from training.rl.types import EpisodeReport, EpisodeTerms, RLQuestion
 from training.runs.bc import fit_to_length, load_policy
 from training.runs.hooks import Hooks, RunResult
 from training.runs.runtime import save_model, set_threads
@@ -49,7 +55,9 @@ def train_rl(
     base_model, reward_model, metrics). ``browser_factory`` makes a fresh browser for a browsing episode
     (required when cfg.episodes == "browse"). Progress: hooks.on_progress(step, steps, logs) once per
     step with logs {step, reward_mean, reward_std, kl, entropy, answer_tokens, valid_actions (browse
-    only), loss, episodes, answered, seconds}; hooks.on_samples(step, [EpisodeReport]) once per step;
+    only), loss, episodes, answered, seconds}; hooks.on_samples(step, [EpisodeReport]) once per step,
+    every episode with its quotes and its terms of the objective (from which the logs are recomputed:
+    docs/training.md, "Auditing a run");
     hooks.should_stop() after each step but the last. Raises ValueError on impossible input (no
     question with a reference for answer-only episodes, no browser factory for browsing, fewer questions a
     step than processes).
@@ -86,7 +94,9 @@ def train_rl(
         reports, actions = step_episodes(rollout, ranks)
         sampled = time.perf_counter()
         logs = {"step": float(step), "sample_seconds": sampled - started} | rollout_figures(reports, actions)
-        within = update(model, reference, optimizer, rollout, cfg, logs, ranks)
+        within, terms = update(model, reference, optimizer, rollout, cfg, logs, ranks)
+        for report, episode_terms in zip(reports, ranks.gather(terms), strict=True):
+            report.terms = episode_terms
         logs["update_seconds"] = time.perf_counter() - sampled
         backend.forget_prompts()  # the cached keys and values are the old weights'
         logs["seconds"] = time.perf_counter() - started
@@ -149,12 +159,13 @@ def update(
     cfg: RLConfig,
     logs: dict[str, float],
     ranks: Ranks,
-) -> bool:
+) -> tuple[bool, list[EpisodeTerms]]:
     """``cfg.updates_per_step`` passes of the loss over the step's pairs in micro-batches, each pass one
-    optimizer step; the first pass's figures (the policy that sampled: ratio 1) go into ``logs``. False,
-    with no update made, when the episodes' KL is over ``cfg.kl_budget``: the run stops there. With
-    several processes the loss is the whole step's: each divides its tokens' terms by the step's token
-    count and the gradients are summed before the step; the figures are the whole step's."""
+    optimizer step; the first pass's figures (the policy that sampled: ratio 1) go into ``logs``, and each
+    of this process's episodes' part in them into its EpisodeTerms (returned in rollout order). Not
+    within (False), with no update made, when the episodes' KL is over ``cfg.kl_budget``: the run stops
+    there. With several processes the loss is the whole step's: each divides its tokens' terms by the
+    step's token count and the gradients are summed before the step; the figures are the whole step's."""
     device = next(model.parameters()).device
     advantages = group_advantages(
         torch.tensor(rollout.rewards), torch.tensor(rollout.groups), cfg.scale_rewards
@@ -166,6 +177,8 @@ def update(
         references = [_logprobs(reference, b, cfg.temperature)[0] for b in batches]
     olds: list[torch.Tensor] = []
     kl = torch.zeros(len(rollout.rewards), device=device)
+    entropies = torch.zeros_like(kl)
+    terms: list[EpisodeTerms] = []
     for update_pass in range(cfg.updates_per_step):
         optimizer.zero_grad(set_to_none=True)
         loss_total, entropy_total = 0.0, 0.0
@@ -175,6 +188,7 @@ def update(
             if update_pass == 0:
                 olds.append(logp.detach())
                 kl += episode_kl(logp.detach(), ref_logp, b.episodes.to(device), len(kl))
+                entropies.index_add_(0, b.episodes.to(device), entropy)
                 entropy_total += float(entropy.detach().sum())
             per_token = token_loss(
                 logp, olds[index], ref_logp, advantages[b.episodes.to(device)], cfg.clip_epsilon, cfg.kl_coef
@@ -187,13 +201,56 @@ def update(
                 loss_total, entropy_total, float(kl.sum()), len(kl)
             )
             logs |= {"loss": loss_sum, "kl": kl_sum / episodes, "entropy": entropy_sum / tokens}
+            terms = episode_terms(rollout, cfg, batches, advantages, kl, entropies, ranks)
             if cfg.kl_budget and logs["kl"] > cfg.kl_budget:  # the same figure, so the same stop, everywhere
                 optimizer.zero_grad(set_to_none=True)
-                return False
+                return False, terms
         ranks.sum_gradients(model.parameters())
         torch.nn.utils.clip_grad_norm_(model.parameters(), MAX_GRAD_NORM)
         optimizer.step()
-    return True
+    return True, terms
+
+
+def episode_terms(
+    rollout: Rollout,
+    cfg: RLConfig,
+    batches: list[SharedPromptBatch],
+    advantages: torch.Tensor,
+    kl: torch.Tensor,
+    entropies: torch.Tensor,
+    ranks: Ranks,
+) -> list[EpisodeTerms]:
+    """Each of this process's episodes' part in the step's first pass, in rollout order; groups numbered
+    among the whole step's (after the processes before this one: every process calls this)."""
+    rewards, groups = torch.tensor(rollout.rewards), torch.tensor(rollout.groups)
+    baselines, scales = group_baselines(rewards, groups, cfg.scale_rewards)
+    counts = [0] * len(rollout.rewards)
+    for batch in batches:
+        for episode in batch.episodes.tolist():
+            counts[episode] += 1
+    first_group = ranks.before(rollout.group_count)
+    return [
+        EpisodeTerms(
+            group=first_group + group,
+            baseline=baseline,
+            scale=scale,
+            advantage=advantage,
+            tokens=count,
+            kl=episode_kl_sum,
+            kl_penalty=cfg.kl_coef * episode_kl_sum,
+            entropy=entropy,
+        )
+        for group, baseline, scale, advantage, count, episode_kl_sum, entropy in zip(
+            rollout.groups,
+            baselines.tolist(),
+            scales.tolist(),
+            advantages.tolist(),
+            counts,
+            kl.tolist(),
+            entropies.tolist(),
+            strict=True,
+        )
+    ]
 
 
 @dataclass

@@ -1,27 +1,31 @@
 """Researcher pages of RL runs: the new-run form, and what an RL run's page shows beside every run's status
 (training.runs.views.run_detail): its lineage, a chart per quantity with its numbers, and the latest step's
-episodes with their rewards. Runs are jobs on the ``training`` queue; these pages only read their rows and
-ask training.rl.runs to start one."""
+episodes with their rewards; every step's episodes as a JSON-lines download. Runs are jobs on the
+``training`` queue; these pages only read their rows and ask training.rl.runs to start one."""
 
 from __future__ import annotations
 
+import json
 import math
+from collections.abc import Iterator
 from typing import Any
 
-from django.http import HttpRequest, HttpResponse
+from django.contrib.auth.decorators import login_required
+from django.http import HttpRequest, HttpResponse, StreamingHttpResponse
 from django.shortcuts import redirect, render
 from django.utils.safestring import SafeString
-from django.views.decorators.http import require_http_methods
+from django.views.decorators.http import require_GET, require_http_methods
 
 from training.job_views import announce_request, shown
 from training.models import TrainingRun
+from training.rl.episodes import episode_records
 from training.rl.forms import RLRunForm
 from training.rl.runs import request_rl_run
 from training.runs.config import SMOLLM2
 from training.sampling.runs import PROMPTED_DEFAULT
 from training.sampling.views import demo_choices
 from webgpt_site.charts import UNIT
-from webgpt_site.permissions import AnyUser, Role, role_required
+from webgpt_site.permissions import AnyUser, Role, get_visible_or_404, role_required
 from webgpt_site.plot import DOTTED, Series, line_chart, timeline_points
 
 # What each step logs and is drawn as: logged key, title, y-axis label, a known range.
@@ -72,6 +76,23 @@ def rl_new(request: HttpRequest) -> HttpResponse:
             return redirect("training:run", pk=run.pk)
     status = 400 if form.errors else 200
     return render(request, "training/rl_new.html", {"form": form}, status=status)
+
+
+@require_GET
+@login_required  # visibility decides: for anyone but researchers a run does not exist (404)
+def rl_episodes_jsonl(request: HttpRequest, pk: int) -> StreamingHttpResponse:
+    """Every episode of every step so far, a JSON object a line (as ``GET /api/training-runs/<id>/episodes``
+    gives each), streamed: a long run has many (empty for other kinds of run)."""
+    run = get_visible_or_404(TrainingRun.objects, request.user, pk=pk)
+    lines = _json_lines(episode_records(run))
+    response = StreamingHttpResponse(lines, content_type="application/x-ndjson; charset=utf-8")
+    response["Content-Disposition"] = f'attachment; filename="rl-run-{run.pk}-episodes.jsonl"'
+    return response
+
+
+def _json_lines(records: Iterator[dict[str, Any]]) -> Iterator[str]:
+    for record in records:
+        yield json.dumps(record, ensure_ascii=False) + "\n"
 
 
 def rl_context(run: TrainingRun) -> dict[str, Any]:
