@@ -208,3 +208,53 @@ def test_the_benchmark_form_starts_a_run_and_names_a_refusal(
     client.post(reverse("training:benchmark_cancel", args=[run.pk]))
     run.refresh_from_db()
     assert run.status == RunStatus.CANCELLED and run.sampling_run.status == RunStatus.CANCELLED
+
+
+def test_benchmark_runs_and_reports_over_the_api(models, alice, bob):
+    from tests.test_api import api
+    from training.evaluation.benchmark_jobs import run_benchmark_job
+
+    client = api(alice)
+    policy = ModelCheckpoint.objects.get(name="tiny-bc")
+    body = {
+        "benchmark": "triviaqa", "limit": 2, "policy": policy.pk,
+        "settings": {"n": 1, "max_actions": 3, "max_answer_tokens": 16, "examples": 0, "seed": 1},
+    }  # fmt: skip
+    refusals = [
+        (body | {"benchmark": "mmlu"}, {"benchmark": ["expected one of triviaqa, truthfulqa"]}),
+        (
+            body | {"people": True},
+            {"people": ["TriviaQA is scored against its answers' aliases: no judge, no people"]},
+        ),
+        (body | {"settings": {"n": 0}}, {"settings": {"n": ["must be between 1 and 64"]}}),
+        (body | {"questions": {"dataset": "x"}}, None),  # the benchmark's eval split: no question set
+    ]
+    for given, expected in refusals:
+        response = client.post("/api/benchmark-runs", given, format="json")
+        assert response.status_code == 400, given
+        assert expected is None or response.json() == expected, response.json()
+    assert not BenchmarkRun.objects.exists() and not SamplingRun.objects.exists()
+    response = client.post("/api/benchmark-runs", body, format="json")
+    assert response.status_code == 202 and response.json()["status"] == "queued"
+    run = run_benchmark_job(response.json()["id"])
+    detail = client.get(f"/api/benchmark-runs/{run.pk}").json()
+    assert detail["status"] == "done" and detail["results"]["questions"] == 2
+    assert detail["results"]["exact_match"] == run.results["exact_match"]
+    policies = client.get("/api/experiment-policies").json()
+    assert policies == [
+        {"policy_name": "tiny-bc", "n": 1, "reward_model_name": "", "label": "tiny-bc best-of-1"}
+    ]
+    made = client.post("/api/experiments", {"name": "API report", "policies": policies[:1]}, format="json")
+    assert made.status_code == 201, made.json()
+    unknown = {"policy_name": "nobody", "n": 1}
+    refused = client.post("/api/experiments", {"name": "x", "policies": [unknown]}, format="json")
+    assert refused.status_code == 400 and "no finished sampling run of nobody best-of-1" in str(
+        refused.json()
+    )
+    report = client.get(f"/api/experiments/{made.json()['id']}").json()
+    (only,) = report["policies"]
+    assert [f["label"] for f in only["figures"]] == ["TriviaQA exact match", "TriviaQA F1"]
+    outsider = api(bob)
+    assert outsider.get(f"/api/experiments/{made.json()['id']}").status_code == 404
+    assert outsider.get(f"/api/benchmark-runs/{run.pk}").status_code == 404
+    assert outsider.get("/api/benchmark-runs").status_code == 403

@@ -102,6 +102,8 @@ RICH = {
     "training:benchmark_new",
     "training:experiments",
     "api-proxy-evaluations",
+    "api-benchmark-runs",
+    "api-experiments",
     "api-judge-runs",
     "console:team_state",
     "api-team-state",

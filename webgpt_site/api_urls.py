@@ -18,6 +18,7 @@ from annotation.api import (
     views,
     workforce,
 )
+from training.evaluation import evaluation_api as evaluation
 from training.evaluation import proxy_api as proxy
 from training.evaluation import rounds_api as rounds
 from training.judging import api as judging
@@ -94,6 +95,16 @@ urlpatterns = [
         proxy.ProxyEvaluationCancel.as_view(),
         name="api-proxy-evaluation-cancel",
     ),
+    path("benchmark-runs", evaluation.BenchmarkRunList.as_view(), name="api-benchmark-runs"),
+    path("benchmark-runs/<int:pk>", evaluation.BenchmarkRunDetail.as_view(), name="api-benchmark-run"),
+    path(
+        "benchmark-runs/<int:pk>/cancel",
+        evaluation.BenchmarkRunCancel.as_view(),
+        name="api-benchmark-run-cancel",
+    ),
+    path("experiment-policies", evaluation.PolicyList.as_view(), name="api-experiment-policies"),
+    path("experiments", evaluation.ExperimentList.as_view(), name="api-experiments"),
+    path("experiments/<int:pk>", evaluation.ExperimentDetail.as_view(), name="api-experiment"),
     path("team", team.TeamList.as_view(), name="api-team"),
     path("team/<int:pk>/state", team.TeamState.as_view(), name="api-team-state"),
     path("team/invitations/<int:pk>", team.InvitationDetail.as_view(), name="api-team-invitation"),

@@ -205,11 +205,11 @@ class SamplingRunList(generics.ListAPIView):
         try:
             run = request_sampling(request.user, sampling)
         except RunError as exc:
-            raise serializers.ValidationError(_by_field(exc)) from None
+            raise serializers.ValidationError(refusal_by_field(exc)) from None
         return Response(SamplingRunSerializer(run).data, status=status.HTTP_202_ACCEPTED)
 
 
-def _by_field(exc: RunError) -> dict[str, Any]:
+def refusal_by_field(exc: RunError) -> dict[str, Any]:
     """A refusal under the input it is about: a question-set choice under ``questions``, a setting under
     ``settings``, both by name."""
     if exc.field in QUESTION_FIELDS:
