@@ -5,6 +5,7 @@ models, a round). A test fails on any serious or critical violation; the message
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import timedelta
 
 import pytest
@@ -19,6 +20,10 @@ from tests.e2e.test_feedback import only
 from tests.test_training_jobs import finished_export
 from tests.test_training_pages import checkpoint_of, finished_rm_run
 from tests.tiny_models import tiny_reward_model
+from training.evaluation.benchmark_jobs import run_benchmark_job
+from training.evaluation.benchmark_runs import BenchmarkRequest, request_benchmark
+from training.evaluation.experiment_service import create_experiment
+from training.evaluation.experiments import PolicyKey
 from training.evaluation.rounds import create_round
 from training.models import ModelCheckpoint, RunKind, RunStatus
 from training.sampling.jobs import run_sampling_job
@@ -183,7 +188,15 @@ def console_world(
     sampling = run_sampling_job(request_sampling(researcher, request, queue=False).pk)
     assert sampling.status == RunStatus.DONE, sampling.error
     create_round(researcher, "first round", "", [sampling.pk])
-    return {"comparison": comparison, "export": export, "training": run, "sampling": sampling}
+    # The same policy on two of the demo's TriviaQA eval questions, and a report of it.
+    asked = BenchmarkRequest("triviaqa", replace(request, questions=QuestionSet()), limit=2)
+    benchmark = run_benchmark_job(request_benchmark(researcher, asked, queue=False).pk)
+    assert benchmark.status == RunStatus.DONE, benchmark.error
+    report = create_experiment(researcher, "Tiny policy", [PolicyKey.of(sampling)])
+    return {
+        "comparison": comparison, "export": export, "training": run, "sampling": sampling,
+        "benchmark": benchmark, "report": report,
+    }  # fmt: skip
 
 
 def test_the_researcher_console_pages(console_world, page):
@@ -235,6 +248,20 @@ def test_the_researcher_console_pages(console_world, page):
     audit.check("a sample's trajectory")
     page.goto("/console/training/sampling/new/")
     audit.check("new sampling run")
+    page.goto("/console/training/sampling/")
+    follow(page.get_by_role("link", name="Benchmarks"))
+    audit.check("benchmark runs")
+    follow(page.get_by_role("link", name="Run a benchmark"))
+    audit.check("new benchmark run")
+    page.goto(f"/console/training/benchmarks/{console_world['benchmark'].pk}/")
+    expect(page.get_by_role("heading", name="Scores")).to_be_visible()
+    audit.check("benchmark run")
+    page.goto("/console/training/benchmarks/")
+    follow(page.get_by_role("link", name="Experiment reports"))
+    audit.check("experiment reports")
+    page.get_by_role("link", name="Tiny policy").click()
+    expect(page.get_by_role("heading", name="tiny-bc best-of-2 (tiny-rm)")).to_be_visible()
+    audit.check("experiment report")
     follow(nav.get_by_role("link", name="Rounds", exact=True))
     audit.check("rounds")
     page.get_by_role("link", name="round 1").first.click()
