@@ -16,6 +16,7 @@ from django.urls import reverse
 
 from annotation.models import Question, Split
 from training.models import BenchmarkRun, Experiment, ModelCheckpoint, RunKind, RunStatus, SamplingRun
+from training.sampling.runs import PROMPTED_DEFAULT
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("model_store", "freshwiki")]
 
@@ -258,3 +259,31 @@ def test_benchmark_runs_and_reports_over_the_api(models, alice, bob):
     assert outsider.get(f"/api/experiments/{made.json()['id']}").status_code == 404
     assert outsider.get(f"/api/benchmark-runs/{run.pk}").status_code == 404
     assert outsider.get("/api/benchmark-runs").status_code == 403
+
+
+def test_the_demo_report_queues_each_policys_benchmark_and_fills_in_as_they_finish(
+    models, client_for, alice, django_capture_on_commit_callbacks
+):
+    client = client_for(alice)
+    Question.objects.filter(dataset="triviaqa").update(split=Split.BC)
+    refused = client.post(reverse("training:experiment_demo"), follow=True)
+    assert "TriviaQA questions are not loaded" in refused.content.decode()
+    assert not Experiment.objects.exists() and not BenchmarkRun.objects.exists()
+    Question.objects.filter(dataset="triviaqa").update(split=Split.EVAL)
+    with django_capture_on_commit_callbacks() as queued:
+        made = client.post(reverse("training:experiment_demo"))
+    experiment = Experiment.objects.get()
+    assert made.url == reverse("training:experiment", args=[experiment.pk]) and len(queued) == 3
+    runs = list(BenchmarkRun.objects.order_by("pk").select_related("sampling_run"))
+    assert [
+        (r.sampling_run.policy_name, r.sampling_run.n, r.sampling_run.reward_model_name) for r in runs
+    ] == [
+        (PROMPTED_DEFAULT, 1, ""),
+        (PROMPTED_DEFAULT, 2, "tiny-rm"),
+        ("tiny-bc-copy", 1, ""),  # the newest BC model
+    ]
+    assert all(r.status == RunStatus.QUEUED and r.sampling_run.question_ids for r in runs)
+    page = client.get(made.url).content.decode()
+    for run in runs:
+        assert f"TriviaQA run {run.pk}</a> (queued)" in page
+    assert "not which policy is better" in page

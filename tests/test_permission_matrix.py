@@ -178,6 +178,7 @@ EXPECTED: dict[str, tuple] = {
     "training:benchmark": RESEARCH_OBJECT,
     "training:benchmark_cancel": RESEARCH_OBJECT,
     "training:experiments": RESEARCHER,
+    "training:experiment_demo": RESEARCHER,
     "training:experiment": RESEARCH_OBJECT,
     "training:experiment_json": RESEARCH_OBJECT,
     "training:experiment_csv": RESEARCH_OBJECT,

@@ -33,6 +33,7 @@ urlpatterns = [
     path("benchmarks/<int:pk>/", benchmark_views.benchmark_detail, name="benchmark"),
     path("benchmarks/<int:pk>/cancel/", benchmark_views.benchmark_cancel, name="benchmark_cancel"),
     path("experiments/", experiment_views.experiment_list, name="experiments"),
+    path("experiments/demo/", experiment_views.experiment_demo, name="experiment_demo"),
     path("experiments/<int:pk>/", experiment_views.experiment_detail, name="experiment"),
     path("experiments/<int:pk>/report.json", experiment_views.experiment_json, name="experiment_json"),
     path("experiments/<int:pk>/report.csv", experiment_views.experiment_csv, name="experiment_csv"),

@@ -10,15 +10,17 @@ import json
 from typing import Any
 
 from django import forms
+from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.paginator import Paginator
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import redirect, render
 from django.template.loader import render_to_string
 from django.utils.safestring import SafeString
-from django.views.decorators.http import require_GET, require_http_methods
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from training.errors import RunError
+from training.evaluation.demo_report import make_demo_report
 from training.evaluation.experiment_service import create_experiment
 from training.evaluation.experiments import (
     ROW_FIELDS,
@@ -74,6 +76,22 @@ def experiment_list(request: HttpRequest) -> HttpResponse:
     )
     status = 400 if form.errors else 200
     return render(request, "training/experiments.html", {"page": page, "form": form}, status=status)
+
+
+@require_POST
+@role_required(Role.RESEARCHER)
+def experiment_demo(request: HttpRequest) -> HttpResponse:
+    try:
+        experiment = make_demo_report(request.user)
+    except RunError as exc:
+        messages.error(request, exc.reason[0].upper() + exc.reason[1:] + ". No report was made.")
+        return redirect("training:experiments")
+    count = len(experiment.policies)
+    messages.success(
+        request,
+        f"{count} benchmark run{'s' if count != 1 else ''} queued: the figures fill in as they finish.",
+    )
+    return redirect("training:experiment", pk=experiment.pk)
 
 
 def _visible(request: HttpRequest, pk: int) -> Experiment:

@@ -223,10 +223,22 @@ def policy_runs(keys: Iterable[PolicyKey]) -> dict[PolicyKey, list[SamplingRun]]
     return found
 
 
+def pending_benchmarks(keys: Iterable[PolicyKey]) -> dict[PolicyKey, list[BenchmarkRun]]:
+    """The benchmark runs of these policies still queued or running (their figures come when they end)."""
+    found: dict[PolicyKey, list[BenchmarkRun]] = {key: [] for key in keys}
+    working = BenchmarkRun.objects.filter(status__in=(Status.QUEUED, Status.RUNNING))
+    for run in working.select_related("sampling_run").defer("log", "sampling_run__log").order_by("pk"):
+        key = PolicyKey.of(run.sampling_run)
+        if key in found:
+            found[key].append(run)
+    return found
+
+
 def experiment_report(experiment: Experiment) -> dict[str, Any]:
-    """The report, JSON-ready: each policy with its runs, figures and cost."""
+    """The report, JSON-ready: each policy with its runs, figures, cost and benchmark runs still working."""
     keys = [PolicyKey.read(stored) for stored in experiment.policies]
     runs = policy_runs(keys)
+    pending = pending_benchmarks(keys)
     run_keys = {run.pk: key for key, found in runs.items() for run in found}
     policies = []
     for key in keys:
@@ -241,6 +253,15 @@ def experiment_report(experiment: Experiment) -> dict[str, Any]:
                 ],
                 "figures": figures,
                 "cost": _cost(found),
+                "pending": [
+                    {
+                        "id": run.pk,
+                        "benchmark": run.get_benchmark_display(),
+                        "status": run.status,
+                        "url": reverse("training:benchmark", args=[run.pk]),
+                    }
+                    for run in pending[key]
+                ],
             }
         )
     return {
