@@ -1,6 +1,6 @@
 """The README's screenshots, taken from a running app (`make run`):
 python scripts/screenshots.py [URL [STEP...]] (steps: demonstration, feedback, people, steps, training,
-sampling, loop, rl, judges, operations, workforce; all of them, in that order, by default)."""
+sampling, loop, rl, judges, operations, workforce, evaluation; all of them, in that order, by default)."""
 
 from __future__ import annotations
 
@@ -259,6 +259,7 @@ def main(base: str, steps: list[str]) -> None:
         rl(browser.new_page(viewport={"width": 1280, "height": 1000}), base)
         operations(browser.new_page(viewport={"width": 1280, "height": 1000}), base)
         workforce(browser.new_page(viewport={"width": 1280, "height": 1000}), base)
+        evaluation(browser.new_page(viewport={"width": 1280, "height": 1000}), base)
         browser.close()
 
 
@@ -498,7 +499,27 @@ def step_tasks(page: Page, base: str) -> None:
             break
 
 
+def evaluation(page: Page, base: str) -> None:
+    """The demo report: Make the demo report, watched until every policy's TriviaQA run has ended, then the
+    report and one benchmark run's page. Prints how long it took."""
+    sign_in(page, base, "researcher")
+    page.goto(f"{base}/console/training/experiments/")
+    started = time.monotonic()
+    page.get_by_role("button", name="Make the demo report").click()
+    report = page.url
+    for _ in range(180):  # the report reads the runs when shown: reload until none is still working
+        if "Still working" not in page.content():
+            break
+        time.sleep(10)
+        page.goto(report)
+    print(f"demo report: {time.monotonic() - started:.0f} s from the button to every figure")
+    page.screenshot(path=OUT / "experiment-report.png", full_page=True)
+    page.get_by_role("link", name="TriviaQA exact match").first.click()
+    page.screenshot(path=OUT / "benchmark-run.png", full_page=True)
+
+
 JOURNEYS = {
+    "evaluation": evaluation,
     "steps": step_tasks,
     "judges": judges,
     "operations": operations,
