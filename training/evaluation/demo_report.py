@@ -22,7 +22,7 @@ from training.sampling.runs import SamplingRequest, policy_name
 from webgpt_site.models import log_action
 from webgpt_site.permissions import AnyUser
 
-DEMO_REPORT_NAME = "Demo: the prompted default, best-of-2 and a BC model on TriviaQA"
+DEMO_REPORT_PREFIX = "Demo on TriviaQA: "
 DEMO_QUESTIONS = 4
 NOTES = (
     "Queued from the console: TriviaQA's first 4 eval questions, 10 actions an episode, on this machine's "
@@ -48,7 +48,7 @@ def make_demo_report(user: AnyUser) -> Experiment:
     """Queue each policy's TriviaQA run and make the report; RunError when there is nothing to answer."""
     if not Question.objects.filter(dataset=DATASETS[Benchmark.TRIVIAQA], split=Split.EVAL).exists():
         raise RunError("the demo's TriviaQA questions are not loaded: run manage.py load_demo", "")
-    keys = []
+    keys, names = [], []
     with transaction.atomic():
         for policy, reward_model, n in demo_policies(user):
             sampling = SamplingRequest(
@@ -57,9 +57,12 @@ def make_demo_report(user: AnyUser) -> Experiment:
             request_benchmark(user, BenchmarkRequest(Benchmark.TRIVIAQA, sampling, limit=DEMO_QUESTIONS))
             chooser = reward_model.name if reward_model is not None and n > 1 else ""
             keys.append(PolicyKey(policy_name(policy, "local"), n, chooser))
+            names.append(
+                "a BC model" if policy is not None else "best-of-2" if n > 1 else "the prompted default"
+            )
         # Made now, not checked for finished runs: the runs just queued are its evidence.
         experiment = Experiment.objects.create(
-            name=DEMO_REPORT_NAME,
+            name=DEMO_REPORT_PREFIX + ", ".join(names),
             notes=NOTES,
             policies=[key.stored() for key in keys],
             created_by=user if getattr(user, "is_authenticated", False) else None,

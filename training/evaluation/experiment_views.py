@@ -16,7 +16,6 @@ from django.core.paginator import Paginator
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import redirect, render
 from django.template.loader import render_to_string
-from django.utils.safestring import SafeString
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from training.errors import RunError
@@ -98,30 +97,32 @@ def _visible(request: HttpRequest, pk: int) -> Experiment:
     return get_visible_or_404(Experiment.objects.select_related("created_by"), request.user, pk=pk)
 
 
-def charts(report: dict[str, Any]) -> list[SafeString]:
-    """A chart per figure label that two or more policies have, or one has: the policies on the x axis, each
-    its value with its 95% interval."""
+def charts(report: dict[str, Any]) -> list[dict[str, Any]]:
+    """A chart per figure label: the policies numbered along the x axis (their names in the legend, "1:
+    ..."), each its value with its 95% interval; each with its caption."""
     labels: dict[str, None] = {}
     for policy in report["policies"]:
         for figure in policy["figures"]:
             labels.setdefault(figure["label"], None)
+    count = len(report["policies"])
+    # Half a step of room at each end, so that the first and last policy's bars stay off the axes.
+    ticks = [(-0.5, ""), *((float(i), str(i + 1)) for i in range(count)), (count - 0.5, "")]
     drawn = []
     for label in labels:
-        series, bars, ticks = [], [], []
+        series, bars = [], []
         for i, policy in enumerate(report["policies"]):
-            ticks.append((float(i), policy["policy"]))
             figure = next(
                 (f for f in policy["figures"] if f["label"] == label and f["value"] is not None), None
             )
             if figure is None:
                 continue
-            series.append(Series(policy["policy"], [(float(i), figure["value"])], i))
+            series.append(Series(f"{i + 1}: {policy['policy']}", [(float(i), figure["value"])], i))
             low, high = figure["low"], figure["high"]
             bars.append([(float(i), low, high)] if low is not None and high is not None else [])
         bounds = (0.0, 1.0) if label.startswith(SHARES) else None
         chart = interval_chart(series, bars, label, "value (95% interval)", "policy", ticks, y_bounds=bounds)
         if chart:
-            drawn.append(chart)
+            drawn.append({"caption": label, "svg": chart})
     return drawn
 
 
