@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 
 import pytest
+from django.urls import reverse
 
 from annotation.models import Assignment, FeedbackBatch, Question, Split
 from tests.conftest import make_user
@@ -200,3 +201,47 @@ def test_cancelling_a_queued_run_cancels_its_sampling_run(alice, policy):  # noq
     assert run.status == RunStatus.CANCELLED
     assert SamplingRun.objects.get(pk=run.sampling_run_id).status == RunStatus.CANCELLED
     assert not FeedbackBatch.objects.exists()
+
+
+def test_a_reward_model_judges_truthfulqa_with_a_threshold_from_the_reference_answers(
+    client_for,
+    alice,
+    policy,  # noqa: F811
+    reward_model,  # noqa: F811
+    reward_dir,  # noqa: F811
+):
+    from browser.engine.observation import format_answer_prompt
+    from training.sampling.best_of_n import RewardScorer
+
+    asked = truthful(3)
+    for i, question in enumerate(asked):
+        question.reference_answers = [f"Nothing in particular happens ({i})"]
+        question.metadata = {"best_incorrect_answer": f"You get arthritis ({i})"}
+        question.save()
+    run = benchmark(alice, "truthfulqa", policy, reward_model, judge_reward_model=reward_model)
+    assert run.judge == {"people": False, "reward_model": reward_model.pk, "reward_model_name": "tiny-rm"}
+    run = run_benchmark_job(run.pk)
+    assert run.status == RunStatus.DONE, run.error
+    assert run.batch is None and run.judge_run is None  # nobody else rates: no batch
+    judged = run.results["judge"]
+    # By hand with the same model: the threshold between the reference answers' mean scores.
+    scorer = RewardScorer(reward_dir)
+    prompts = [format_answer_prompt(q.text, ()) for q in asked]
+    right = scorer.score(prompts, [q.reference_answers[0] for q in asked])
+    wrong = scorer.score(prompts, [q.metadata["best_incorrect_answer"] for q in asked])
+    threshold = (sum(right) / 3 + sum(wrong) / 3) / 2
+    calibration = judged["calibration"]
+    assert calibration["threshold"] == pytest.approx(threshold) and calibration["pairs"] == 3
+    on_their_side = sum(s >= threshold for s in right) + sum(s < threshold for s in wrong)
+    assert calibration["accuracy"] == pytest.approx(on_their_side / 6)
+    # Each answered question truthful when its score clears the threshold; a decline is truthful.
+    scores = {int(q): s for q, s in judged["scores"].items()}
+    by_hand = [float(s >= threshold) for s in scores.values()] + [1.0] * judged["declined"]
+    assert judged["judged"] + judged["declined"] == 3
+    assert judged["rates"]["truthful"]["value"] == pytest.approx(sum(by_hand) / 3)
+    assert judged["rates"]["truthful_informative"]["value"] is None  # a reward model cannot tell
+    page = client_for(alice).get(reverse("training:benchmark", args=[run.pk])).content.decode()
+    assert f"scores at least {threshold:.3f}" in page and "It cannot judge informativeness" in page
+    with pytest.raises(RunError) as refused:
+        benchmark(alice, "truthfulqa", policy, judge_reward_model=policy)
+    assert refused.value.field == "judge_reward_model"

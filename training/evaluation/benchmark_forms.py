@@ -11,7 +11,8 @@ from django import forms
 from django.conf import settings
 
 from training.evaluation.benchmark_runs import DEFAULT_LIMIT, BenchmarkRequest
-from training.models import Benchmark
+from training.job_forms import checkpoint_label
+from training.models import Benchmark, ModelCheckpoint, RunKind
 from training.sampling.forms import SamplingForm
 from webgpt_site.permissions import AnyUser
 
@@ -34,6 +35,14 @@ class BenchmarkForm(SamplingForm):
         help_text="A language model behind an endpoint rates each answer truthful? informative? (asked in "
         "both orders; the verdict counts when both agree).",
     )
+    judge_reward_model = forms.ModelChoiceField(
+        queryset=ModelCheckpoint.objects.none(),
+        required=False,
+        label="or a reward-model judge",
+        empty_label="No reward-model judge",
+        help_text="TruthfulQA: a reward model trained on its reference judgements; truthful when its score "
+        "clears a threshold calibrated on these questions' reference answers (it cannot judge informative).",
+    )
     people = forms.BooleanField(
         required=False,
         label="Also by people",
@@ -41,7 +50,7 @@ class BenchmarkForm(SamplingForm):
         "the judge's as they rate.",
     )
 
-    field_order = ("benchmark", "questions", "judge_endpoint", "people")
+    field_order = ("benchmark", "questions", "judge_endpoint", "judge_reward_model", "people")
 
     def __init__(self, *args: Any, user: AnyUser, **kwargs: Any) -> None:
         super().__init__(*args, user=user, **kwargs)
@@ -49,6 +58,9 @@ class BenchmarkForm(SamplingForm):
             self.fields.pop(name, None)
         endpoints = [(name, name) for name in settings.SAMPLING_ENDPOINTS]
         self.fields["judge_endpoint"].choices = [("", "No model judge"), *endpoints]
+        judges = ModelCheckpoint.objects.visible_to(user).filter(kind=RunKind.RM)
+        self.fields["judge_reward_model"].queryset = judges
+        self.fields["judge_reward_model"].label_from_instance = checkpoint_label
 
     def benchmark_request(self) -> BenchmarkRequest:
         data = self.cleaned_data
@@ -57,5 +69,6 @@ class BenchmarkForm(SamplingForm):
             sampling=self.sampling_request(),
             limit=data["questions"],
             judge_endpoint=data["judge_endpoint"],
+            judge_reward_model=data["judge_reward_model"],
             people=data["people"],
         )

@@ -5,7 +5,8 @@
    sweep sent its message again), this job waits for it to end, watching its own cancel flag.
 2. **Scoring** (``benchmark_scores``): TriviaQA against the aliases; TruthfulQA by a rating batch of the
    run's chosen answers (TruthfulQA preset), opened to labelers when people judge, and judged by the
-   endpoint's model through a judge run, run here by the judge job (both orders of every item).
+   endpoint's model through a judge run, run here by the judge job (both orders of every item), or by a
+   reward model calibrated on the questions' reference answers (``truthfulqa_reward``).
 
 Its own row holds the stage reached, the log and the scores; whatever happens it ends done, cancelled
 (a cancel of it, or of its sampling run) or failed with the reason (webgpt_site.jobs.runner)."""
@@ -19,11 +20,13 @@ from typing import Any
 from annotation.feedback.batch_settings import BatchError, BatchSettings
 from annotation.feedback.batches import create_batch_from_source, set_active
 from annotation.models import JudgeRun
+from training.checkpoints import local_folder
 from training.errors import RunError
-from training.evaluation.benchmark_scores import triviaqa_results, truthfulqa_results
+from training.evaluation.benchmark_scores import chosen_answers, triviaqa_results, truthfulqa_results
+from training.evaluation.truthfulqa_reward import reward_judge_figures
 from training.judging.jobs import run_judge_job
 from training.judging.runs import JudgeRequest, request_judge_run
-from training.models import Benchmark, BenchmarkRun, SamplingRun
+from training.models import Benchmark, BenchmarkRun, ModelCheckpoint, SamplingRun
 from training.models import RunStatus as Status
 from training.sampling.jobs import run_sampling_job
 from training.sampling.types import BackendError
@@ -42,8 +45,9 @@ def run_benchmark_job(benchmark_id: int) -> BenchmarkRun:
         if run.benchmark == Benchmark.TRIVIAQA:
             results = triviaqa_results(run.sampling_run)
         else:
+            _rating_batch(run)
             _judge(run)
-            results = truthfulqa_results(run)
+            results = truthfulqa_results(run, _reward_judge(run))
         run.append_log("Scored")
         return run.finish(Status.DONE, results=results, stages_done=2)
 
@@ -64,28 +68,50 @@ def _answer(run: BenchmarkRun) -> None:
     run.sampling_run = answers
 
 
-def _judge(run: BenchmarkRun) -> None:
-    """The rating batch of the answers and, with an endpoint, its judge run (both kept on the row)."""
+def _rating_batch(run: BenchmarkRun) -> None:
+    """The rating batch of the answers (an endpoint judge's items, people's when open to them)."""
     answers, judge = run.sampling_run, run.judge
-    if run.batch is None:
-        config = BatchSettings(
-            name=f"TruthfulQA benchmark run {run.pk}: {answers.policy_name}",
-            template="rating",
-            preset="truthfulqa",
-            runs=[answers.pk],
-            required_probability=0.0,
-        )
-        try:
-            batch = create_batch_from_source(run.owner, config, "runs")
-        except BatchError as exc:  # every question declined: nothing to rate, the declines still count
-            run.append_log(f"No answer to rate ({exc}): every question counts as declined")
-            return
-        set_active(run.owner, batch, bool(judge.get("people")))
-        BenchmarkRun.objects.filter(pk=run.pk).update(batch=batch)
-        run.batch = batch
-        opened = "open to labelers" if judge.get("people") else "not open to labelers"
-        run.append_log(f"Rating batch {batch.pk} of {batch.items.count()} answer(s), {opened}")
-    if not judge.get("endpoint"):
+    if run.batch is not None or not (judge.get("endpoint") or judge.get("people")):
+        return
+    config = BatchSettings(
+        name=f"TruthfulQA benchmark run {run.pk}: {answers.policy_name}",
+        template="rating",
+        preset="truthfulqa",
+        runs=[answers.pk],
+        required_probability=0.0,
+    )
+    try:
+        batch = create_batch_from_source(run.owner, config, "runs")
+    except BatchError as exc:  # every question declined: nothing to rate, the declines still count
+        run.append_log(f"No answer to rate ({exc}): every question counts as declined")
+        return
+    set_active(run.owner, batch, bool(judge.get("people")))
+    BenchmarkRun.objects.filter(pk=run.pk).update(batch=batch)
+    run.batch = batch
+    opened = "open to labelers" if judge.get("people") else "not open to labelers"
+    run.append_log(f"Rating batch {batch.pk} of {batch.items.count()} answer(s), {opened}")
+
+
+def _reward_judge(run: BenchmarkRun) -> dict[str, Any] | None:
+    """A reward-model judge's figures (``truthfulqa_reward``), or None without one."""
+    pk = run.judge.get("reward_model")
+    if pk is None:
+        return None
+    # torch: loaded in the worker only, not in every process that imports this module
+    from training.sampling.best_of_n import RewardScorer
+
+    model = ModelCheckpoint.objects.filter(pk=pk).first()
+    if model is None:
+        raise JobError(f"the judge's reward model {run.judge.get('reward_model_name')} was deleted")
+    run.append_log(f"Judging with the reward model {model.name}, calibrated on the reference answers")
+    scorer = RewardScorer(local_folder(model))
+    return reward_judge_figures(scorer, chosen_answers(run.sampling_run), model.name)
+
+
+def _judge(run: BenchmarkRun) -> None:
+    """An endpoint judge's run over the rating batch (kept on the row)."""
+    judge = run.judge
+    if run.batch is None or not judge.get("endpoint"):
         return
     if run.judge_run is None:
         settings = judge.get("settings", {}) | {"limit": min(run.batch.items.count(), 10_000)}

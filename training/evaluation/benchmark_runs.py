@@ -8,8 +8,9 @@ the splits keep training off them), the first ``limit`` by id: the same question
 their scores compare.
 
 TruthfulQA is judged by a language model behind an endpoint of ``SAMPLING_ENDPOINTS`` (the endpoint's
-model with the rating prompt, on the TruthfulQA preset's two questions), and/or by people: the run's
-rating batch is opened to labelers when ``people`` is asked for. At least one of the two is required."""
+model with the rating prompt, on the TruthfulQA preset's two questions) or by a reward model trained on
+its reference judgements (``truthfulqa_reward``), and/or by people: the run's rating batch is opened to
+labelers when ``people`` is asked for. At least one is required."""
 
 from __future__ import annotations
 
@@ -23,7 +24,7 @@ from annotation.models import Split
 from annotation.questions.service import DEFAULT_DATASETS
 from training.errors import RunError
 from training.judging.runs import check_settings as check_judge_settings
-from training.models import Benchmark, BenchmarkRun
+from training.models import Benchmark, BenchmarkRun, ModelCheckpoint, RunKind
 from training.sampling.runs import QuestionSet, SamplingRequest, cancel_sampling, request_sampling
 from webgpt_site.jobs.queueing import enqueue
 from webgpt_site.models import log_action
@@ -42,6 +43,7 @@ class BenchmarkRequest:
     sampling: SamplingRequest
     limit: int = DEFAULT_LIMIT
     judge_endpoint: str = ""  # TruthfulQA: an endpoint of SAMPLING_ENDPOINTS judges the answers
+    judge_reward_model: ModelCheckpoint | None = None  # or a reward model trained on its references
     judge_settings: dict[str, Any] = field(default_factory=dict)
     people: bool = False  # TruthfulQA: the rating batch opened to labelers
 
@@ -60,16 +62,31 @@ def check_benchmark(request: BenchmarkRequest) -> dict[str, Any]:
             "a benchmark run answers its questions: it cannot sample at demonstration states", "at_states"
         )
     if request.benchmark == Benchmark.TRIVIAQA:
-        if request.judge_endpoint or request.people or request.judge_settings:
-            field_name = "judge_endpoint" if request.judge_endpoint or request.judge_settings else "people"
+        if request.judge_endpoint or request.judge_reward_model or request.people or request.judge_settings:
+            field_name = (
+                "people"
+                if request.people
+                else "judge_reward_model"
+                if request.judge_reward_model
+                else "judge_endpoint"
+            )
             raise RunError("TriviaQA is scored against its answers' aliases: no judge, no people", field_name)
         return {}
-    if not request.judge_endpoint and not request.people:
+    if not request.judge_endpoint and request.judge_reward_model is None and not request.people:
         raise RunError(
-            "choose who judges TruthfulQA: a language model behind an endpoint, people, or both",
+            "choose who judges TruthfulQA: a language model behind an endpoint or a reward model, people, or "
+            "both",
             "judge_endpoint",
         )
+    if request.judge_endpoint and request.judge_reward_model is not None:
+        raise RunError("choose one judge: an endpoint's model or a reward model", "judge_reward_model")
     judge: dict[str, Any] = {"people": request.people}
+    if (model := request.judge_reward_model) is not None:
+        if model.kind != RunKind.RM:
+            raise RunError("the judge must be a registered reward model", "judge_reward_model")
+        if request.judge_settings:
+            raise RunError("only for a language model's judging", "judge_settings")
+        judge |= {"reward_model": model.pk, "reward_model_name": model.name}
     if request.judge_endpoint:
         endpoint = settings.SAMPLING_ENDPOINTS.get(request.judge_endpoint)
         if endpoint is None:

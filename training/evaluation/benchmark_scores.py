@@ -144,13 +144,14 @@ def human_figures(run: BenchmarkRun) -> dict[str, Any] | None:
     return figures
 
 
-def truthfulqa_results(run: BenchmarkRun) -> dict[str, Any]:
+def truthfulqa_results(run: BenchmarkRun, reward_judge: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The counts and the judge's figures: an endpoint judge's from its run, a reward model's as given."""
     answers = chosen_answers(run.sampling_run)
     return {
         "questions": len(answers),
         "answered": sum(sample is not None for sample in answers.values()),
         "declined": sum(sample is None for sample in answers.values()),
-        "judge": judge_figures(run),
+        "judge": reward_judge if reward_judge is not None else judge_figures(run),
     }
 
 

@@ -32,6 +32,7 @@ from training.job_api import cancel_job, visible_checkpoint
 from training.models import Benchmark, BenchmarkRun, Experiment, RunStatus
 from training.sampling.api import SamplingRunInput, refusal_by_field
 from training.sampling.runs import SamplingRequest
+from webgpt_site.inputs import MAX_ID
 from webgpt_site.permissions import get_visible_or_404
 
 LISTED = (
@@ -72,6 +73,10 @@ class BenchmarkRunInput(SamplingRunInput):
     judge_endpoint = serializers.CharField(
         required=False, default="", allow_blank=True, max_length=100,
         help_text="TruthfulQA: an endpoint of SAMPLING_ENDPOINTS whose model rates the answers",
+    )  # fmt: skip
+    judge_reward_model = serializers.IntegerField(
+        required=False, allow_null=True, min_value=1, max_value=MAX_ID,
+        help_text="TruthfulQA: a registered reward model (trained on its reference judgements) by id",
     )  # fmt: skip
     judge_settings = serializers.DictField(
         required=False, default=dict, help_text="TruthfulQA's judge: temperature, max_tokens, seed"
@@ -114,6 +119,9 @@ class BenchmarkRunList(generics.ListAPIView):
             sampling=sampling,
             limit=data["limit"],
             judge_endpoint=data["judge_endpoint"],
+            judge_reward_model=visible_checkpoint(
+                request, data.get("judge_reward_model"), "judge_reward_model"
+            ),
             judge_settings=data["judge_settings"],
             people=data["people"],
         )

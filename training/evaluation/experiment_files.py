@@ -24,7 +24,7 @@ whole before anything runs: an error names its place in the file and nothing is 
 
     [[benchmarks]]
     name = "truthfulqa"
-    judge_endpoint = "judge"          # an endpoint of SAMPLING_ENDPOINTS; and/or
+    judge_endpoint = "judge"          # an endpoint of SAMPLING_ENDPOINTS, or judge_reward_model = "<name>"
     people = true                     # the rating batch opened to labelers
 
 The report gathers, besides the benchmark runs the command makes, every comparison batch, judge run and
@@ -41,7 +41,7 @@ from training.models import POLICY_KINDS, ModelCheckpoint, RunKind
 from training.sampling.runs import SETTABLE
 
 POLICY_KEYS = {"model", "n", "reward_model"}
-BENCHMARK_KEYS = {"name", "judge_endpoint", "people"}
+BENCHMARK_KEYS = {"name", "judge_endpoint", "judge_reward_model", "people"}
 TOP_KEYS = {"name", "notes", "questions", "settings", "policies", "benchmarks"}
 
 
@@ -60,6 +60,7 @@ class PlannedPolicy:
 class PlannedBenchmark:
     name: str
     judge_endpoint: str = ""
+    judge_reward_model: ModelCheckpoint | None = None
     people: bool = False
 
 
@@ -133,7 +134,10 @@ def read_plan(text: str) -> ExperimentPlan:
         people = given.get("people", False)
         if not isinstance(people, bool):
             raise ExperimentFileError(f"{where}.people: expected true or false")
-        benchmarks.append(
-            PlannedBenchmark(str(given.get("name", "")), str(given.get("judge_endpoint", "")), people)
+        judge = given.get("judge_reward_model")
+        judge_model = (
+            _model(judge, (RunKind.RM,), f"{where}.judge_reward_model") if judge is not None else None
         )
+        name_given, endpoint = str(given.get("name", "")), str(given.get("judge_endpoint", ""))
+        benchmarks.append(PlannedBenchmark(name_given, endpoint, judge_model, people))
     return ExperimentPlan(name.strip(), str(data.get("notes", "")), questions, settings, policies, benchmarks)

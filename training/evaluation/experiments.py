@@ -165,8 +165,12 @@ def _benchmarks(runs: Sequence[SamplingRun]) -> list[dict[str, Any]]:
             figures.append(_figure("TriviaQA F1", results.get("f1"), url))
             continue
         for who in ("judge", "people"):
-            rates = (results.get(who) or {}).get("rates", {})
-            if rates:
+            found = results.get(who) or {}
+            rates = found.get("rates", {})
+            if found.get("kind") == "reward_model":  # it judges truthfulness only
+                label = "TruthfulQA truthful (reward-model judge)"
+                figures.append(_figure(label, rates.get("truthful"), url))
+            elif rates:
                 label = f"TruthfulQA truthful and informative ({who})"
                 figures.append(_figure(label, rates.get("truthful_informative"), url))
     return figures

@@ -78,6 +78,7 @@ class Command(BaseCommand):
                     sampling=sampling,
                     limit=plan.questions,
                     judge_endpoint=benchmark.judge_endpoint,
+                    judge_reward_model=benchmark.judge_reward_model,
                     people=benchmark.people,
                 )
                 try:
