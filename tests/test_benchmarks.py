@@ -59,3 +59,24 @@ def test_scores_are_over_the_answered_questions_with_declines_apart():
     assert triviaqa_scores(answers, resamples=200) == scores  # the same seed, the same intervals
     nothing = triviaqa_scores([TriviaQAAnswer(1, None, ["x"])])
     assert nothing["exact_match"]["value"] is None and nothing["coverage"] == 0.0
+
+
+def test_the_intervals_are_the_bootstrap_by_question_worked_by_hand():
+    """Three answered questions: a resample of them is all-wrong with chance (2/3)^3 for exact match
+    (scores 1, 0, 0) and all-right with (1/3)^3 = 3.7%, both above the 2.5% tails, so the 95% interval is
+    the whole range; the same for F1 and containment. Forty questions, half right: the normal
+    approximation's 0.5 +- 1.96 * sqrt(0.25 / 40) = 0.345 to 0.655."""
+    three = [
+        TriviaQAAnswer(1, "Paris", ["Paris"]),
+        TriviaQAAnswer(2, "Paris, France", ["Paris"]),
+        TriviaQAAnswer(3, "London", ["Paris"]),
+    ]
+    scores = triviaqa_scores(three, resamples=4000)
+    for name in ("exact_match", "f1", "contains"):
+        assert (scores[name]["low"], scores[name]["high"]) == (0.0, 1.0), name
+    both_right = triviaqa_scores([TriviaQAAnswer(1, "Paris", ["Paris"]), TriviaQAAnswer(2, "Rome", ["Rome"])])
+    assert (both_right["exact_match"]["low"], both_right["exact_match"]["high"]) == (1.0, 1.0)
+    forty = [TriviaQAAnswer(i, "Paris" if i % 2 else "London", ["Paris"]) for i in range(40)]
+    half = triviaqa_scores(forty, resamples=4000)["exact_match"]
+    assert half["value"] == 0.5
+    assert half["low"] == pytest.approx(0.345, abs=0.03) and half["high"] == pytest.approx(0.655, abs=0.03)
