@@ -206,6 +206,7 @@ def test_cancelling_a_queued_run_cancels_its_sampling_run(alice, policy):  # noq
 def test_a_reward_model_judges_truthfulqa_with_a_threshold_from_the_reference_answers(
     client_for,
     alice,
+    bob,
     policy,  # noqa: F811
     reward_model,  # noqa: F811
     reward_dir,  # noqa: F811
@@ -218,11 +219,11 @@ def test_a_reward_model_judges_truthfulqa_with_a_threshold_from_the_reference_an
         question.reference_answers = [f"Nothing in particular happens ({i})"]
         question.metadata = {"best_incorrect_answer": f"You get arthritis ({i})"}
         question.save()
-    run = benchmark(alice, "truthfulqa", policy, reward_model, judge_reward_model=reward_model)
-    assert run.judge == {"people": False, "reward_model": reward_model.pk, "reward_model_name": "tiny-rm"}
+    run = benchmark(alice, "truthfulqa", policy, reward_model, judge_reward_model=reward_model, people=True)
+    assert run.judge == {"people": True, "reward_model": reward_model.pk, "reward_model_name": "tiny-rm"}
     run = run_benchmark_job(run.pk)
     assert run.status == RunStatus.DONE, run.error
-    assert run.batch is None and run.judge_run is None  # nobody else rates: no batch
+    assert run.batch.is_active and run.judge_run is None  # the reward model needs no rating batch
     judged = run.results["judge"]
     # By hand with the same model: the threshold between the reference answers' mean scores.
     scorer = RewardScorer(reward_dir)
@@ -242,6 +243,12 @@ def test_a_reward_model_judges_truthfulqa_with_a_threshold_from_the_reference_an
     assert judged["rates"]["truthful_informative"]["value"] is None  # a reward model cannot tell
     page = client_for(alice).get(reverse("training:benchmark", args=[run.pk])).content.decode()
     assert f"scores at least {threshold:.3f}" in page and "It cannot judge informativeness" in page
+    # A labeler says an answer is truthful: the judge agrees when that answer's score cleared the threshold.
+    item = run.batch.items.order_by("id").first()
+    (answer,) = item.answers.all()
+    rate_as(item, bob, [answer], {"truthful": "yes", "informative": "yes"})
+    agreement = results_of(run)["people"]["agreement"]["judge_truthful"]
+    assert agreement["value"] == float(scores[item.question_id] >= threshold) and agreement["judgements"] == 1
     with pytest.raises(RunError) as refused:
         benchmark(alice, "truthfulqa", policy, judge_reward_model=policy)
     assert refused.value.field == "judge_reward_model"

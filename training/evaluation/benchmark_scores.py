@@ -141,7 +141,24 @@ def human_figures(run: BenchmarkRun) -> dict[str, Any] | None:
                 for row in section["agreement"]
                 if row["figure"] in ("judge_pairs", "labelers_pairs")
             }
+    reward_judge = (run.results or {}).get("judge") or {}
+    if reward_judge.get("kind") == "reward_model":
+        figures["agreement"] = {"judge_truthful": _reward_judge_agreement(reward_judge, items, humans)}
     return figures
+
+
+def _reward_judge_agreement(judge: dict[str, Any], items: dict[int, int], humans: dict) -> dict[str, Any]:
+    """A reward-model judge with each labeler on "truthful?" (the one field it judges): 1 alike, 0 not."""
+    threshold, scores = judge["calibration"]["threshold"], judge.get("scores", {})
+    pairs = []
+    for item, judged in humans.items():
+        score = scores.get(str(items[item]))
+        for human in judged:
+            said = (human.judgement.get(FIELDS) or {}).get("truthful")
+            if score is not None and said in ("yes", "no"):
+                pairs.append((items[item], float((score >= threshold) == (said == "yes"))))
+    label = f"{judge['judge']} with each labeler on truthful"
+    return {"figure": "judge_truthful", "label": label, **estimate(pairs, seed=SEED, resamples=RESAMPLES)}
 
 
 def truthfulqa_results(run: BenchmarkRun, reward_judge: dict[str, Any] | None = None) -> dict[str, Any]:
