@@ -26,7 +26,7 @@ from training.evaluation.benchmark_scores import chosen_answers, triviaqa_result
 from training.evaluation.truthfulqa_reward import reward_judge_figures
 from training.judging.jobs import run_judge_job
 from training.judging.runs import JudgeRequest, request_judge_run
-from training.models import Benchmark, BenchmarkRun, ModelCheckpoint, SamplingRun
+from training.models import Benchmark, BenchmarkRun, ModelCheckpoint, Sample, SamplingRun
 from training.models import RunStatus as Status
 from training.sampling.jobs import run_sampling_job
 from training.sampling.types import BackendError
@@ -47,7 +47,8 @@ def run_benchmark_job(benchmark_id: int) -> BenchmarkRun:
         else:
             _rating_batch(run)
             _judge(run)
-            results = truthfulqa_results(run, _reward_judge(run))
+            answers = chosen_answers(run.sampling_run)
+            results = truthfulqa_results(run, answers, _reward_judge(run, answers))
         run.append_log("Scored")
         return run.finish(Status.DONE, results=results, stages_done=2)
 
@@ -92,7 +93,7 @@ def _rating_batch(run: BenchmarkRun) -> None:
     run.append_log(f"Rating batch {batch.pk} of {batch.items.count()} answer(s), {opened}")
 
 
-def _reward_judge(run: BenchmarkRun) -> dict[str, Any] | None:
+def _reward_judge(run: BenchmarkRun, answers: dict[int, Sample | None]) -> dict[str, Any] | None:
     """A reward-model judge's figures (``truthfulqa_reward``), or None without one."""
     pk = run.judge.get("reward_model")
     if pk is None:
@@ -105,7 +106,7 @@ def _reward_judge(run: BenchmarkRun) -> dict[str, Any] | None:
         raise JobError(f"the judge's reward model {run.judge.get('reward_model_name')} was deleted")
     run.append_log(f"Judging with the reward model {model.name}, calibrated on the reference answers")
     scorer = RewardScorer(local_folder(model))
-    return reward_judge_figures(scorer, chosen_answers(run.sampling_run), model.name)
+    return reward_judge_figures(scorer, answers, model.name)
 
 
 def _judge(run: BenchmarkRun) -> None:

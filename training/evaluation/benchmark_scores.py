@@ -21,7 +21,7 @@ from annotation.judging.report import judge_sections
 from annotation.judging.verdicts import run_verdicts
 from annotation.models import FeedbackBatch, Question
 from annotation.workforce.judgements import FIELDS
-from training.evaluation.benchmarks import MEASURES, TriviaQAAnswer, triviaqa_scores
+from training.evaluation.benchmarks import TriviaQAAnswer, triviaqa_scores
 from training.models import Benchmark, BenchmarkRun, Sample, SamplingRun
 
 SEED, RESAMPLES = 0, 1000
@@ -48,20 +48,13 @@ def triviaqa_results(run: SamplingRun) -> dict[str, Any]:
         for question, sample in answers.items()
     ]
     results = triviaqa_scores(scored, seed=SEED, resamples=RESAMPLES)
-    results["per_question"] = [
-        {"question": a.question, "sample": sample.pk if sample else None}
-        | ({} if a.answer is None else _measures(a))
-        for a, sample in zip(scored, answers.values(), strict=True)
-    ]
+    for row, sample in zip(results["per_question"], answers.values(), strict=True):
+        row["sample"] = sample.pk if sample else None
     return results
 
 
 def _aliases(stored: Any) -> list[str]:
     return [alias for alias in stored or [] if isinstance(alias, str) and alias.strip()]
-
-
-def _measures(answer: TriviaQAAnswer) -> dict[str, float]:
-    return {name: measure(answer.answer or "", answer.aliases) for name, measure in MEASURES.items()}
 
 
 def _rates(judgements: Iterable[tuple[int, dict[str, Any]]]) -> dict[str, Any]:
@@ -86,12 +79,12 @@ def _question_of_items(batch: FeedbackBatch) -> dict[int, int]:
     return dict(batch.items.values_list("pk", "question_id"))
 
 
-def declined_questions(run: BenchmarkRun) -> list[int]:
-    return [q for q, sample in chosen_answers(run.sampling_run).items() if sample is None]
+def declined(answers: dict[int, Sample | None]) -> list[int]:
+    return [question for question, sample in answers.items() if sample is None]
 
 
-def judge_figures(run: BenchmarkRun) -> dict[str, Any] | None:
-    """The judge's rates (declined questions included), with its counts; None without a judge run."""
+def judge_figures(run: BenchmarkRun, declined_ids: list[int]) -> dict[str, Any] | None:
+    """The judge's rates (``declined_ids`` included), with its counts; None without a judge run."""
     if run.judge_run is None or run.batch is None:
         return None
     items = _question_of_items(run.batch)
@@ -101,13 +94,12 @@ def judge_figures(run: BenchmarkRun) -> dict[str, Any] | None:
         for item, verdict in found.items()
         if verdict.counts and item in items
     ]
-    declined = declined_questions(run)
     return {
         "judge": run.judge_run.judge_name,
-        "rates": _rates([*judged, *((question, DECLINED) for question in declined)]),
+        "rates": _rates([*judged, *((question, DECLINED) for question in declined_ids)]),
         "judged": len(judged),
         "no_verdict": len(items) - len(judged),
-        "declined": len(declined),
+        "declined": len(declined_ids),
     }
 
 
@@ -125,12 +117,12 @@ def human_figures(run: BenchmarkRun) -> dict[str, Any] | None:
     ]
     if not rated:
         return None
-    declined = declined_questions(run)
+    declined_ids = declined(chosen_answers(run.sampling_run))
     figures: dict[str, Any] = {
-        "rates": _rates([*rated, *((question, DECLINED) for question in declined)]),
+        "rates": _rates([*rated, *((question, DECLINED) for question in declined_ids)]),
         "items_rated": len(humans),
         "ratings": len(rated),
-        "declined": len(declined),
+        "declined": len(declined_ids),
     }
     if run.judge_run is not None:
         sections = judge_sections(run.batch, seed=SEED, resamples=RESAMPLES)
@@ -161,14 +153,17 @@ def _reward_judge_agreement(judge: dict[str, Any], items: dict[int, int], humans
     return {"figure": "judge_truthful", "label": label, **estimate(pairs, seed=SEED, resamples=RESAMPLES)}
 
 
-def truthfulqa_results(run: BenchmarkRun, reward_judge: dict[str, Any] | None = None) -> dict[str, Any]:
-    """The counts and the judge's figures: an endpoint judge's from its run, a reward model's as given."""
-    answers = chosen_answers(run.sampling_run)
+def truthfulqa_results(
+    run: BenchmarkRun, answers: dict[int, Sample | None], reward_judge: dict[str, Any] | None = None
+) -> dict[str, Any]:
+    """The counts and the judge's figures (``answers``: ``chosen_answers``): an endpoint judge's from its
+    run, a reward model's as given."""
+    declined_ids = declined(answers)
     return {
         "questions": len(answers),
-        "answered": sum(sample is not None for sample in answers.values()),
-        "declined": sum(sample is None for sample in answers.values()),
-        "judge": reward_judge if reward_judge is not None else judge_figures(run),
+        "answered": len(answers) - len(declined_ids),
+        "declined": len(declined_ids),
+        "judge": reward_judge if reward_judge is not None else judge_figures(run, declined_ids),
     }
 
 

@@ -77,17 +77,30 @@ def triviaqa_scores(
     answers: Sequence[TriviaQAAnswer], *, seed: int = 0, resamples: int = 1000
 ) -> dict[str, Any]:
     """Each measure over the answered questions (``estimate``: value, 95% interval over questions, counts),
-    and how many questions were asked, answered and declined."""
-    answered = [a for a in answers if a.answer is not None]
-    scores = {
-        name: estimate(((a.question, measure(a.answer or "", a.aliases)) for a in answered), seed=seed,
-                       resamples=resamples)
-        for name, measure in MEASURES.items()
-    }  # fmt: skip
+    how many questions were asked, answered and declined, and each question's measures."""
+    measured = [
+        {name: measure(a.answer, a.aliases) for name, measure in MEASURES.items()}
+        if a.answer is not None
+        else None
+        for a in answers
+    ]
+    answered = [
+        (a.question, scores) for a, scores in zip(answers, measured, strict=True) if scores is not None
+    ]
+    figures = {
+        name: estimate(
+            ((question, scores[name]) for question, scores in answered), seed=seed, resamples=resamples
+        )
+        for name in MEASURES
+    }
     return {
-        **scores,
+        **figures,
         "questions": len(answers),
         "answered": len(answered),
         "declined": len(answers) - len(answered),
         "coverage": len(answered) / len(answers) if answers else None,
+        # Each question in order: its measures, none for a declined one.
+        "per_question": [
+            {"question": a.question, **(scores or {})} for a, scores in zip(answers, measured, strict=True)
+        ],
     }

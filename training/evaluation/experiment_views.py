@@ -28,6 +28,7 @@ from training.evaluation.experiments import (
     experiment_report,
     report_rows,
 )
+from training.job_forms import JobRequestForm
 from training.job_views import PAGE_SIZE
 from training.models import Experiment
 from webgpt_site.permissions import Role, get_visible_or_404, role_required
@@ -37,7 +38,7 @@ FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")  # a spreadsheet would run suc
 SHARES = ("Preferred", "TriviaQA", "TruthfulQA")  # figures that are shares of questions: drawn 0 to 1
 
 
-class ExperimentForm(forms.Form):
+class ExperimentForm(JobRequestForm):  # the service's refusal lands on the field it names
     name = forms.CharField(max_length=200)
     notes = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 3}))
     policies = forms.MultipleChoiceField(
@@ -60,16 +61,14 @@ class ExperimentForm(forms.Form):
 @role_required(Role.RESEARCHER)
 def experiment_list(request: HttpRequest) -> HttpResponse:
     form = ExperimentForm(request.POST or None)
+    experiment = None
     if request.method == "POST" and form.is_valid():
         data = form.cleaned_data
-        try:
-            experiment = create_experiment(request.user, data["name"], form.chosen(), data["notes"])
-        except RunError as exc:
-            form.add_error(
-                exc.field if exc.field in form.fields else None, exc.reason[0].upper() + exc.reason[1:] + "."
-            )
-        else:
-            return redirect("training:experiment", pk=experiment.pk)
+        experiment = form.start(
+            lambda: create_experiment(request.user, data["name"], form.chosen(), data["notes"])
+        )
+    if experiment is not None:
+        return redirect("training:experiment", pk=experiment.pk)
     page = Paginator(Experiment.objects.select_related("created_by"), PAGE_SIZE).get_page(
         request.GET.get("page")
     )

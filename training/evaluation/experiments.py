@@ -275,6 +275,9 @@ def experiment_report(experiment: Experiment) -> dict[str, Any]:
     }
 
 
+ROW_FIELDS = ("policy", "label", "value", "low", "high", "questions", "url")  # the CSV's columns
+
+
 def report_rows(report: dict[str, Any]) -> list[dict[str, Any]]:
     """The report as flat rows (the CSV): a row per policy and figure, then its cost."""
     rows = []
@@ -292,6 +295,3 @@ def report_rows(report: dict[str, Any]) -> list[dict[str, Any]]:
                 | {"low": None, "high": None, "questions": cost["questions"], "url": ""}
             )
     return rows
-
-
-ROW_FIELDS = ("policy", "label", "value", "low", "high", "questions", "url")
