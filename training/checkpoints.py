@@ -27,6 +27,18 @@ def output_dir(run_id: int) -> Path:
     return store_dir() / "runs" / f"run-{run_id}"
 
 
+def state_dir(run_id: int) -> Path:
+    """Where run ``run_id`` keeps the checkpoints it resumes from (training/runs/processes.py): beside the
+    models, kept while the run may still continue (it failed, or its worker died), removed when it ends
+    done or cancelled. Resuming on another machine needs the model store on a shared file system."""
+    return store_dir() / "training-state" / f"run-{run_id}"
+
+
+def discard_state(run_id: int) -> None:
+    """Run ``run_id``'s checkpoints: it ended done or cancelled, nothing is left to resume."""
+    shutil.rmtree(state_dir(run_id), ignore_errors=True)
+
+
 def discard_output(run_id: int) -> None:
     """The model folder run ``run_id`` was writing (when this machine ran it) and whatever of it was being
     published (objects in the bucket, and a file's unfinished upload: a model is registered only once all

@@ -385,6 +385,9 @@ MODEL_STORE_DIR = Path(env_str("MODEL_STORE_DIR") or VAR_DIR / "models")
 # CPU threads per training job (0 = torch's default: one per core). Run the `training` queue with
 # concurrency 1; on a shared machine fewer threads avoid contention.
 TRAINING_THREADS = env_int("TRAINING_THREADS", 0, minimum=0)
+# The most data-parallel processes one training run may ask its worker for (training.runs.processes):
+# the worker's GPUs, or on a CPU worker its cores (each process then takes a share of the threads).
+TRAINING_MAX_PROCESSES = env_int("TRAINING_MAX_PROCESSES", 8, minimum=1)
 
 # --- Sampling (training/sampling/runs.py, training/sampling/jobs.py) --------------------------------------
 # Episodes the local backend steps together (one batch per round); more use more memory, not more cores.

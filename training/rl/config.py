@@ -26,6 +26,7 @@ class RLConfig(StoredSettings):
     base_model: str = SMOLLM2  # the starting policy: a preset name or a local model folder
     policy_format: str = PROMPTED  # "prompted" (chat, the instruct default) or "bc" (raw BC prompts)
     reward_model: str = ""  # a reward-model folder (training.runs.reward)
+    state_dir: str = ""  # where checkpoints to resume from are kept ("": none are saved)
 
     # What an episode is. "answer": the prompt is a question with the quotes of a finished episode or
     # answer, the completion is the answer. "browse": the policy browses the text environment (commands
@@ -55,6 +56,13 @@ class RLConfig(StoredSettings):
     micro_batch: int = 4  # sequences per forward/backward pass (memory), gradients accumulated
     threads: int = 0  # CPU threads; 0 = torch's default
     seed: int = 0
+    # Steps between checkpoints a run resumes from after a crash (policy, optimizer, random states, the
+    # step and its figures; the frozen reference policy once); 0: none.
+    checkpoint_every: int = 10
+    # How the worker runs it (training.runs.processes): processes sharing each step's questions, and how
+    # often the sweeper resumes it when its worker dies.
+    processes: int = 1
+    resume_attempts: int = 0
 
     def check(self) -> None:
         """Raise ValueError naming the first impossible setting and the range it must be in."""
@@ -68,6 +76,11 @@ class RLConfig(StoredSettings):
             raise ValueError(f"policy_format: expected one of {', '.join(POLICY_FORMATS)}")
         for name, bound in RL_BOUNDS.items():
             bound.check(name, getattr(self, name))
+        if self.processes > self.questions_per_step:
+            raise ValueError(
+                f"processes: at most questions_per_step ({self.questions_per_step}): each process samples "
+                f"whole groups of its own questions, not {self.processes}"
+            )
 
 
 RL_BOUNDS: dict[str, Bound] = {
@@ -89,9 +102,12 @@ RL_BOUNDS: dict[str, Bound] = {
     "micro_batch": Bound(1, 4_096),
     "threads": Bound(0, 1_024),
     "seed": Bound(0, 2**32 - 1),
+    "checkpoint_every": Bound(0, 1_000_000),
+    "processes": Bound(1, 1_024),
+    "resume_attempts": Bound(0, 100),
 }
 # Filled in by the job from the registry and the model store; a request may set the rest.
-RL_JOB_SETTINGS = frozenset({"output_dir", "base_model", "policy_format", "reward_model"})
+RL_JOB_SETTINGS = frozenset({"output_dir", "state_dir", "base_model", "policy_format", "reward_model"})
 RL_SETTABLE = tuple(f.name for f in fields(RLConfig) if f.name not in RL_JOB_SETTINGS)
 
 

@@ -25,7 +25,8 @@ from training.rl.episodes import record_step
 from training.rl.runs import ENVIRONMENT
 from training.rl.types import EpisodeReport, RLQuestion
 from training.runs.config import SMOLLM2
-from training.runs.hooks import Hooks
+from training.runs.hooks import Hooks, RunResult
+from training.runs.processes import train
 from training.runs.register import register_model
 from webgpt_site.progress import Every
 
@@ -33,27 +34,14 @@ from webgpt_site.progress import Every
 def execute_rl(run: TrainingRun, hooks: Hooks, timeline: list[dict[str, Any]]) -> TrainingRun:
     """Train and register (done), or keep nothing but the curves (cancelled). ``hooks`` report progress
     into the row and read its cancel flag; ``timeline`` is the list they fill (kept on a failure too)."""
-    # torch: loaded in the worker only, not in every process that imports this module
-    from training.rl.trainer import train_rl
-
     run.keep_on_failure(lambda: {"timeline": timeline})
     config = job_config(run)
-    questions = rl_questions(run)
-    with_references = sum(1 for question in questions if question.references)
-    run.append_log(
-        f"{len(questions)} question(s), {with_references} with a reference to answer from; starting from "
-        f"{starting_name(run)}, rewarded by {run.reward_model_name}"
-    )
-    samples = LatestSamples(run)
-    hooks.on_samples = samples.on_samples
-    source = run.config.get("search") or LOCAL, run.config.get("corpus") or ""
-    browsers = browser_factory(*source) if config.episodes == BROWSE else None
     output = checkpoints.output_dir(run.pk)
     shutil.rmtree(output, ignore_errors=True)
     output.parent.mkdir(parents=True, exist_ok=True)
-    result = train_rl(config, questions, hooks, checkpoints.store_dir(), browsers)
-    samples.save()
+    result = train(run, config, hooks)
     fields = {"metrics": result.metrics, "timeline": result.history, "step": result.steps}
+    checkpoints.discard_state(run.pk)
     if result.cancelled:
         shutil.rmtree(output, ignore_errors=True)
         run.append_log(
@@ -70,6 +58,30 @@ def execute_rl(run: TrainingRun, hooks: Hooks, timeline: list[dict[str, Any]]) -
     return run.finish(Status.DONE, **fields)
 
 
+def train_rl_here(run: TrainingRun, config: RLConfig, hooks: Hooks, *, main: bool) -> RunResult:
+    """This process's part of the run (training.runs.processes): the questions from the database, a
+    browser per browsing episode, every step's episodes into RLEpisode rows and the latest on the row
+    (the first process's hooks only)."""
+    # torch: loaded in the worker only, not in every process that imports this module
+    from training.rl.trainer import train_rl
+
+    questions = rl_questions(run, main=main)
+    if main:
+        with_references = sum(1 for question in questions if question.references)
+        run.append_log(
+            f"{len(questions)} question(s), {with_references} with a reference to answer from; starting "
+            f"from {starting_name(run)}, rewarded by {run.reward_model_name}"
+        )
+        samples = LatestSamples(run)
+        hooks.on_samples = samples.on_samples
+    source = run.config.get("search") or LOCAL, run.config.get("corpus") or ""
+    browsers = browser_factory(*source) if config.episodes == BROWSE else None
+    result = train_rl(config, questions, hooks, checkpoints.store_dir(), browsers)
+    if main:
+        samples.save()
+    return result
+
+
 def job_config(run: TrainingRun) -> RLConfig:
     """The run's settings with what the job fills in: where to write, the models' folders on this worker
     (downloaded if need be) and how the starting policy is prompted."""
@@ -78,6 +90,7 @@ def job_config(run: TrainingRun) -> RLConfig:
         raise ValueError(f"the reward model {run.reward_model_name} was deleted from the registry")
     config.reward_model = str(checkpoints.local_folder(run.reward_model))
     config.output_dir = str(checkpoints.output_dir(run.pk))
+    config.state_dir = str(checkpoints.state_dir(run.pk))
     config.base_model, config.policy_format = starting_policy(run)
     config.threads = config.threads or settings.TRAINING_THREADS
     config.check()
@@ -102,12 +115,13 @@ def starting_name(run: TrainingRun) -> str:
     return run.base_checkpoint.name if run.base_checkpoint else f"{SMOLLM2} (prompted)"
 
 
-def rl_questions(run: TrainingRun) -> list[RLQuestion]:
-    """The run's questions (those deleted since it was requested are skipped), each with the quote sets
-    of its answers and finished episodes, as rm-pairs prompts are made of them."""
+def rl_questions(run: TrainingRun, *, main: bool = True) -> list[RLQuestion]:
+    """The run's questions (those deleted since it was requested are skipped, and the ``main`` process
+    says so in the log), each with the quote sets of its answers and finished episodes, as rm-pairs
+    prompts are made of them."""
     found = Question.objects.in_bulk(run.question_ids)
     ids = [pk for pk in run.question_ids if pk in found]
-    if len(ids) < len(run.question_ids):
+    if main and len(ids) < len(run.question_ids):
         run.append_log(f"{len(run.question_ids) - len(ids)} question(s) deleted since: skipped")
     references: dict[int, list[tuple]] = {pk: [] for pk in ids}
     answers = Answer.objects.filter(question_id__in=ids).exclude(quotes=[])

@@ -20,6 +20,7 @@ from typing import Any
 import torch
 
 from browser.engine.browser import Browser
+from training.rl import state
 from training.rl.config import BC, RLConfig
 from training.rl.objective import (
     completion_logprobs,
@@ -85,9 +86,14 @@ def train_rl(
     scorer = RewardScorer(cfg.reward_model, device=str(ranks.device))
     roller = Roller(cfg, policy, backend, scorer, browser_factory, ranks.before)
     optimizer = torch.optim.AdamW(model.parameters(), lr=cfg.learning_rate)
-    history: list[dict[str, float]] = []
-    cancelled, stopped, step = False, "", 0
-    for step in range(1, cfg.steps + 1):
+    resumed = state.Resumed(0, [])
+    if cfg.state_dir:
+        resumed = state.restore(Path(cfg.state_dir), model, reference, optimizer, ranks)
+    history: list[dict[str, float]] = list(resumed.history)
+    cancelled, stopped, step = False, "", resumed.step
+    if resumed.step and ranks.main:
+        hooks.on_resume(resumed.step, list(history))
+    for step in range(resumed.step + 1, cfg.steps + 1):
         started = time.perf_counter()
         first, items = ranks.share(plan.for_step(step))
         rollout = roller.step(step, items, first)
@@ -110,6 +116,8 @@ def train_rl(
         if step < cfg.steps and ranks.main_says(ranks.main and hooks.should_stop()):
             cancelled = True
             break
+        if cfg.state_dir and cfg.checkpoint_every and step % cfg.checkpoint_every == 0 and step < cfg.steps:
+            state.save(Path(cfg.state_dir), step, model, reference, optimizer, history, ranks)
     metrics = final_metrics(history, stopped)
     if ranks.count > 1:
         metrics |= {"processes": ranks.count, "weights_sha256": ranks.same_weights(model)}
@@ -125,7 +133,15 @@ def train_rl(
         save_model(model, tokenizer, Path(cfg.output_dir), summary)
     ranks.wait()  # the others return once the policy is saved
     updated = step - (stopped == "kl_budget")
-    return RunResult(cfg.output_dir, updated, metrics, history, cancelled, train_examples=len(plan.items))
+    return RunResult(
+        cfg.output_dir,
+        updated,
+        metrics,
+        history,
+        cancelled,
+        train_examples=len(plan.items),
+        resumed_from=resumed.step,
+    )
 
 
 def step_episodes(rollout: Rollout, ranks: Ranks) -> tuple[list[EpisodeReport], tuple[int, int]]:

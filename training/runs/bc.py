@@ -116,7 +116,7 @@ def train_bc(cfg: BCConfig, hooks: Hooks | None = None, store: Path | None = Non
     )
     collator = PadCollator(tokenizer.pad_token_id)
     trainer, bridge, metrics = fit(CompletionTrainer, cfg, model, tokenizer, datasets, collator, hooks)
-    if not bridge.cancelled:
+    if not bridge.cancelled and trainer.is_world_process_zero():
         summary = {"kind": "bc", "config": cfg.to_dict(), "base_model": str(base_path), "metrics": metrics}
         save_model(trainer.model, tokenizer, Path(cfg.output_dir), summary)
     return run_result(cfg, trainer, bridge, metrics, (len(train_rows), len(validation_rows)))

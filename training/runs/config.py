@@ -41,6 +41,7 @@ class StoredSettings:
 class CommonConfig(StoredSettings):
     data: str = ""  # an export file: JSONL or Parquet
     output_dir: str = ""  # where the trained model folder is written
+    state_dir: str = ""  # where checkpoints to resume from are kept (the job's; "": a scratch folder)
     base_model: str = SMOLLM2  # a preset name (SMOLLM2, MINILM) or a local Hugging Face model folder
     max_length: int = 512  # tokens per sequence; prompts are cut in the middle, never the completion
     batch_size: int = 4
@@ -50,12 +51,19 @@ class CommonConfig(StoredSettings):
     max_steps: int = -1  # > 0 caps the optimizer steps (overrides epochs)
     warmup_ratio: float = 0.03
     validation_fraction: float = 0.04  # of the questions, held out (all examples of a question together)
-    eval_every: int = 50  # optimizer steps between validations (and checkpoints)
+    eval_every: int = 50  # optimizer steps between validations
+    # Optimizer steps between checkpoints a run resumes from after a crash (model, optimizer, schedule,
+    # random states, data position); 0: only at validations, to keep the best model.
+    checkpoint_every: int = 50
     early_stopping_patience: int = 0  # validations without improvement before stopping; 0 = off
     gradient_checkpointing: bool = False  # ~40% less memory for ~30% more time
     lora_rank: int = 0  # > 0 trains LoRA adapters of that rank (merged into the saved model)
     threads: int = 0  # CPU threads; 0 = torch's default
     seed: int = 0
+    # How the worker runs it (training.runs.processes): data-parallel processes (each a device, or a
+    # share of the CPU threads), and how often the sweeper resumes it when its worker dies.
+    processes: int = 1
+    resume_attempts: int = 0
 
     def check(self) -> None:
         """Raise ValueError naming the first impossible setting and the range it must be in."""
@@ -67,6 +75,12 @@ class CommonConfig(StoredSettings):
             bound.check(name, getattr(self, name))
         if self.epochs <= 0 and self.max_steps <= 0:
             raise ValueError("epochs or max_steps: one must be positive")
+        keeps_best = self.early_stopping_patience and self.validation_fraction
+        if keeps_best and self.checkpoint_every % self.eval_every:
+            raise ValueError(
+                f"checkpoint_every: must be a multiple of eval_every ({self.eval_every}) when early "
+                f"stopping keeps the best validated model, not {self.checkpoint_every}"
+            )
 
 
 @dataclass(frozen=True)
@@ -103,10 +117,13 @@ BOUNDS: dict[str, Bound] = {
     "warmup_ratio": Bound(0, 1, high_open=True),  # transformers reads a value of 1 or more as steps
     "validation_fraction": Bound(0, 1, high_open=True),
     "eval_every": Bound(1, 10_000_000),
+    "checkpoint_every": Bound(0, 10_000_000),
     "early_stopping_patience": Bound(0, 1_000),
     "lora_rank": Bound(0, 4_096),  # 0 trains every weight
     "threads": Bound(0, 1_024),  # 0: torch's default
     "seed": Bound(0, 2**32 - 1),  # numpy's seed range (transformers seeds numpy too)
+    "processes": Bound(1, 1_024),  # the deployment's TRAINING_MAX_PROCESSES is checked with the request
+    "resume_attempts": Bound(0, 100),
 }
 
 

@@ -16,6 +16,10 @@ def _no_samples(step: int, samples: list[Any]) -> None:
     return None
 
 
+def _no_resume(step: int, history: list[dict[str, float]]) -> None:
+    return None
+
+
 @dataclass
 class Hooks:
     """How a caller follows a run: ``on_progress(step, total_steps, logs)`` at every log and validation,
@@ -26,6 +30,8 @@ class Hooks:
     should_stop: Callable[[], bool] = lambda: False
     # An RL run's episodes of the step just taken (training.rl.types.EpisodeReport), for the run page.
     on_samples: Callable[[int, list[Any]], None] = _no_samples
+    # A run that continues from its checkpoint: the step it continues after and the logs up to it.
+    on_resume: Callable[[int, list[dict[str, float]]], None] = _no_resume
 
 
 @dataclass
@@ -37,3 +43,4 @@ class RunResult:
     cancelled: bool = False
     train_examples: int = 0
     validation_examples: int = 0
+    resumed_from: int = 0  # the checkpoint's step when the run continued from one

@@ -34,7 +34,7 @@ FORMATS = {
 SCALAR_KINDS = (RunKind.RM, RunKind.PRM)
 PRESET_MODELS = (SMOLLM2, MINILM)
 # Filled in by the job from the export and the model store, never by whoever asks for the run.
-JOB_SETTINGS = frozenset({"data", "output_dir", "demonstration_answer_ids"})
+JOB_SETTINGS = frozenset({"data", "output_dir", "state_dir", "demonstration_answer_ids"})
 SETTABLE = tuple(f.name for f in fields(PRMConfig) if f.name not in JOB_SETTINGS)  # PRMConfig has them all
 PRM_ONLY = frozenset({f.name for f in fields(PRMConfig)} - {f.name for f in fields(RMConfig)})
 

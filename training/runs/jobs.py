@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import shutil
-import time
 from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
@@ -17,20 +16,21 @@ from django.db.models import Q, QuerySet
 from annotation.exports.service import export_path
 from annotation.models import Answer, Export, Question
 from training import checkpoints
-from training.checkpoints import output_dir, store_dir
+from training.checkpoints import output_dir, state_dir
 from training.errors import RunError
 from training.models import ModelCheckpoint, RunKind, SamplingRun, TrainingRun
 from training.models import RunStatus as Status
+from training.rl.config import RLConfig
 from training.rl.job import execute_rl
-from training.runs.config import PRM_FEW_LABELS, PRMConfig, RMConfig
+from training.runs.config import PRM_FEW_LABELS, BCConfig, PRMConfig, RMConfig, StoredSettings
 from training.runs.data import comparisons, question_ids, read_rows
-from training.runs.hooks import Hooks
 from training.runs.inputs import check_run, config_for
+from training.runs.processes import train
+from training.runs.progress import Progress
 from training.runs.register import register_model
 from webgpt_site.jobs.queueing import enqueue
 from webgpt_site.jobs.runner import run_job
 from webgpt_site.models import log_action
-from webgpt_site.progress import Every, estimated_end
 
 
 def request_run(
@@ -91,35 +91,6 @@ def delete_checkpoint(user: Any, checkpoint: ModelCheckpoint) -> None:
     checkpoint.delete()
 
 
-class _Progress:
-    """Hooks that write the run's row (throttled) with an estimate of when it ends, and read its cancel
-    flag."""
-
-    def __init__(self, run: TrainingRun, echo: Callable[[int, int, dict], None] | None) -> None:
-        self.run, self.echo, self.timeline = run, echo, []
-        self.saves, self.checks = Every(), Every()
-        self.first: tuple[int, float] | None = None  # (step, time) of the first report
-
-    def on_progress(self, step: int, total: int, logs: dict[str, float]) -> None:
-        self.timeline.append(logs)
-        if self.echo:
-            self.echo(step, total, logs)
-        now = time.monotonic()
-        # The rate counts from the first step reported: loading the model and data came before it.
-        self.first = self.first or (step, now)
-        if self.saves.due(force=any(k.startswith("eval_") for k in logs)):
-            end = estimated_end(step - self.first[0], total - step, now - self.first[1])
-            TrainingRun.objects.filter(pk=self.run.pk).update(
-                step=step, total_steps=total, timeline=self.timeline, estimated_end_at=end
-            )
-
-    def should_stop(self) -> bool:
-        return self.checks.due() and self.run.cancel_was_requested()
-
-    def hooks(self) -> Hooks:
-        return Hooks(on_progress=self.on_progress, should_stop=self.should_stop)
-
-
 def check_splits(rows: list[dict[str, Any]]) -> None:
     """Training never sees evaluation questions: refuse data that holds any."""
     ids = question_ids(rows)
@@ -137,18 +108,18 @@ def run_training_job(run_id: int, echo: Callable[[int, int, dict], None] | None 
     return run_job(
         TrainingRun,
         run_id,
-        lambda run: _execute(run, _Progress(run, echo)),
+        lambda run: _execute(run, Progress(run, echo)),
         related=("export", "base_checkpoint", "reward_model"),
         expected=(RunError, ValueError),
     )
 
 
-def _execute(run: TrainingRun, progress: _Progress) -> TrainingRun:
-    # torch: loaded in the worker only, not in every process that imports this module
-    from training.runs.bc import train_bc
-    from training.runs.prm import train_prm
-    from training.runs.reward import train_reward_model
+def job_config_class(kind: str) -> type[StoredSettings]:
+    """The settings dataclass a run of ``kind`` trains with."""
+    return {RunKind.BC: BCConfig, RunKind.PRM: PRMConfig, RunKind.RL: RLConfig}.get(kind, RMConfig)
 
+
+def _execute(run: TrainingRun, progress: Progress) -> TrainingRun:
     if run.kind == RunKind.RL:  # no export: questions and a reward model (training.rl.job)
         return execute_rl(run, progress.hooks(), progress.timeline)
     run.keep_on_failure(lambda: {"timeline": progress.timeline})
@@ -159,28 +130,29 @@ def _execute(run: TrainingRun, progress: _Progress) -> TrainingRun:
     if run.kind == RunKind.RM_EVAL:
         return _evaluate(run, rows)
     check_splits(rows)
-    config = replace(config_for(run.kind, run.preset, run.config), data=str(data), output_dir=str(output))
+    config = replace(
+        config_for(run.kind, run.preset, run.config),
+        data=str(data),
+        output_dir=str(output),
+        state_dir=str(state_dir(run.pk)),
+    )
     if run.base_checkpoint is not None:  # the registered model on this worker (downloaded if need be)
         config.base_model = str(checkpoints.local_folder(run.base_checkpoint))
     config.threads = config.threads or settings.TRAINING_THREADS
     shutil.rmtree(output, ignore_errors=True)
     output.parent.mkdir(parents=True, exist_ok=True)
-    if isinstance(config, PRMConfig):  # before RMConfig, which it extends
-        if len(rows) < PRM_FEW_LABELS:
-            run.append_log(
-                f"Warning: {len(rows)} step labels. PRM800K trained on about 800,000 and Web-Shepherd on "
-                f"40,000 preference pairs; under {PRM_FEW_LABELS} this run checks the pipeline, its model "
-                "is no verifier to rely on"
-            )
-        result = train_prm(config, progress.hooks(), store_dir())
-    elif isinstance(config, RMConfig):
+    if isinstance(config, PRMConfig) and len(rows) < PRM_FEW_LABELS:
+        run.append_log(
+            f"Warning: {len(rows)} step labels. PRM800K trained on about 800,000 and Web-Shepherd on "
+            f"40,000 preference pairs; under {PRM_FEW_LABELS} this run checks the pipeline, its model "
+            "is no verifier to rely on"
+        )
+    elif isinstance(config, RMConfig) and not isinstance(config, PRMConfig):
         answer_ids = {i for row in rows for i in _answer_ids(row)}
         config.demonstration_answer_ids = list(
             Answer.objects.filter(pk__in=answer_ids, episode__isnull=False).values_list("pk", flat=True)
         )
-        result = train_reward_model(config, progress.hooks(), store_dir())
-    else:
-        result = train_bc(config, progress.hooks(), store_dir())
+    result = train(run, config, progress.hooks())
     if result.cancelled:
         shutil.rmtree(output, ignore_errors=True)
         run.append_log(
@@ -217,4 +189,5 @@ def _answer_ids(row: dict[str, Any]) -> list[int]:
 def _finish(run: TrainingRun, status: str, **fields: Any) -> TrainingRun:
     if status == Status.DONE:
         fields.setdefault("step", run.total_steps)
+    checkpoints.discard_state(run.pk)
     return run.finish(status, **fields)

@@ -278,7 +278,7 @@ def train_prm(cfg: PRMConfig, hooks: Hooks | None = None, store: Path | None = N
     trainer, bridge, metrics = fit(
         StepTrainer, cfg, model, tokenizer, datasets, StepCollator(tokenizer.pad_token_id), hooks, **options
     )
-    if not bridge.cancelled:
+    if not bridge.cancelled and trainer.is_world_process_zero():  # one process saves
         model = trainer.model.merge_and_unload() if cfg.lora_rank else trainer.model
         if len(validation):
             # Scored again, on the model that is saved: with early stopping that is the best checkpoint,

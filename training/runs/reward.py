@@ -197,7 +197,7 @@ def train_reward_model(cfg: RMConfig, hooks: Hooks | None = None, store: Path | 
     trainer, bridge, metrics = fit(
         PreferenceTrainer, cfg, model, tokenizer, datasets, collator, hooks, **options
     )
-    if not bridge.cancelled:
+    if not bridge.cancelled and trainer.is_world_process_zero():  # one process saves
         model = trainer.model.merge_and_unload() if cfg.lora_rank else trainer.model
         offset = demonstration_offset(model, tokenizer, items, set(cfg.demonstration_answer_ids), cfg)
         metrics["reward_offset"] = offset

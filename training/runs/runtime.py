@@ -14,6 +14,7 @@ from typing import Any
 import torch
 from transformers import EarlyStoppingCallback, Trainer, TrainerCallback, TrainingArguments
 from transformers.trainer_callback import PrinterCallback
+from transformers.trainer_utils import get_last_checkpoint
 
 from training.runs.config import CommonConfig
 from training.runs.hooks import Hooks, RunResult
@@ -37,6 +38,10 @@ def training_arguments(cfg: CommonConfig, work_dir: Path, has_validation: bool) 
     torchrun/accelerate launch, transformers picks up the distributed environment by itself."""
     cuda = use_cuda()
     validate = "steps" if has_validation else "no"
+    # Checkpoints every checkpoint_every steps to resume from (and at each validation when there is no
+    # such cadence, to keep the best model); the latest and the best are kept.
+    save_every = cfg.checkpoint_every or cfg.eval_every
+    saves = "steps" if cfg.checkpoint_every or has_validation else "no"
     return TrainingArguments(
         output_dir=str(work_dir),
         per_device_train_batch_size=cfg.batch_size,
@@ -49,8 +54,8 @@ def training_arguments(cfg: CommonConfig, work_dir: Path, has_validation: bool) 
         max_steps=cfg.max_steps,
         eval_strategy=validate,
         eval_steps=cfg.eval_every,
-        save_strategy=validate,  # checkpoints at each validation, to keep the best one
-        save_steps=cfg.eval_every,
+        save_strategy=saves,
+        save_steps=save_every,
         save_total_limit=1,
         load_best_model_at_end=has_validation and cfg.early_stopping_patience > 0,
         metric_for_best_model="eval_loss",
@@ -69,24 +74,47 @@ def training_arguments(cfg: CommonConfig, work_dir: Path, has_validation: bool) 
     )
 
 
+def log_entry(logs: dict[str, Any], step: int) -> dict[str, float]:
+    """A logged dictionary as the run's timeline keeps it: finite numbers only, and the step."""
+    entry = {k: float(v) for k, v in logs.items() if isinstance(v, int | float) and math.isfinite(v)}
+    return entry | {"step": step}
+
+
 class ProgressBridge(TrainerCallback):
-    """Forwards the Trainer's logs to ``Hooks`` and stops training when asked to."""
+    """Forwards the Trainer's logs to ``Hooks`` and stops training when asked to. Under a launcher every
+    process runs it: the first process's hooks are the caller's, the others' are silent, and a cancel the
+    first one reads is sent to all of them so that they stop at the same step (one that went on would
+    wait for the others in its next gradient all-reduce)."""
 
     def __init__(self, hooks: Hooks) -> None:
-        self.hooks, self.history, self.cancelled = hooks, [], False
+        self.hooks, self.history, self.cancelled, self.resumed_from = hooks, [], False, 0
+
+    def on_train_begin(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
+        if state.global_step:  # continued from a checkpoint: its logs are the run's up to there
+            self.resumed_from = state.global_step
+            self.history = [
+                log_entry(logs, int(logs.get("step", 0)))
+                for logs in state.log_history
+                if int(logs.get("step", 0)) <= state.global_step
+            ]
+            self.hooks.on_resume(state.global_step, list(self.history))
 
     def on_log(self, args: Any, state: Any, control: Any, logs: dict | None = None, **kwargs: Any) -> None:
-        entry = {
-            k: float(v) for k, v in (logs or {}).items() if isinstance(v, int | float) and math.isfinite(v)
-        }
-        entry["step"] = state.global_step
+        entry = log_entry(logs or {}, state.global_step)
         self.history.append(entry)
         self.hooks.on_progress(state.global_step, state.max_steps, entry)
 
     def on_step_end(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
         # After the last step there is nothing left to stop: a cancel read there would throw the finished
         # model away (it is saved only when a run was not cancelled).
-        if state.global_step < state.max_steps and self.hooks.should_stop():
+        if state.global_step >= state.max_steps:
+            return
+        stop = state.is_world_process_zero and self.hooks.should_stop()
+        if args.world_size > 1:
+            flag = torch.tensor([int(stop)], device=args.device)
+            torch.distributed.broadcast(flag, src=0)
+            stop = bool(flag.item())
+        if stop:
             self.cancelled = True
             control.should_training_stop = True
 
@@ -130,10 +158,17 @@ def fit(
     **trainer_options: Any,
 ) -> tuple[Trainer, ProgressBridge, dict[str, float]]:
     """Train on the (train, validation) examples with progress through ``hooks``, early stopping when
-    asked, checkpoints in a scratch folder beside the output (removed afterwards); the trainer, the bridge
-    (history, cancelled) and the final metrics."""
+    asked; the trainer, the bridge (history, cancelled, resumed_from) and the final metrics.
+
+    Checkpoints go to ``cfg.state_dir`` and the run continues from the latest one there (the job keeps
+    the folder until the run ends), or without one to a scratch folder beside the output, removed
+    afterwards."""
     train, validation = datasets
-    work_dir = Path(tempfile.mkdtemp(prefix="run-", dir=Path(cfg.output_dir).parent))
+    if cfg.state_dir:
+        work_dir = Path(cfg.state_dir)
+        work_dir.mkdir(parents=True, exist_ok=True)
+    else:
+        work_dir = Path(tempfile.mkdtemp(prefix="run-", dir=Path(cfg.output_dir).parent))
     bridge = ProgressBridge(hooks)
     callbacks: list[Any] = [bridge]
     if validation and cfg.early_stopping_patience:
@@ -151,11 +186,16 @@ def fit(
         )
         # Progress goes through the hooks (a progress bar, the run's row), not printed dictionaries.
         trainer.remove_callback(PrinterCallback)
-        metrics = {"train_loss": float(trainer.train().training_loss)}
+        resume = get_last_checkpoint(str(work_dir)) if cfg.state_dir else None
+        metrics = {"train_loss": float(trainer.train(resume_from_checkpoint=resume).training_loss)}
+        if bridge.resumed_from:  # the Trainer's figure covers only the steps after the checkpoint
+            losses = [entry["loss"] for entry in bridge.history if "loss" in entry]
+            metrics["train_loss"] = sum(losses) / len(losses)
         if validation and not bridge.cancelled:
             metrics |= final_validation(trainer, bridge)
     finally:
-        shutil.rmtree(work_dir, ignore_errors=True)
+        if not cfg.state_dir:
+            shutil.rmtree(work_dir, ignore_errors=True)
     return trainer, bridge, metrics
 
 
@@ -174,6 +214,7 @@ def run_result(
         cancelled=bridge.cancelled,
         train_examples=sizes[0],
         validation_examples=sizes[1],
+        resumed_from=bridge.resumed_from,
     )
 
 

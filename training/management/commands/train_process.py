@@ -1,0 +1,38 @@
+"""``manage.py train_process RUN_ID``: one of the processes a training run's worker launched under torchrun
+(training/runs/processes.py); not for people to call. It trains with the settings the worker prepared,
+the first process reporting into the run's row and writing the result the worker finishes the run with."""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import Any
+
+from django.core.management.base import BaseCommand, CommandParser
+
+from training.checkpoints import state_dir
+from training.models import TrainingRun
+from training.runs.agent import die_with_parent
+from training.runs.hooks import Hooks
+from training.runs.jobs import Progress, job_config_class
+from training.runs.processes import LAUNCH_FILE, train_here, write_result
+
+
+class Command(BaseCommand):
+    help = "One process of a training run its worker launched on several (internal: started by the worker)."
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("run_id", type=int)
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        die_with_parent()
+        run = TrainingRun.objects.select_related("export", "base_checkpoint", "reward_model").get(
+            pk=options["run_id"]
+        )
+        prepared = json.loads((state_dir(run.pk) / LAUNCH_FILE).read_text())["config"]
+        config = job_config_class(run.kind).from_dict(prepared)
+        main = int(os.environ.get("RANK", "0")) == 0
+        hooks = Progress(run, None).hooks() if main else Hooks()
+        result = train_here(run, config, hooks, main=main)
+        if main:
+            write_result(run.pk, result)
