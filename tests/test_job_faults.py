@@ -69,11 +69,20 @@ def kill_while_running(
 
 
 @contextmanager
-def paused_at_progress(table: str, column: str) -> Iterator[Callable[[], bool]]:
-    """While the block runs, a job's first write of ``column`` above 0 on its running row of ``table`` (its
-    progress, written while it works) waits there: a trigger takes an advisory lock this connection holds.
-    Yields ``paused()``, true once a worker waits on it. The lock goes when the block ends (then the trigger:
-    dropping it waits for the paused write to end)."""
+def paused_at_progress(table: str, column: str, above: int = 0) -> Iterator[Callable[[], bool]]:
+    """While the block runs, a job's first write of ``column`` above ``above`` on its running row of
+    ``table`` (its progress, written while it works) waits there (``paused_at``). Yields ``paused()``."""
+    event = f"UPDATE OF {column}"
+    with paused_at(table, event, f"NEW.{column} > {int(above)} AND NEW.status = 'running'") as paused:
+        yield paused
+
+
+@contextmanager
+def paused_at(table: str, event: str, condition: str) -> Iterator[Callable[[], bool]]:
+    """While the block runs, the first ``event`` (``INSERT``, ``UPDATE OF column``) of a row of ``table``
+    for which ``condition`` holds waits there: a trigger takes an advisory lock this connection holds.
+    Yields ``paused()``, true once a worker waits on it. The lock goes when the block ends (then the
+    trigger: dropping it waits for the paused write to end)."""
     key = secrets.randbits(62)
     with psycopg.connect(database_url_for_tests(), autocommit=True) as gate:
         gate.execute("SELECT pg_advisory_lock(%s)", [key])
@@ -82,8 +91,8 @@ def paused_at_progress(table: str, column: str) -> Iterator[Callable[[], bool]]:
             f"$$ BEGIN PERFORM pg_advisory_xact_lock({key}); RETURN NEW; END $$"
         )
         gate.execute(
-            f"CREATE TRIGGER pause_progress BEFORE UPDATE OF {column} ON {table} FOR EACH ROW "
-            f"WHEN (NEW.{column} > 0 AND NEW.status = 'running') EXECUTE FUNCTION pause_{table}()"
+            f"CREATE TRIGGER pause_progress BEFORE {event} ON {table} FOR EACH ROW "
+            f"WHEN ({condition}) EXECUTE FUNCTION pause_{table}()"
         )
         waiting = (
             "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "

@@ -107,7 +107,9 @@ def test_a_reward_model_run_resumed_after_a_crash_ends_where_the_uninterrupted_r
 @pytest.fixture(scope="module")
 def rl_models(tmp_path_factory, tiny_bert_dir):
     policy = seeded_tiny_llama(tmp_path_factory.mktemp("resume-policy"))
-    reward = tiny_reward_model(tmp_path_factory.mktemp("resume-rm"), tiny_bert_dir, offset=0.25, max_length=128)
+    reward = tiny_reward_model(
+        tmp_path_factory.mktemp("resume-rm"), tiny_bert_dir, offset=0.25, max_length=128
+    )
     return policy, reward
 
 

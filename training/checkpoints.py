@@ -34,6 +34,14 @@ def state_dir(run_id: int) -> Path:
     return store_dir() / "training-state" / f"run-{run_id}"
 
 
+def resumable_step(run_id: int) -> int | None:
+    """The step of run ``run_id``'s latest checkpoint on this machine (the trainers name them
+    checkpoint-STEP), or None when there is none to continue from."""
+    folder = state_dir(run_id)
+    steps = [int(p.name.split("-", 1)[1]) for p in folder.glob("checkpoint-*") if p.name[11:].isdigit()]
+    return max(steps, default=None)
+
+
 def discard_state(run_id: int) -> None:
     """Run ``run_id``'s checkpoints: it ended done or cancelled, nothing is left to resume."""
     shutil.rmtree(state_dir(run_id), ignore_errors=True)

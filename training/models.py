@@ -7,8 +7,11 @@ from pathlib import Path
 
 from django.conf import settings
 from django.db import models
+from django.db.models import F, TextField, Value
+from django.db.models.functions import Concat
+from django.utils import timezone
 
-from training.checkpoints import discard_output
+from training.checkpoints import discard_output, resumable_step
 from webgpt_site.jobs.models import JobRow, JobStatus
 from webgpt_site.permissions import ResearchTeamQuerySet
 
@@ -69,6 +72,9 @@ class TrainingRun(JobRow):
     samples = models.JSONField(
         default=list, blank=True, help_text="RL: the latest step's episodes (training.rl.types.EpisodeReport)"
     )
+    resumes = models.PositiveSmallIntegerField(
+        default=0, help_text="Times it was queued again to continue from its checkpoint"
+    )
 
     job_name, task_name, queue, task_key = "training run", "training.run_training", "training", "run_id"
     progress_fields = ("step", "total_steps")
@@ -82,6 +88,35 @@ class TrainingRun(JobRow):
         model's: a failure after that point must not take them)."""
         if not ModelCheckpoint.objects.filter(run_id=pk).exists():
             discard_output(pk)
+
+    @classmethod
+    def resume_orphan(cls, rows: models.QuerySet, reason: str) -> bool:
+        """Queued again when its settings' ``resume_attempts`` are not used up and it has a checkpoint."""
+        found = rows.values("pk", "config", "resumes").first()
+        if found is None or found["resumes"] >= int(found["config"].get("resume_attempts") or 0):
+            return False
+        step = resumable_step(found["pk"])
+        if step is None:
+            return False
+        attempt = f"{found['resumes'] + 1} of {found['config']['resume_attempts']}"
+        line = f"{reason}: queued again to continue from the checkpoint of step {step} (resume {attempt})"
+        return bool(rows.update(**cls.requeued_fields(line)))
+
+    @staticmethod
+    def requeued_fields(line: str) -> dict:
+        """What a run queued again to continue from its checkpoint is updated with (``line`` logged)."""
+        logged = Concat("log", Value(f"{timezone.now():%H:%M:%S} {line}\n"), output_field=TextField())
+        return {
+            "status": JobStatus.QUEUED,
+            "resumes": F("resumes") + 1,
+            "log": logged,
+            "error": "",
+            "started_at": None,
+            "heartbeat_at": None,
+            "finished_at": None,
+            "estimated_end_at": None,
+            "cancel_requested": False,
+        }
 
 
 class ModelCheckpoint(models.Model):

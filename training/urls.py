@@ -14,6 +14,7 @@ urlpatterns = [
     path("compare/", views.run_compare, name="compare"),
     path("<int:pk>/", views.run_detail, name="run"),
     path("<int:pk>/cancel/", views.run_cancel, name="cancel"),
+    path("<int:pk>/resume/", views.run_resume, name="resume"),
     path("<int:pk>/episodes.jsonl", rl_views.rl_episodes_jsonl, name="rl_episodes"),
     path("models/", views.model_list, name="models"),
     path("models/<int:pk>/delete/", views.model_delete, name="delete_model"),

@@ -69,6 +69,9 @@ urlpatterns = [
         "training-runs/<int:pk>/cancel", training.TrainingRunCancel.as_view(), name="api-training-run-cancel"
     ),
     path(
+        "training-runs/<int:pk>/resume", training.TrainingRunResume.as_view(), name="api-training-run-resume"
+    ),
+    path(
         "training-runs/<int:pk>/episodes", rl.TrainingRunEpisodes.as_view(), name="api-training-run-episodes"
     ),
     path("models", training.CheckpointList.as_view(), name="api-models"),

@@ -33,6 +33,9 @@ SETTINGS = (
     "max_answer_tokens",
     "max_actions",
     "seed",
+    "checkpoint_every",
+    "processes",
+    "resume_attempts",
 )
 HELP = {
     "episodes": "answer: the policy answers from the quotes of a finished episode or answer (cheap); "
@@ -44,6 +47,11 @@ HELP = {
     "kl_coef": "The per-token KL penalty to the starting policy (paper: 0.02).",
     "kl_budget": "Stop once the mean KL per episode (nats) exceeds it; 0: no budget.",
     "max_actions": "Browse only: actions per episode before it must answer.",
+    "checkpoint_every": "Steps between checkpoints a failed run continues from; 0: none.",
+    "processes": "Processes on the worker sharing each step's questions (one GPU each, or a share of the "
+    "CPU cores); at most the questions per step.",
+    "resume_attempts": "Times the run continues from its checkpoint by itself when its worker dies; 0: it "
+    "fails (it can still be resumed from its page).",
 }
 
 LABELS = {"kl_coef": "KL coefficient", "kl_budget": "KL budget"}

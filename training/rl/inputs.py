@@ -19,6 +19,7 @@ from training.errors import RunError
 from training.models import ModelCheckpoint, RunKind
 from training.rl.config import ANSWER, POLICY_FORMATS, PROMPTED, RL_SETTABLE, RLConfig, saved_policy_format
 from training.runs.config import SMOLLM2
+from training.runs.processes import check_processes
 from training.sampling.runs import BOUNDS as SAMPLING_BOUNDS
 from training.sampling.runs import QuestionSet, question_ids
 
@@ -83,6 +84,7 @@ def check_settings(given: dict[str, Any]) -> RLConfig:
         name, _, reason = str(exc).partition(": ")
         field = name if reason and name in RL_SETTABLE else "settings"
         raise RunError(reason if field == name else str(exc), field) from None
+    check_processes(config.processes)
     return config
 
 

@@ -80,7 +80,8 @@ def restore(
         return Resumed(0, [])
     load_weights(model, checkpoint / "policy")
     load_weights(reference, folder / REFERENCE)
-    optimizer.load_state_dict(torch.load(checkpoint / "optimizer.pt", map_location=ranks.device))
+    # Read onto the CPU: load_state_dict moves each state to its weight's device.
+    optimizer.load_state_dict(torch.load(checkpoint / "optimizer.pt", map_location="cpu"))
     rng = checkpoint / f"rng-{ranks.index}.pt"
     if rng.is_file():  # absent when the run continues on more processes than it was saved by
         set_random_states(torch.load(rng, weights_only=False))

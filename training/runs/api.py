@@ -51,7 +51,7 @@ class TrainingRunSerializer(serializers.ModelSerializer):
             "id", "kind", "export", "base_checkpoint", "preset", "config", "status", "cancel_requested",
             "step", "total_steps", "percent", "timeline", "metrics", "log", "error", "checkpoint",
             "reward_model", "reward_model_name", "question_source", "question_count", "samples",
-            "created_at", "started_at", "finished_at",
+            "created_at", "started_at", "finished_at", "resumes",
         )  # fmt: skip
         read_only_fields = fields
 
@@ -179,6 +179,21 @@ class TrainingRunCancel(APIView):
     def post(self, request: Request, pk: int) -> Response:
         run = get_visible_or_404(TrainingRun.objects, request.user, pk=pk)
         jobs.cancel_run(request.user, run)
+        run.refresh_from_db()
+        return Response(TrainingRunSerializer(run).data, status=status.HTTP_202_ACCEPTED)
+
+
+class TrainingRunResume(APIView):
+    """Resume a failed run from its latest checkpoint: queued again, it continues after the checkpoint's step
+    (409 when the run is not failed or has no checkpoint)."""
+
+    @extend_schema(request=None, responses={202: TrainingRunSerializer})
+    def post(self, request: Request, pk: int) -> Response:
+        run = get_visible_or_404(TrainingRun.objects, request.user, pk=pk)
+        try:
+            jobs.resume_run(request.user, run)
+        except RunError as exc:
+            return Response({"detail": exc.reason}, status=status.HTTP_409_CONFLICT)
         run.refresh_from_db()
         return Response(TrainingRunSerializer(run).data, status=status.HTTP_202_ACCEPTED)
 

@@ -27,6 +27,9 @@ SETTINGS = (
     "lora_rank",
     "validation_fraction",
     "eval_every",
+    "checkpoint_every",
+    "processes",
+    "resume_attempts",
 )
 MAX_COMPARED = 8  # one colour each in the chart
 
@@ -89,6 +92,20 @@ class RunForm(JobRequestForm):
         "(default both).",
     )
     eval_every = forms.IntegerField(required=False, help_text="Optimizer steps between validations.")
+    checkpoint_every = forms.IntegerField(
+        required=False,
+        help_text="Optimizer steps between checkpoints a failed run continues from; 0: only at validations.",
+    )
+    processes = forms.IntegerField(
+        required=False,
+        help_text="Data-parallel processes on the worker (one GPU each, or a share of its CPU cores); each "
+        "takes a batch of this size, so the run learns from batch size x processes examples a step.",
+    )
+    resume_attempts = forms.IntegerField(
+        required=False,
+        help_text="Times the run continues from its checkpoint by itself when its worker dies; 0: it fails "
+        "(it can still be resumed from its page).",
+    )
 
     def __init__(self, *args: Any, user: AnyUser, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)

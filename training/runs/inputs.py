@@ -22,6 +22,7 @@ from training.runs.config import (
     RMConfig,
     default_rm_preset,
 )
+from training.runs.processes import check_processes
 from training.runs.store import model_width
 
 FORMATS = {
@@ -122,6 +123,7 @@ def check_settings(
     except ValueError as exc:
         raise _named(exc) from None
     check_lora_rank(config, base)
+    check_processes(config.processes)
     return config
 
 

@@ -70,6 +70,22 @@ def cancel_run(user: Any, run: TrainingRun) -> None:
     log_action(user, "training.cancel", run)
 
 
+def resume_run(user: Any, run: TrainingRun) -> int:
+    """A failed run queued again to continue from its latest checkpoint on this machine (the model store's
+    ``training-state`` folder); the checkpoint's step. RunError when it has none or is not failed."""
+    step = checkpoints.resumable_step(run.pk)
+    if run.status != Status.FAILED or step is None:
+        raise RunError("only a failed run with a checkpoint can continue", "status")
+    line = f"Resume asked for: queued again to continue from the checkpoint of step {step}"
+    with transaction.atomic():
+        failed = TrainingRun.objects.filter(pk=run.pk, status=Status.FAILED)
+        if not failed.update(**TrainingRun.requeued_fields(line)):
+            raise RunError("the run is no longer failed", "status")
+        log_action(user, "training.resume", run, step=step)
+        enqueue(run)
+    return step
+
+
 def checkpoint_users(checkpoint: ModelCheckpoint) -> QuerySet[TrainingRun]:
     """Queued or running runs that read the model: they start from it, or (RL) are rewarded by it."""
     uses = Q(base_checkpoint=checkpoint) | Q(reward_model=checkpoint)

@@ -30,6 +30,7 @@ from training.runs.hooks import Hooks, RunResult
 
 LAUNCH_FILE = "launch.json"  # the prepared settings every process reads
 RESULT_FILE = "result.json"  # the first process's RunResult
+ERROR_FILE = "error-{rank}.txt"  # a process's exception, when it failed
 LOG_FILE = "processes.log"  # what the processes printed
 LOG_TAIL = 1500  # characters of their log a failed run's reason keeps
 MANAGE = Path(__file__).resolve().parents[2] / "manage.py"
@@ -82,7 +83,8 @@ def launch(run: Any, config: Any) -> RunResult:
     count = config.processes
     folder = state_dir(run.pk)
     folder.mkdir(parents=True, exist_ok=True)
-    (folder / RESULT_FILE).unlink(missing_ok=True)
+    for stale in (RESULT_FILE, *(ERROR_FILE.format(rank=rank) for rank in range(count))):
+        (folder / stale).unlink(missing_ok=True)
     (folder / LAUNCH_FILE).write_text(json.dumps({"config": config.to_dict()}))
     command = [
         sys.executable, "-m", "training.runs.agent", "--standalone", f"--nproc-per-node={count}",
@@ -98,8 +100,11 @@ def launch(run: Any, config: Any) -> RunResult:
         code = subprocess.Popen(command, cwd=MANAGE.parent, env=env, stdout=log, stderr=log).wait()  # noqa: S603
     result = folder / RESULT_FILE
     if code or not result.is_file():
-        tail = log_path.read_text(errors="replace")[-LOG_TAIL:]
         stopped = f"the {count} training processes stopped (exit status {code})"
+        errors = [folder / ERROR_FILE.format(rank=rank) for rank in range(count)]
+        if found := [path for path in errors if path.is_file()]:
+            raise RunError(f"{stopped}: process {found[0].stem.split('-')[1]}: {found[0].read_text()}")
+        tail = log_path.read_text(errors="replace")[-LOG_TAIL:]
         raise RunError(f"{stopped}; their log ends:\n{tail}")
     return result_from(json.loads(result.read_text()))
 
@@ -108,6 +113,12 @@ def write_result(run_id: int, result: RunResult) -> None:
     """The first process's result, for the job that launched it."""
     values = {f.name: getattr(result, f.name) for f in fields(RunResult)}
     (state_dir(run_id) / RESULT_FILE).write_text(json.dumps(values))
+
+
+def write_error(run_id: int, rank: int, exc: BaseException) -> None:
+    """A process's failure in a line (the worker log and the processes' log have the traceback)."""
+    reason = f"{type(exc).__name__}: {exc}"[:LOG_TAIL]
+    (state_dir(run_id) / ERROR_FILE.format(rank=rank)).write_text(reason)
 
 
 def result_from(values: dict[str, Any]) -> RunResult:

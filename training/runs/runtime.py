@@ -69,6 +69,7 @@ def training_arguments(cfg: CommonConfig, work_dir: Path, has_validation: bool) 
         remove_unused_columns=False,
         prediction_loss_only=True,  # validation needs the loss only, never the full logits kept
         dataloader_num_workers=0,
+        ddp_find_unused_parameters=False,  # every weight takes part in every step (a search costs a pass)
         seed=cfg.seed,
         data_seed=cfg.seed,
     )

@@ -16,13 +16,14 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from django.views.decorators.vary import vary_on_headers
 
 from annotation.models import Export
+from training.checkpoints import resumable_step
 from training.errors import RunError
 from training.job_views import PAGE_SIZE, announce_request, cancel_unless_finished, key_metrics, shown
-from training.models import ModelCheckpoint, RunKind, TrainingRun, relative_to_store
+from training.models import ModelCheckpoint, RunKind, RunStatus, TrainingRun, relative_to_store
 from training.rl.views import rl_context
 from training.runs.forms import CompareForm, RunForm
 from training.runs.inputs import FORMATS
-from training.runs.jobs import cancel_run, checkpoint_users, delete_checkpoint, request_run
+from training.runs.jobs import cancel_run, checkpoint_users, delete_checkpoint, request_run, resume_run
 from webgpt_site.inputs import parse_id
 from webgpt_site.permissions import Role, get_visible_or_404, role_required
 from webgpt_site.plot import line_chart, timeline_series
@@ -40,6 +41,9 @@ SHOWN_SETTINGS = (
     "validation_fraction",
     "eval_every",
     "seed",
+    "processes",
+    "checkpoint_every",
+    "resume_attempts",
 )
 
 
@@ -134,6 +138,8 @@ def run_detail(request: HttpRequest, pk: int) -> HttpResponse:
         context["settings"] = [
             (name, setting_shown(run, name)) for name in SHOWN_SETTINGS if name in run.config
         ]
+    if run.status == RunStatus.FAILED:
+        context["resumable_step"] = resumable_step(run.pk)
     template = "training/_run_status.html" if request.htmx else "training/run_detail.html"
     return render(request, template, context)
 
@@ -150,6 +156,19 @@ def _other_metrics(run: TrainingRun) -> list[tuple[str, str]]:
 def run_cancel(request: HttpRequest, pk: int) -> HttpResponse:
     run = get_visible_or_404(TrainingRun.objects, request.user, pk=pk)
     cancel_unless_finished(request, run, "Run", cancel_run)
+    return redirect("training:run", pk=run.pk)
+
+
+@require_POST
+@login_required
+def run_resume(request: HttpRequest, pk: int) -> HttpResponse:
+    run = get_visible_or_404(TrainingRun.objects, request.user, pk=pk)
+    try:
+        step = resume_run(request.user, run)
+    except RunError as exc:
+        messages.error(request, f"Run {run.pk}: {exc.reason}.")
+    else:
+        messages.info(request, f"Run {run.pk} queued again: it continues from its checkpoint of step {step}.")
     return redirect("training:run", pk=run.pk)
 
 

@@ -80,6 +80,13 @@ class JobRow(models.Model):
     def discard_partial(cls, pk: int) -> None:
         """Remove what row ``pk``'s worker had half written (its worker died, or the job failed)."""
 
+    @classmethod
+    def resume_orphan(cls, rows: models.QuerySet, reason: str) -> bool:
+        """Queue the orphan in ``rows`` (its worker died of ``reason``) again to continue from a checkpoint,
+        when this kind can and the row's settings ask for it: True when it was (one conditional update).
+        Kinds that cannot continue fail instead (webgpt_site.jobs.sweeper)."""
+        return False
+
     @property
     def percent(self) -> int:
         if self.status == JobStatus.DONE:

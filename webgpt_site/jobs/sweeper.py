@@ -5,7 +5,10 @@ broker lost.
   reason, and what its worker had half written is discarded (its model's ``discard_partial``: a training
   run's folder, an export's temporary file, a corpus import's upload). Failing rather than re-running: a
   job that killed its worker (out of memory) would kill the next one too, and the researcher sees why and
-  asks again.
+  asks again. The exception is a job that can continue from a checkpoint and whose settings ask for it
+  (its model's ``resume_orphan``: a training run with ``resume_attempts`` left): it is queued again and
+  sent, and goes on from its last checkpoint; its attempts are counted, so a job that kills every worker
+  ends failed all the same.
 - A queued row older than JOB_REQUEUE_AFTER whose queue holds no message (Redis restarted without its data)
   is sent again. A message that was not lost after all only finds its row claimed and is dropped: every job
   claims its row (queued to running) before it starts, so a job never runs twice.
@@ -41,23 +44,31 @@ def job_models() -> list[type[JobRow]]:
     return [model for model in apps.get_models() if issubclass(model, JobRow)]
 
 
-def reap(model: type[JobRow], pk: int, now: datetime | None = None) -> bool:
-    """Fail row ``pk`` if it is an orphan (one conditional update: one reaper wins) and discard what its
-    worker half wrote. True when this call failed it."""
+FAILED, RESUMED = "failed", "resumed"
+
+
+def reap(model: type[JobRow], pk: int, now: datetime | None = None) -> str:
+    """If row ``pk`` is an orphan (one conditional update: one reaper wins): resume it when its kind and
+    settings allow (queued and sent again), else fail it and discard what its worker half wrote. What
+    this call did (FAILED, RESUMED) or "" when it did nothing."""
     now = now or timezone.now()
     rows = orphans(model.objects.filter(pk=pk), now)
     since = rows.values_list("heartbeat_at", "started_at").first()
     if since is None:
-        return False
+        return ""
     last = since[0] or since[1]
     reason = WORKER_STOPPED
     if last is not None:
         reason += f"; no heartbeat since {timezone.localtime(last):%Y-%m-%d %H:%M:%S}"
+    if model.resume_orphan(rows, reason):
+        send(model, pk)
+        logger.warning("%s %s queued again to continue from its checkpoint: %s", model.job_name, pk, reason)
+        return RESUMED
     if not rows.update(status=JobStatus.FAILED, error=reason, finished_at=now):
-        return False
+        return ""
     model.discard_partial(pk)
     logger.warning("%s %s failed: %s", model.job_name, pk, reason)
-    return True
+    return FAILED
 
 
 def queue_length(queue: str) -> int | None:
@@ -88,6 +99,7 @@ def requeue_lost(model: type[JobRow], now: datetime | None = None) -> list[int]:
 class SweepReport:
     failed: dict[str, list[int]] = field(default_factory=dict)
     requeued: dict[str, list[int]] = field(default_factory=dict)
+    resumed: dict[str, list[int]] = field(default_factory=dict)
 
 
 def sweep(now: datetime | None = None) -> SweepReport:
@@ -96,9 +108,10 @@ def sweep(now: datetime | None = None) -> SweepReport:
     report = SweepReport()
     for model in job_models():
         stale = list(orphans(model.objects.all(), now).values_list("pk", flat=True))
-        failed = [pk for pk in stale if reap(model, pk, now)]
-        if failed:
-            report.failed[model.job_name] = failed
+        outcomes = [(pk, reap(model, pk, now)) for pk in stale]
+        for outcome, found in ((FAILED, report.failed), (RESUMED, report.resumed)):
+            if pks := [pk for pk, done in outcomes if done == outcome]:
+                found[model.job_name] = pks
         if requeued := requeue_lost(model, now):
             report.requeued[model.job_name] = requeued
     return report

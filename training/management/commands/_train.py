@@ -8,6 +8,7 @@
 
 from __future__ import annotations
 
+import os
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -15,12 +16,13 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from annotation.models import Export
+from training.checkpoints import store_dir
 from training.errors import RunError
 from training.models import ModelCheckpoint
 from training.models import RunStatus as Status
 from training.runs.hooks import Hooks
 from training.runs.inputs import check_run
-from training.runs.jobs import request_run, run_training_job, store_dir
+from training.runs.jobs import request_run, run_training_job
 
 # option name -> (type, help); None means "the trainer's default"
 SETTINGS: dict[str, tuple[type, str]] = {
@@ -35,6 +37,9 @@ SETTINGS: dict[str, tuple[type, str]] = {
     "validation_fraction": (float, "share of questions held out"),
     "eval_every": (int, "steps between validations"),
     "early_stopping_patience": (int, "validations without improvement before stopping (0: off)"),
+    "checkpoint_every": (int, "steps between checkpoints a failed run continues from (0: at validations)"),
+    "processes": (int, "data-parallel processes this run starts (--export; under torchrun: its own)"),
+    "resume_attempts": (int, "times the sweeper continues the run when its worker dies (--export)"),
     "threads": (int, "CPU threads"),
     "seed": (int, "random seed"),
 }
@@ -64,6 +69,8 @@ class TrainCommand(BaseCommand):
         return {name: options[name] for name in names if options.get(name) is not None}
 
     def echo(self, step: int, total: int, logs: dict[str, float]) -> None:
+        if os.environ.get("RANK", "0") != "0":  # under torchrun, the first process draws the bar
+            return
         self.stdout.write("\r" + progress_bar(step, total, logs), ending="")
         self.stdout.flush()
 

@@ -15,7 +15,7 @@ from training.models import TrainingRun
 from training.runs.agent import die_with_parent
 from training.runs.hooks import Hooks
 from training.runs.jobs import Progress, job_config_class
-from training.runs.processes import LAUNCH_FILE, train_here, write_result
+from training.runs.processes import LAUNCH_FILE, train_here, write_error, write_result
 
 
 class Command(BaseCommand):
@@ -31,8 +31,12 @@ class Command(BaseCommand):
         )
         prepared = json.loads((state_dir(run.pk) / LAUNCH_FILE).read_text())["config"]
         config = job_config_class(run.kind).from_dict(prepared)
-        main = int(os.environ.get("RANK", "0")) == 0
-        hooks = Progress(run, None).hooks() if main else Hooks()
-        result = train_here(run, config, hooks, main=main)
-        if main:
+        rank = int(os.environ.get("RANK", "0"))
+        hooks = Progress(run, None).hooks() if rank == 0 else Hooks()
+        try:
+            result = train_here(run, config, hooks, main=rank == 0)
+        except BaseException as exc:
+            write_error(run.pk, rank, exc)  # the worker's reason for the run; torchrun's report says less
+            raise
+        if rank == 0:
             write_result(run.pk, result)

@@ -21,6 +21,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from annotation.models import DemonstrationBatch
 from browser.sources import check_source
+from training.checkpoints import store_dir
 from training.errors import RunError
 from training.models import ModelCheckpoint
 from training.models import RunStatus as Status
@@ -29,7 +30,7 @@ from training.rl.inputs import RLRequest, check_file_run
 from training.rl.runs import request_rl_run
 from training.runs.config import SMOLLM2
 from training.runs.hooks import Hooks
-from training.runs.jobs import run_training_job, store_dir
+from training.runs.jobs import run_training_job
 from training.sampling.runs import DEFAULTS, QuestionSet
 
 SHOWN = ("reward_mean", "kl", "entropy")  # on the progress bar
