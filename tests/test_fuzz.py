@@ -165,6 +165,7 @@ def _build_world(tmp: Any) -> World:
     from annotation.workforce.invitations import invite
     from annotation.workforce.states import qualify_for_role
     from browser.models import Corpus, CorpusImport
+    from training.checkpoints import state_dir
     from training.models import (
         BenchmarkRun,
         Experiment,
@@ -263,6 +264,8 @@ def _build_world(tmp: Any) -> World:
     )
     run = TrainingRun.objects.create(kind="rm", export=export, owner=users["alice"])
     rl_run = TrainingRun.objects.create(kind="rl", owner=users["alice"])
+    failed_run = TrainingRun.objects.create(kind="rm", export=export, owner=users["alice"], status="failed")
+    (state_dir(failed_run.pk) / "checkpoint-2").mkdir(parents=True)  # it can continue
     RLEpisode.objects.create(
         run=rl_run, step=1, index=0, question=answers[0].question, question_text=answers[0].question.text,
         kind="answer", quotes=answers[0].quotes, answered=True, answer=answers[0].text, reward=0.5, group=0,
@@ -292,6 +295,7 @@ def _build_world(tmp: Any) -> World:
         "question": [report.questions.first()],
         "import": [report],
         "run": [run, rl_run],  # an RL run's episodes: one
+        "failed_run": [failed_run],
         "checkpoint": [checkpoint],
         "sampling_run": [
             SamplingRun.objects.create(owner=users["alice"], policy_name="tiny", n=1, episodes_total=1)

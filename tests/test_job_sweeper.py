@@ -18,6 +18,7 @@ from annotation.exports import service as exports
 from annotation.models import Export, ExportFormat, ExportStatus
 from browser.models import Corpus, CorpusImport, ImportStatus
 from tests.test_proxy_evaluation import crafted_run, questions
+from training.checkpoints import state_dir
 from training.models import ProxyEvaluation, RunStatus, Sample, SamplingRun, TrainingRun
 from webgpt_site.celery import app
 from webgpt_site.jobs import sweeper
@@ -189,3 +190,35 @@ def test_the_command_reports_what_it_swept(alice, capsys):
     assert f"failed 1 training run(s) whose worker stopped: [{run.pk}]" in capsys.readouterr().out
     call_command("sweep_jobs")
     assert "nothing to sweep" in capsys.readouterr().out
+
+
+def test_an_orphan_run_that_may_resume_is_queued_again_until_its_attempts_are_used_up(
+    alice, settings, tmp_path, broker_namespace
+):
+    """A training run whose settings allow it continues from its checkpoint (queued and sent again), as
+    many times as they say; one without a checkpoint, or out of attempts, fails as before."""
+    settings.MODEL_STORE_DIR = tmp_path / "models"
+    dying = {"status": RunStatus.RUNNING, "started_at": long_ago(), "heartbeat_at": long_ago()}
+    resumable = training_run(alice, **dying)
+    TrainingRun.objects.filter(pk=resumable.pk).update(config={"resume_attempts": 1})
+    (state_dir(resumable.pk) / "checkpoint-4").mkdir(parents=True)
+    no_checkpoint = training_run(alice, **dying)
+    TrainingRun.objects.filter(pk=no_checkpoint.pk).update(config={"resume_attempts": 1})
+    not_asked = training_run(alice, **dying)
+    (state_dir(not_asked.pk) / "checkpoint-4").mkdir(parents=True)
+
+    report = sweeper.sweep()
+
+    assert report.resumed == {"training run": [resumable.pk]}
+    assert sorted(report.failed["training run"]) == sorted([no_checkpoint.pk, not_asked.pk])
+    resumable.refresh_from_db()
+    assert (resumable.status, resumable.resumes, resumable.error) == (RunStatus.QUEUED, 1, "")
+    assert resumable.started_at is None and resumable.heartbeat_at is None
+    assert "queued again to continue from the checkpoint of step 4 (resume 1 of 1)" in resumable.log
+    assert broker.queue_lengths(["training"])["training"] == 1  # its message, sent again
+    assert (state_dir(not_asked.pk) / "checkpoint-4").is_dir()  # a failed run may still be resumed by hand
+
+    TrainingRun.objects.filter(pk=resumable.pk).update(**dying)  # its next worker dies too
+    assert sweeper.sweep().failed == {"training run": [resumable.pk]}
+    resumable.refresh_from_db()
+    assert resumable.status == RunStatus.FAILED and resumable.resumes == 1

@@ -52,6 +52,7 @@ from browser.models import Corpus, CorpusImport
 from tests.conftest import make_user
 from tests.routes import Route, all_routes, object_kind
 from tests.test_fuzz import World, _read_forms, rolled_back_world
+from training.checkpoints import state_dir
 from training.models import (
     BenchmarkRun,
     Experiment,
@@ -163,6 +164,7 @@ EXPECTED: dict[str, tuple] = {
     "training:compare": RESEARCHER,
     "training:run": RESEARCH_OBJECT,
     "training:cancel": RESEARCH_OBJECT,
+    "training:resume": RESEARCH_OBJECT,
     "training:rl_episodes": RESEARCH_OBJECT,
     "training:models": RESEARCHER,
     "training:delete_model": RESEARCH_OBJECT,
@@ -224,6 +226,7 @@ EXPECTED: dict[str, tuple] = {
     "api-training-runs": API_RESEARCHER,
     "api-training-run": API_RESEARCH_OBJECT,
     "api-training-run-cancel": API_RESEARCH_OBJECT,
+    "api-training-run-resume": API_RESEARCH_OBJECT,
     "api-training-run-episodes": API_RESEARCH_OBJECT,
     "api-sampling-runs": API_RESEARCHER,
     "api-sampling-run": API_RESEARCH_OBJECT,
@@ -310,6 +313,8 @@ def _build_world(tmp) -> tuple[dict, dict, dict]:
     Question.objects.update(split="bc")
     export = run_export_job(Export.objects.create(export_format="bc-pairs").pk)
     run = TrainingRun.objects.create(kind="rm", export=export, owner=alice)
+    failed_run = TrainingRun.objects.create(kind="rm", export=export, owner=alice, status="failed")
+    (state_dir(failed_run.pk) / "checkpoint-2").mkdir(parents=True)  # it can continue
     folder = tmp / "models" / "tiny"
     folder.mkdir(parents=True)
     checkpoint = ModelCheckpoint.objects.create(kind="rm", name="tiny", base_model="x", path=str(folder))
@@ -358,6 +363,7 @@ def _build_world(tmp) -> tuple[dict, dict, dict]:
         "question": report.questions.get(),
         "import": report,
         "run": run,
+        "failed_run": failed_run,
         "checkpoint": checkpoint,
         "sampling_run": SamplingRun.objects.create(owner=alice, policy_name="tiny", n=1, episodes_total=1),
         "finished": _finished_run(alice, report.questions.get()),

@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 from annotation.models import Export
 from tests.test_api import api
 from tests.test_training_jobs import rm_export
+from training.checkpoints import store_dir
 from training.models import ModelCheckpoint, RunKind, TrainingRun
 from training.models import RunStatus as Status
 from training.runs import jobs
@@ -103,7 +104,7 @@ def test_settings_out_of_range_or_naming_a_path_are_refused_and_nothing_is_store
 def test_others_get_404_on_details_and_403_on_lists(alice, bob, charlie, dana):
     export = rm_export(alice, 2)
     run = jobs.request_run(alice, RunKind.RM, export, {}, "fast", queue=False)
-    folder = Path(jobs.store_dir()) / "runs" / "x"
+    folder = Path(store_dir()) / "runs" / "x"
     folder.mkdir(parents=True)
     model = ModelCheckpoint.objects.create(kind="rm", name="m", base_model="b", path=str(folder), run=run)
     details = [f"/api/training-runs/{run.pk}", f"/api/models/{model.pk}"]

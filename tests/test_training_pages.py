@@ -9,7 +9,9 @@ from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
 from annotation.models import ExportFormat
+from tests.test_api import api
 from tests.test_training_jobs import finished_export
+from training.checkpoints import state_dir
 from training.models import ModelCheckpoint, RunKind, RunStatus, TrainingRun
 from webgpt_site.plot import Series, line_chart, timeline_series
 
@@ -354,3 +356,32 @@ def test_the_form_says_how_to_leave_the_step_cap_off_without_the_sentinel(client
     help_text = form.fields["max_steps"].help_text
     assert "empty: train the epochs" in help_text and "-1" not in help_text and "no cap" in help_text
     assert form.fields["max_steps"].widget.attrs["min"] == 1
+
+
+def test_a_failed_run_with_a_checkpoint_is_resumed_from_its_page_or_the_api(client_for, alice, bob):
+    export = finished_export(alice, ExportFormat.RM_PAIRS, [])
+    run = TrainingRun.objects.create(kind="rm", export=export, owner=alice, status=RunStatus.FAILED)
+    TrainingRun.objects.filter(pk=run.pk).update(error="ValueError: out of memory")
+    page = reverse("training:run", args=[run.pk])
+    assert b"Resume from step" not in client_for(alice).get(page).content  # no checkpoint to continue from
+    (state_dir(run.pk) / "checkpoint-6").mkdir(parents=True)
+    (state_dir(run.pk) / "checkpoint-12").mkdir()
+    assert client_for(bob).post(reverse("training:resume", args=[run.pk])).status_code == 404
+    client = client_for(alice)
+    assert b"Resume from step 12" in client.get(page).content
+    response = client.post(reverse("training:resume", args=[run.pk]), follow=True)
+    assert b"continues from its checkpoint of step 12" in response.content
+    run.refresh_from_db()
+    assert (run.status, run.resumes, run.error) == (RunStatus.QUEUED, 1, "")
+    assert "Resume asked for: queued again to continue from the checkpoint of step 12" in run.log
+
+    # Queued now: a second resume is refused in words, over the page and the API.
+    again = client.post(reverse("training:resume", args=[run.pk]), follow=True)
+    assert b"only a failed run with a checkpoint can continue" in again.content
+    refused = api(alice).post(f"/api/training-runs/{run.pk}/resume")
+    assert refused.status_code == 409 and refused.json() == {
+        "detail": "only a failed run with a checkpoint can continue"
+    }
+    TrainingRun.objects.filter(pk=run.pk).update(status=RunStatus.FAILED)
+    accepted = api(alice).post(f"/api/training-runs/{run.pk}/resume")
+    assert accepted.status_code == 202 and accepted.json()["resumes"] == 2

@@ -55,6 +55,8 @@ HELP = {
 }
 
 LABELS = {"kl_coef": "KL coefficient", "kl_budget": "KL budget"}
+# How the worker runs it, rather than what it learns: blank keeps the default.
+OPTIONAL = frozenset({"checkpoint_every", "processes", "resume_attempts"})
 
 
 class RLRunForm(JobRequestForm):
@@ -96,6 +98,7 @@ class RLRunForm(JobRequestForm):
             field_type = forms.FloatField if types[name] is float else forms.IntegerField
             bound = RL_BOUNDS[name]
             self.fields[name] = field_type(
+                required=name not in OPTIONAL,
                 label=LABELS.get(name),
                 help_text=f"{HELP.get(name, '')} Must be {bound.text()}.".strip(),
                 widget=forms.NumberInput(
@@ -119,5 +122,5 @@ class RLRunForm(JobRequestForm):
             questions=QuestionSet(batch=data["batch"], dataset=data["dataset"], limit=data["limit"]),
             search=data["search"] or LOCAL,
             corpus=data["corpus"].strip(),
-            settings={name: data[name] for name in SETTINGS},
+            settings={name: data[name] for name in SETTINGS if data[name] is not None},
         )
