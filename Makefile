@@ -55,13 +55,14 @@ worker: $(VENV)/.installed-app
 # (gunicorn, PostgreSQL, 1 and 8 users), feedback tasks at 100k items, exports of 100k comparisons,
 # training steps of our BC and reward-model trainers vs TRL's SFTTrainer and RewardTrainer on the CPU
 # (and tokens/s on a CUDA GPU where there is one; without, bench_training_gpu.py says so and skips),
+# examples/s of 1 training process against 2 under torchrun (BC and RM, the same global batch; ~8 minutes),
 # RL steps of our trainer vs TRL's GRPOTrainer on answer-only episodes (CPU; ~8 minutes idle, 14-19 under load),
 # sampling episodes on the CPU (ours, a naive generate() loop and llama.cpp on f16 weights: server with and without
 # its RAM cache, and in-process; ~14 minutes) and on a GPU (local and vLLM, where there is one; else skipped),
 # then the load test (locust: 100 labelers and 20 demonstrators with an export and a training job running,
 # three gunicorn shapes, then more people up to the knee, and the web box alone; about 19 minutes of its own),
 # and the in-process profile of the load's requests on the database it left (a minute);
-# about 70 minutes; JSON under var/bench/.
+# about 80 minutes; JSON under var/bench/.
 bench: $(VENV)/.installed-dev
 	$(PY) bench/bench_search.py --out var/bench/search.json
 	$(PY) bench/bench_corpus_scale.py --out var/bench/corpus-scale.json
@@ -72,6 +73,7 @@ bench: $(VENV)/.installed-dev
 	$(PY) bench/bench_tasks.py --concurrency 16 --rounds 10 --think-ms 1000 --out var/bench/tasks-think.json
 	$(PY) bench/bench_exports.py --out var/bench/exports.json
 	$(PY) bench/bench_training.py --out var/bench/training.json
+	$(PY) bench/bench_training_processes.py --out var/bench/training-processes.json
 	$(PY) bench/bench_rl.py --out var/bench/rl.json
 	$(PY) bench/bench_sampling.py --out var/bench/sampling.json
 	$(PY) bench/bench_sampling_gpu.py --out var/bench/sampling-gpu.json

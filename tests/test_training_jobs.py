@@ -348,3 +348,29 @@ def test_the_demo_ships_truthfulqa_judgements_a_reward_model_can_train_on(demo_d
         jobs.check_splits(
             [json.loads(line) for line in exports.export_path(everything).read_text().splitlines()]
         )
+
+
+@pytest.mark.django_db
+def test_a_run_queued_again_where_its_checkpoint_is_not_starts_over_and_says_so(alice, tiny_bert_dir):
+    config = FAST | {"base_model": str(tiny_bert_dir), "max_steps": 4}
+    run = jobs.request_run(alice, RunKind.RM, rm_export(alice), config, "fast", queue=False, local_paths=True)
+    TrainingRun.objects.filter(pk=run.pk).update(resumes=1)  # its checkpoint is on the machine that died
+    run = jobs.run_training_job(run.pk)
+    assert run.status == Status.DONE and run.step == 4
+    assert "No checkpoint of this run on this machine" in run.log and "starts again from step 0" in run.log
+    assert "Continued from" not in run.log
+
+
+@pytest.mark.django_db
+def test_a_folder_trained_by_the_file_form_is_registered_by_command(tmp_path, tiny_bert_dir):
+    out = tmp_path / "rm-16gpu"
+    data = tmp_path / "rm.jsonl"
+    data.write_text("".join(json.dumps(row) + "\n" for row in citing_pairs(8)))
+    settings_ = ["--base-model", str(tiny_bert_dir), "--max-steps", "2", "--max-length", "64"]
+    call_command("train_rm", "--data", str(data), "--output", str(out), *settings_)
+    call_command("register_model", str(out), "--name", "rm-16gpu")
+    registered = ModelCheckpoint.objects.get(name="rm-16gpu")
+    assert (registered.kind, registered.path, registered.storage_name) == (RunKind.RM, str(out), "")
+    assert "train_loss" in registered.metrics and registered.base_model == str(tiny_bert_dir)
+    with pytest.raises(CommandError, match="not a trained model folder"):
+        call_command("register_model", str(tmp_path))

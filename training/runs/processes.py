@@ -24,7 +24,7 @@ from typing import Any
 
 from django.conf import settings
 
-from training.checkpoints import state_dir
+from training.checkpoints import resumable_step, state_dir
 from training.errors import RunError
 from training.runs.hooks import Hooks, RunResult
 
@@ -53,6 +53,11 @@ def threads_each(total: int, count: int) -> int:
 
 def train(run: Any, config: Any, hooks: Hooks) -> RunResult:
     """Train ``run`` with its prepared ``config`` here (one process) or in ``config.processes``."""
+    if run.resumes and resumable_step(run.pk) is None:
+        run.append_log(
+            f"No checkpoint of this run on this machine ({state_dir(run.pk)}): it starts again from step 0 "
+            "(to continue on another machine, the model store must be on a shared file system)"
+        )
     if config.processes == 1:
         return train_here(run, config, hooks, main=True)
     return launch(run, config)

@@ -107,8 +107,11 @@ class ProgressBridge(TrainerCallback):
 
     def on_step_end(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
         # After the last step there is nothing left to stop: a cancel read there would throw the finished
-        # model away (it is saved only when a run was not cancelled).
+        # model away (it is saved only when a run was not cancelled). Nor anything to resume: the Trainer's
+        # checkpoint of the last step would be written only to be deleted with the run's state.
         if state.global_step >= state.max_steps:
+            if state.save_steps and state.global_step % state.save_steps:
+                control.should_save = False
             return
         stop = state.is_world_process_zero and self.hooks.should_stop()
         if args.world_size > 1:
