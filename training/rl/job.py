@@ -39,7 +39,7 @@ def execute_rl(run: TrainingRun, hooks: Hooks, timeline: list[dict[str, Any]]) -
     output = checkpoints.output_dir(run.pk)
     shutil.rmtree(output, ignore_errors=True)
     output.parent.mkdir(parents=True, exist_ok=True)
-    result = train(run, config, hooks)
+    result = train(run, config, hooks, here=train_rl_here)
     fields = {"metrics": result.metrics, "timeline": result.history, "step": result.steps}
     checkpoints.discard_state(run.pk)
     if result.cancelled:

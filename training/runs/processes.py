@@ -18,14 +18,16 @@ import json
 import os
 import subprocess
 import sys
+from collections.abc import Callable
 from dataclasses import fields
 from pathlib import Path
 from typing import Any
 
 from django.conf import settings
 
-from training.checkpoints import resumable_step, state_dir
+from training.checkpoints import resumable_step, state_dir, store_dir
 from training.errors import RunError
+from training.models import RunKind
 from training.runs.hooks import Hooks, RunResult
 
 LAUNCH_FILE = "launch.json"  # the prepared settings every process reads
@@ -34,6 +36,8 @@ ERROR_FILE = "error-{rank}.txt"  # a process's exception, when it failed
 LOG_FILE = "processes.log"  # what the processes printed
 LOG_TAIL = 1500  # characters of their log a failed run's reason keeps
 MANAGE = Path(__file__).resolve().parents[2] / "manage.py"
+# What trains a run in one process: (run, config, hooks, main=...) -> RunResult.
+Trainer = Callable[..., RunResult]
 
 
 def check_processes(count: int) -> None:
@@ -51,29 +55,23 @@ def threads_each(total: int, count: int) -> int:
     return max(1, (total or os.cpu_count() or 1) // count)
 
 
-def train(run: Any, config: Any, hooks: Hooks) -> RunResult:
-    """Train ``run`` with its prepared ``config`` here (one process) or in ``config.processes``."""
+def train(run: Any, config: Any, hooks: Hooks, here: Trainer | None = None) -> RunResult:
+    """Train ``run`` with its prepared ``config`` here (one process: ``here``, by default the BC, RM and
+    PRM trainers' ``train_here``; RL passes its own) or in ``config.processes``."""
     if run.resumes and resumable_step(run.pk) is None:
         run.append_log(
             f"No checkpoint of this run on this machine ({state_dir(run.pk)}): it starts again from step 0 "
             "(to continue on another machine, the model store must be on a shared file system)"
         )
     if config.processes == 1:
-        return train_here(run, config, hooks, main=True)
+        return (here or train_here)(run, config, hooks, main=True)
     return launch(run, config)
 
 
 def train_here(run: Any, config: Any, hooks: Hooks, *, main: bool) -> RunResult:
-    """This process's part of the run (all of it when it is the only one). ``main``: the first process,
-    whose hooks report."""
+    """This process's part of a BC, RM or PRM run (all of it when it is the only one). ``main``: the first
+    process, whose hooks report (the Trainer tells the processes apart itself)."""
     # torch: loaded in the worker only, not in every process that imports this module
-    from training.models import RunKind
-
-    if run.kind == RunKind.RL:
-        from training.rl.job import train_rl_here
-
-        return train_rl_here(run, config, hooks, main=main)
-    from training.checkpoints import store_dir
     from training.runs.bc import train_bc
     from training.runs.prm import train_prm
     from training.runs.reward import train_reward_model

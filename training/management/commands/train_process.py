@@ -11,7 +11,8 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandParser
 
 from training.checkpoints import state_dir
-from training.models import TrainingRun
+from training.models import RunKind, TrainingRun
+from training.rl.job import train_rl_here
 from training.runs.agent import die_with_parent
 from training.runs.hooks import Hooks
 from training.runs.jobs import Progress, job_config_class
@@ -33,8 +34,9 @@ class Command(BaseCommand):
         config = job_config_class(run.kind).from_dict(prepared)
         rank = int(os.environ.get("RANK", "0"))
         hooks = Progress(run, None).hooks() if rank == 0 else Hooks()
+        here = train_rl_here if run.kind == RunKind.RL else train_here
         try:
-            result = train_here(run, config, hooks, main=rank == 0)
+            result = here(run, config, hooks, main=rank == 0)
         except BaseException as exc:
             write_error(run.pk, rank, exc)  # the worker's reason for the run; torchrun's report says less
             raise
