@@ -1,5 +1,6 @@
-"""The house's import rules, checked on every import of the project's modules (also those inside functions;
-not those under ``if TYPE_CHECKING:``, which never run):
+"""The house's import rules, checked on every import of the project's modules (also those inside functions
+and those under ``if TYPE_CHECKING:``: an import for a type is still an arrow between two modules, and one
+that dodges a cycle only hides it):
 
 - no import cycle between modules (a lazy import that only dodges a cycle is still a cycle);
 - imports run down the floors: the shared modules of ``webgpt_site`` (jobs, permissions, storage, charts...)
@@ -101,19 +102,6 @@ def project_modules() -> dict[str, Path]:
     return found
 
 
-def _type_checking_lines(tree: ast.AST) -> set[int]:
-    """Lines inside ``if TYPE_CHECKING:`` blocks."""
-    lines: set[int] = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.If):
-            test = node.test
-            name = test.id if isinstance(test, ast.Name) else getattr(test, "attr", None)
-            if name == "TYPE_CHECKING":
-                for child in node.body:
-                    lines.update(range(child.lineno, (child.end_lineno or child.lineno) + 1))
-    return lines
-
-
 def _resolve(source: str, is_package: bool, node: ast.ImportFrom) -> str:
     if not node.level:
         return node.module or ""
@@ -126,13 +114,12 @@ def imports_of(name: str, path: Path, modules: dict[str, Path]) -> Iterator[Edge
     text = path.read_text()
     lines = text.splitlines()
     tree = ast.parse(text, str(path))
-    skipped = _type_checking_lines(tree)
 
     def marked(line: int) -> bool:
         return MARK in lines[line - 1] or (line > 1 and lines[line - 2].strip().startswith(MARK))
 
     for node in ast.walk(tree):
-        if not isinstance(node, ast.Import | ast.ImportFrom) or node.lineno in skipped:
+        if not isinstance(node, ast.Import | ast.ImportFrom):
             continue
         if isinstance(node, ast.Import):
             targets = [alias.name for alias in node.names]

@@ -8,14 +8,19 @@ from __future__ import annotations
 
 import shutil
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from django.conf import settings
 
 from webgpt_site.storage import MODELS, get_storage
 
-if TYPE_CHECKING:
-    from training.models import ModelCheckpoint
+
+class StoredModel(Protocol):
+    """What this module reads of a registered model (``training.models.ModelCheckpoint``, which imports
+    this module: the registry's row is described here, not imported)."""
+
+    path: str
+    storage_name: str
 
 
 def store_dir() -> Path:
@@ -65,7 +70,7 @@ def publish(run_id: int, folder: Path) -> str:
     return get_storage(MODELS).publish_folder(storage_name(run_id), folder)
 
 
-def local_folder(checkpoint: ModelCheckpoint) -> Path:
+def local_folder(checkpoint: StoredModel) -> Path:
     """A folder on this machine holding the checkpoint's files, ready for ``from_pretrained``."""
     if not checkpoint.storage_name:
         return Path(checkpoint.path)
@@ -77,7 +82,7 @@ def local_folder(checkpoint: ModelCheckpoint) -> Path:
         raise
 
 
-def delete_files(checkpoint: ModelCheckpoint) -> None:
+def delete_files(checkpoint: StoredModel) -> None:
     """The checkpoint's files: its stored folder (objects in the bucket, or the folder), and its folder on
     this machine (registered by path, or trained here before a switch to a bucket) when that is inside the
     model store: no other folder is ever removed."""

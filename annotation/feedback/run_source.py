@@ -8,15 +8,13 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from django.apps import apps
 from django.db.models import Model
 
+from annotation.feedback.batch_settings import BatchSettings
 from annotation.models import Answer
-
-if TYPE_CHECKING:
-    from annotation.feedback.batches import BatchSettings
 
 # How the answers were put together, as FeedbackBatch.origin["pairing"] records it, in words.
 PAIRINGS = {

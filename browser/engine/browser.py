@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from browser.engine.backend import AddressNotAllowed, FetchError, PageNotFound, SearchBackend
 from browser.engine.commands import Command, EndReason, InvalidCommand, Kind, parse_command
 from browser.engine.matching import find, quote_span
-from browser.engine.observation import format_answer_prompt, format_observation
+from browser.engine.observation import format_answer_prompt, format_quote
 from browser.engine.page import BLANK_PAGE, Page, Quote, RemovedQuote
 from browser.engine.render import error_page, render_document, render_search_results
 from browser.engine.settings import BrowserSettings
@@ -174,7 +174,21 @@ class Browser:
         return (self.top, min(self.top + self.settings.window_lines, count) - 1) if count else (0, 0)
 
     def observation(self) -> str:
-        return format_observation(self)
+        """One section per marker; "♦Error" / "♦Note" appear only right after an action that produced one."""
+        sections = ["♦Question", self.question, "♦Quotes"]
+        sections.extend(format_quote(quote) for quote in self.quotes)
+        sections.append("♦Past actions")
+        removed = {removal.action for removal in self.removed_quotes}  # as if never quoted (remove_quote)
+        shown = [a.display for i, a in enumerate(self.actions) if a.valid and i not in removed]
+        sections.extend(shown[-self.settings.past_actions_shown :] if shown else [])
+        first, last = self.scrollbar()
+        sections += ["♦Title", self.page.display_title, f"♦Scrollbar: {first} - {last}", "♦Text"]
+        sections.extend(self.visible_lines())
+        if self.actions and self.actions[-1].message:
+            last_action = self.actions[-1]
+            sections += ["♦Note" if last_action.valid else "♦Error", last_action.message]
+        sections += [f"♦Actions left: {self.actions_left}", "♦Next action"]
+        return "\n".join(sections)
 
     def answer_prompt(self) -> str:
         return format_answer_prompt(self.question, self.quotes)
