@@ -212,7 +212,7 @@ def add_users(env: dict[str, str], group: str, names: list[str]) -> None:
     snippet = (
         "from django.contrib.auth.models import Group, User\n"
         "from annotation.workforce.states import qualify_for_role\n"
-        "from webgpt_site.permissions import Role\n"
+        "from core.permissions import Role\n"
         f"group = Group.objects.get(name={group!r})\n"
         f"for name in {names!r}:\n"
         "    user = User.objects.create(username=name)\n"

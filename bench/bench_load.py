@@ -132,7 +132,7 @@ def make_people(labelers: int, demonstrators: int) -> dict[str, list[list[str]]]
     from django.contrib.auth.models import Group, User
 
     from annotation.workforce.states import qualify_for_role
-    from webgpt_site.permissions import Role
+    from core.permissions import Role
 
     store = import_module(settings.SESSION_ENGINE).SessionStore
     password = make_password(secrets.token_urlsafe(24))  # one hash for all: nobody signs in with it
@@ -206,9 +206,9 @@ class Jobs(threading.Thread):
         from annotation.exports.rules import clean_export_request
         from annotation.exports.service import export_now, request_export
         from annotation.models import ExportFormat, Split
+        from core.storage import EXPORTS, get_storage
         from training.models import RunKind, RunStatus, TrainingRun
         from training.runs.jobs import cancel_run, request_run
-        from webgpt_site.storage import EXPORTS, get_storage
 
         try:
             owner = User.objects.get(username="researcher")

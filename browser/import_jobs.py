@@ -2,7 +2,7 @@
 queue (the queue of long file jobs, so small jobs on ``default`` never wait behind a large corpus), with
 the same importer as ``manage.py import_corpus`` (browser.services.import_corpus).
 
-An upload is published to the ``imports`` storage (``webgpt_site/storage.py``: the folder
+An upload is published to the ``imports`` storage (``core/storage.py``: the folder
 ``MEDIA_ROOT/corpus-imports/``, or the bucket, where a worker on another machine finds it) and removed when
 the job ends; the worker reads it there or from a temporary copy, and unpacks a .zip beside it: only its
 pages and articles, a chunk at a time, counting the bytes really written against the limits check_zip
@@ -38,12 +38,12 @@ from browser.import_requests import (
 )
 from browser.models import Corpus, CorpusImport
 from browser.services import import_corpus
-from webgpt_site.jobs.models import JobError
-from webgpt_site.jobs.queueing import enqueue
-from webgpt_site.jobs.runner import run_job
+from core.jobs.models import JobError
+from core.jobs.queueing import enqueue
+from core.jobs.runner import run_job
+from core.progress import Every
+from core.storage import IMPORTS, get_storage
 from webgpt_site.models import log_action
-from webgpt_site.progress import Every
-from webgpt_site.storage import IMPORTS, get_storage
 
 UNPACK_CHUNK = 1024 * 1024  # bytes unpacked between two checks of the limits
 
@@ -104,7 +104,7 @@ class _Recorder:
 
 
 def run_corpus_import_job(import_id: int) -> CorpusImport:
-    """The worker's job (webgpt_site.jobs.runner: whatever happens, the row ends done or failed with the
+    """The worker's job (core.jobs.runner: whatever happens, the row ends done or failed with the
     reason, bad data named by file and line); the corpus's index is changed only by a complete import, and
     the upload is removed when the job ends."""
     return run_job(CorpusImport, import_id, _execute, related=("corpus", "owner"))

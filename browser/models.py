@@ -7,9 +7,9 @@ from pathlib import Path
 from django.conf import settings
 from django.db import models
 
-from webgpt_site.jobs.models import JobRow, JobStatus
-from webgpt_site.permissions import ResearchTeamQuerySet
-from webgpt_site.storage import IMPORTS, get_storage
+from core.jobs.models import JobRow, JobStatus
+from core.permissions import ResearchTeamQuerySet
+from core.storage import IMPORTS, get_storage
 
 
 class Corpus(models.Model):

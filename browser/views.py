@@ -17,7 +17,7 @@ from browser.corpus.readers import FORMATS
 from browser.import_jobs import request_corpus_import
 from browser.import_requests import UPLOAD_HELP, ImportRequestError, check_import_request
 from browser.models import Corpus, CorpusImport
-from webgpt_site.permissions import Role, get_visible_or_404, role_required
+from core.permissions import Role, get_visible_or_404, role_required
 
 FORMAT_CHOICES = [("", "Detect"), *[(f, f) for f in FORMATS]]
 

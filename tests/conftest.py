@@ -195,7 +195,7 @@ def make_user(django_user_model, username: str, *groups: str, applicant: bool = 
     """A user with the given roles, qualified for every kind of their roles' work (as the upgrade qualifies
     everyone already working) unless ``applicant``: tests of the gate make applicants."""
     from annotation.workforce.states import qualify_for_role
-    from webgpt_site.permissions import Role
+    from core.permissions import Role
 
     user = django_user_model.objects.create_user(username=username, password=f"{username}-pw", **extra)
     for name in groups:
@@ -398,8 +398,8 @@ def s3_server():
 def bucket(s3_server, settings, monkeypatch, tmp_path):
     """This test's own bucket, and the site switched to it (STORAGE_BACKEND=s3 and the S3_* variables an
     operator sets, read by the same code as at start-up); ``bucket.env`` points a worker at it."""
+    from core.storage_config import produced_file_storages
     from tests.object_storage import new_bucket
-    from webgpt_site.storage_config import produced_file_storages
 
     bucket = new_bucket(s3_server.url, tmp_path / "cache")
     for name, value in bucket.env.items():

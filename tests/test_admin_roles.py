@@ -11,7 +11,7 @@ import pytest
 from django.contrib.auth.models import Group
 from django.urls import reverse
 
-from webgpt_site.permissions import Role, has_role
+from core.permissions import Role, has_role
 
 pytestmark = pytest.mark.django_db
 

@@ -10,8 +10,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from annotation.feedback.results_plot import preference_chart, selective_chart
-from webgpt_site.charts import LINE, UNIT, extent_axis, text_width, ticked_axis, value_axis, wrap
-from webgpt_site.plot import ASCENT, Series, interval_chart, line_chart, timeline_series
+from core.charts import LINE, UNIT, extent_axis, text_width, ticked_axis, value_axis, wrap
+from core.plot import ASCENT, Series, interval_chart, line_chart, timeline_series
 
 ONE_STEP = [{"step": 1, "loss": 0.6931, "eval_loss": 0.7012, "eval_accuracy": 0.0}]
 ZERO_TO_ONE = ["0.0", "0.2", "0.4", "0.6", "0.8", "1.0"]

@@ -24,8 +24,8 @@ from browser import import_jobs
 from browser.import_jobs import run_corpus_import_job, staging_dir
 from browser.models import Corpus, CorpusImport, ImportStatus
 from browser.services import backend_for, import_corpus
+from core.jobs.heartbeat import WORKER_STOPPED
 from tests.conftest import ROOT, database_url_for_tests, running_worker
-from webgpt_site.jobs.heartbeat import WORKER_STOPPED
 from webgpt_site.models import AuditEntry
 
 pytestmark = pytest.mark.django_db
@@ -312,7 +312,7 @@ def test_a_poller_sees_the_progress_while_the_job_runs(alice, client_for, monkey
     """The importer holds no transaction while it indexes, so each progress write is visible to the pages
     at once (here every record: no batching, no throttle); a JSONL file's total is known from the start."""
     monkeypatch.setattr("browser.services.PROGRESS_EVERY", 1)
-    monkeypatch.setattr("webgpt_site.progress.SAVE_EVERY_S", 0.0)
+    monkeypatch.setattr("core.progress.SAVE_EVERY_S", 0.0)
     rows = b"".join(
         json.dumps({"url": f"https://example.org/{i}", "title": f"P{i}", "text": "kilo"}).encode() + b"\n"
         for i in range(5)

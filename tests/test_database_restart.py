@@ -40,7 +40,7 @@ from annotation.feedback.answers_import import import_answers
 from annotation.feedback.batches import BatchSettings, create_feedback_batch, group_answers
 from annotation.questions.service import import_questions
 from annotation.workforce.states import qualify_for_role
-from webgpt_site.permissions import Role
+from core.permissions import Role
 questions = [{"question": f"Is claim {i} true?"} for i in range(%(items)d)]
 import_questions("\\n".join(json.dumps(q) for q in questions).encode(), filename="q.jsonl")
 rows = [{"question": f"Is claim {i} true?", "answer": f"Answer {i}.", "quotes": []} for i in range(%(items)d)]

@@ -11,7 +11,7 @@ import pytest
 from django.db import IntegrityError, OperationalError
 from django.test import RequestFactory
 
-from webgpt_site.unavailable import MESSAGE, DatabaseUnavailableMiddleware, server_error
+from core.unavailable import MESSAGE, DatabaseUnavailableMiddleware, server_error
 
 REFUSED = OperationalError('connection to server at "127.0.0.1", port 5432 failed: Connection refused')
 

@@ -7,10 +7,10 @@ from django.core.management import CommandError, call_command
 from django.test import RequestFactory
 
 from annotation.models import Answer, Export, ExportFormat, FeedbackBatch, Question, QuestionImport
+from core.permissions import Role, user_roles
 from training.demo import DEMO_RM_LOG, DEMO_RM_PRESET, DEMO_RM_SETTINGS
 from training.models import RunKind, RunStatus, TrainingRun
 from training.runs.data import read_rows
-from webgpt_site.permissions import Role, user_roles
 
 pytestmark = pytest.mark.django_db
 

@@ -9,9 +9,9 @@ import sys
 
 from kombu import Connection
 
+from core import embedded_broker
+from core.embedded_broker import Transport, message_name
 from tests.conftest import ROOT
-from webgpt_site import embedded_broker
-from webgpt_site.embedded_broker import Transport, message_name
 
 
 def broker_folder(tmp_path) -> dict[str, str]:
@@ -52,7 +52,7 @@ def test_make_runs_settings_use_it_for_the_workers_and_the_probes(tmp_path):
     """The site as ``make run`` starts it (no CELERY_BROKER_URL): Celery's connection uses this transport."""
     code = (
         "import django; django.setup(); from webgpt_site.celery import app; "
-        "from webgpt_site.ops import broker; "
+        "from core.ops import broker; "
         "print(type(app.connection_for_write().transport).__module__); broker.check(); "
         "print(broker.queue_lengths())"
     )
@@ -68,7 +68,7 @@ def test_make_runs_settings_use_it_for_the_workers_and_the_probes(tmp_path):
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout.splitlines() == [
-        "webgpt_site.embedded_broker",
+        "core.embedded_broker",
         "{'default': 0, 'exports': 0, 'training': 0, 'sampling': 0}",
     ]
 

@@ -134,7 +134,7 @@ def test_progress_shows_to_a_poller_while_the_job_reads_its_read_only_snapshot(
     settings.MEDIA_ROOT = tmp_path
     judged_pair(django_user_model)
     # Issue 24: reported by time, not every 5000 rows (a slow export sat still); here after every row.
-    monkeypatch.setattr("webgpt_site.progress.SAVE_EVERY_S", 0.0)
+    monkeypatch.setattr("core.progress.SAVE_EVERY_S", 0.0)
     export = Export.objects.create(export_format="webgpt-comparisons")
     seen = []
     real_rows = exports.ROWS["webgpt-comparisons"]

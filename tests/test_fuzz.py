@@ -165,6 +165,7 @@ def _build_world(tmp: Any) -> World:
     from annotation.workforce.invitations import invite
     from annotation.workforce.states import qualify_for_role
     from browser.models import Corpus, CorpusImport
+    from core.permissions import Role
     from training.checkpoints import state_dir
     from training.models import (
         BenchmarkRun,
@@ -176,7 +177,6 @@ def _build_world(tmp: Any) -> World:
         SamplingRun,
         TrainingRun,
     )
-    from webgpt_site.permissions import Role
 
     users: dict[str, Any] = {"anonymous": None}
     for name, role in (

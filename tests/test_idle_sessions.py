@@ -16,7 +16,7 @@ from django.test import RequestFactory
 from django.urls import reverse
 from django.utils import timezone
 
-from webgpt_site.sessions import IdleSessionMiddleware
+from core.sessions import IdleSessionMiddleware
 
 pytestmark = pytest.mark.django_db
 

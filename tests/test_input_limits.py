@@ -21,7 +21,7 @@ from annotation.feedback.batches import BatchSettings, create_feedback_batch, gr
 from annotation.models import Answer, Assignment, AssignmentStatus, FeedbackBatch, Question
 from annotation.questions.formats import QuestionFileError
 from annotation.questions.service import import_questions
-from webgpt_site.inputs import JSONInputError, has_nul, json_depth, loads
+from core.inputs import JSONInputError, has_nul, json_depth, loads
 
 pytestmark = pytest.mark.django_db
 DEEP = "[" * 5000 + "]" * 5000

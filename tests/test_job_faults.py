@@ -25,6 +25,7 @@ from annotation.models import EpisodeStatus, ExportFormat, ExportStatus
 from browser.import_jobs import staging_dir
 from browser.models import Corpus, CorpusImport, ImportStatus
 from browser.services import backend_for, import_corpus
+from core.jobs.heartbeat import WORKER_STOPPED
 from tests.conftest import ROOT, database_url_for_tests, running_worker
 from tests.test_corpus_import_jobs import PAGES, post_api, upload, write
 from tests.test_exports import judged_pair
@@ -33,7 +34,6 @@ from tests.test_training_jobs import worker_env
 from training.models import ModelCheckpoint, RunKind, RunStatus, Sample, TrainingRun
 from training.runs import jobs
 from training.sampling.runs import QuestionSet, SamplingRequest, request_sampling
-from webgpt_site.jobs.heartbeat import WORKER_STOPPED
 
 pytestmark = [pytest.mark.worker, pytest.mark.django_db(transaction=True)]
 

@@ -17,14 +17,14 @@ from django.utils import timezone
 from annotation.exports import service as exports
 from annotation.models import Export, ExportFormat, ExportStatus
 from browser.models import Corpus, CorpusImport, ImportStatus
+from core.jobs import sweeper
+from core.jobs.heartbeat import WORKER_STOPPED, beating
+from core.jobs.models import JobRow
+from core.ops import broker
 from tests.test_proxy_evaluation import crafted_run, questions
 from training.checkpoints import state_dir
 from training.models import ProxyEvaluation, RunStatus, Sample, SamplingRun, TrainingRun
 from webgpt_site.celery import app
-from webgpt_site.jobs import sweeper
-from webgpt_site.jobs.heartbeat import WORKER_STOPPED, beating
-from webgpt_site.jobs.models import JobRow
-from webgpt_site.ops import broker
 
 pytestmark = pytest.mark.django_db
 

@@ -220,7 +220,7 @@ def test_a_server_that_cannot_answer_fails_the_run_keeping_whole_items_and_a_rer
 
 
 def test_cancel_queued_at_once_and_running_after_the_items_being_judged(alice, endpoint, monkeypatch):
-    monkeypatch.setattr("webgpt_site.progress.SAVE_EVERY_S", 0)
+    monkeypatch.setattr("core.progress.SAVE_EVERY_S", 0)
     batch = make_batch(6)
     queued = request_judge_run(alice, JudgeRequest(batch=batch, endpoint="judge"), queue=False)
     cancel_judge_run(alice, queued)

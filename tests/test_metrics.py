@@ -26,11 +26,11 @@ from annotation.models import Assignment, AssignmentStatus, Export
 from annotation.questions.service import import_questions
 from browser.fetch import refusal_counts
 from browser.fetch.refusals import record_refusal
+from core.embedded_broker import Transport
 from tests.conftest import database_url_for_tests, delete_broker_keys, start_gunicorn
 from tests.test_embedded_broker import broker_folder
 from training.models import SamplingRun, TrainingRun
 from webgpt_site.celery import app
-from webgpt_site.embedded_broker import Transport
 
 pytestmark = pytest.mark.django_db
 

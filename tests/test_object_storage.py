@@ -29,13 +29,13 @@ from annotation.exports import service as exports
 from annotation.models import Export, ExportStatus
 from browser.import_jobs import run_corpus_import_job, staging_dir
 from browser.models import CorpusImport
+from core.jobs.sweeper import sweep
+from core.storage import EXPORTS, MODELS, check_reachable, get_storage
+from core.storage_cache import MANIFEST
+from core.storage_config import produced_file_storages
 from tests.conftest import database_url_for_tests, running_worker
 from tests.test_corpus_import_jobs import PAGES, a_zip, upload
 from tests.test_exports import judged_pair
-from webgpt_site.jobs.sweeper import sweep
-from webgpt_site.storage import EXPORTS, MODELS, check_reachable, get_storage
-from webgpt_site.storage_cache import MANIFEST
-from webgpt_site.storage_config import produced_file_storages
 
 MB = 1024 * 1024
 
@@ -280,7 +280,7 @@ def storages_from(monkeypatch, **env: str) -> dict:
 def test_storage_settings_default_to_local_folders_and_reject_bad_values(monkeypatch, tmp_path):
     local = storages_from(monkeypatch)
     assert {alias: entry["BACKEND"] for alias, entry in local.items()} == dict.fromkeys(
-        ("exports", "models", "imports"), "webgpt_site.storage.LocalStorage"
+        ("exports", "models", "imports"), "core.storage.LocalStorage"
     )
     secret = tmp_path / "secret"
     secret.write_text("from-a-file\n")

@@ -16,6 +16,9 @@ import time
 import pytest
 
 from annotation.models import Export, ExportFormat, ExportStatus
+from core.jobs.heartbeat import WORKER_STOPPED
+from core.storage import EXPORTS, MODELS, get_storage
+from core.storage_cache import MANIFEST
 from tests.conftest import running_worker
 from tests.object_storage import StallingProxy
 from tests.test_job_faults import FAST_LIVENESS
@@ -29,9 +32,6 @@ from training.models import ModelCheckpoint, RunKind, Sample
 from training.models import RunStatus as Status
 from training.runs.jobs import delete_checkpoint, request_run
 from training.sampling.runs import QuestionSet, SamplingRequest, request_sampling
-from webgpt_site.jobs.heartbeat import WORKER_STOPPED
-from webgpt_site.storage import EXPORTS, MODELS, get_storage
-from webgpt_site.storage_cache import MANIFEST
 
 
 def stored_export(owner, export_format: str, rows: list[dict]) -> Export:

@@ -49,6 +49,7 @@ from annotation.models.judging import JudgeRun
 from annotation.questions.service import import_questions
 from annotation.workforce import invitations
 from browser.models import Corpus, CorpusImport
+from core.permissions import Role
 from tests.conftest import make_user
 from tests.routes import Route, all_routes, object_kind
 from tests.test_fuzz import World, _read_forms, rolled_back_world
@@ -63,7 +64,6 @@ from training.models import (
     SamplingRun,
     TrainingRun,
 )
-from webgpt_site.permissions import Role
 
 pytestmark = pytest.mark.django_db
 

@@ -1,11 +1,11 @@
-"""The one estimate of a job's time left (webgpt_site/progress.py): from the rate so far, none before there
+"""The one estimate of a job's time left (core/progress.py): from the rate so far, none before there
 is one, in words a page shows (issue 24: long jobs show how long they have left)."""
 
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-from webgpt_site.progress import estimated_end, seconds_left, time_left_text
+from core.progress import estimated_end, seconds_left, time_left_text
 
 
 def test_the_time_left_is_what_is_left_at_the_rate_so_far():

@@ -374,7 +374,7 @@ def test_cancel_stops_a_queued_evaluation_at_once_and_a_running_one_keeping_its_
     monkeypatch.setattr(
         "training.evaluation.proxy_jobs.SCORE_CHUNK", 1
     )  # the flag is read after the first sample
-    monkeypatch.setattr("webgpt_site.progress.SAVE_EVERY_S", 0.0)
+    monkeypatch.setattr("core.progress.SAVE_EVERY_S", 0.0)
     running = request_proxy_evaluation(alice, ProxyRequest(validation_model, [run]), queue=False)
     ProxyEvaluation.objects.filter(pk=running.pk).update(cancel_requested=True)
     stopped = run_proxy_evaluation_job(running.pk)
@@ -395,8 +395,8 @@ def test_a_running_evaluation_shows_the_time_left_at_its_rate(
     asked = questions(1)
     run = crafted_run(alice, reward_model, asked, [[(text, 0.1) for text in ANSWERS[:3]]])
     monkeypatch.setattr("training.evaluation.proxy_jobs.SCORE_CHUNK", 1)
-    monkeypatch.setattr("webgpt_site.progress.SAVE_EVERY_S", 0.0)
-    monkeypatch.setattr("webgpt_site.progress.MIN_ELAPSED_S", 0.0)
+    monkeypatch.setattr("core.progress.SAVE_EVERY_S", 0.0)
+    monkeypatch.setattr("core.progress.MIN_ELAPSED_S", 0.0)
     seen = []
     answer = proxy_jobs._answer
 

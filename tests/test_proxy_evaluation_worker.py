@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import pytest
 
+from core.jobs.heartbeat import WORKER_STOPPED
 from tests.conftest import running_worker
 from tests.test_job_faults import FAST_LIVENESS, kill_when_paused, wait_for
 from tests.test_proxy_evaluation import ANSWERS, crafted_run, questions
@@ -19,7 +20,6 @@ from training.evaluation.proxy_jobs import (
     run_proxy_evaluation_job,
 )
 from training.models import ModelCheckpoint, RunKind, RunStatus, SamplingRun
-from webgpt_site.jobs.heartbeat import WORKER_STOPPED
 
 pytestmark = [
     pytest.mark.worker,

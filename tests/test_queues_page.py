@@ -11,9 +11,9 @@ from django.core.management import CommandError, call_command
 from django.utils import timezone
 
 from annotation.models import Export, ExportFormat, ExportStatus
+from core.jobs.heartbeat import WORKER_STOPPED
 from tests.conftest import delete_broker_keys, make_user
 from training.models import RunStatus, TrainingRun
-from webgpt_site.jobs.heartbeat import WORKER_STOPPED
 from webgpt_site.models import WorkerPing
 from webgpt_site.queues import snapshot
 from webgpt_site.workers import latest_pings

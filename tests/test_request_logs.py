@@ -16,10 +16,10 @@ import pytest
 from django.conf import settings as django_settings
 from django.urls import reverse
 
+from core.ops.logs import TEXT_FORMAT, ContextFilter, JsonFormatter
 from tests.conftest import ROOT, database_url_for_tests, delete_broker_keys
 from tests.test_settings import PRODUCTION, manage
 from webgpt_site.models import WorkerPing
-from webgpt_site.ops.logs import TEXT_FORMAT, ContextFilter, JsonFormatter
 
 
 @pytest.fixture
@@ -170,7 +170,7 @@ def test_a_workers_log_lines_are_json_with_the_task_id_and_the_id_of_the_request
 
 
 def test_a_task_queued_outside_a_request_carries_no_request_id_and_text_logs_show_both_ids():
-    from webgpt_site.ops.logs import _pass_request_id, current_request_id, current_task_id
+    from core.ops.logs import _pass_request_id, current_request_id, current_task_id
 
     headers: dict = {}
     _pass_request_id(headers=headers)

@@ -95,7 +95,7 @@ def test_a_run_keeps_every_episode_of_every_step_and_its_timeline_is_recomputed_
 ):
     from training.runs.jobs import run_training_job
 
-    monkeypatch.setattr("webgpt_site.progress.SAVE_EVERY_S", 0.0)
+    monkeypatch.setattr("core.progress.SAVE_EVERY_S", 0.0)
     reward, start = tiny_models
     asked = questions(2)
     for question in asked:

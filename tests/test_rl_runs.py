@@ -402,7 +402,7 @@ def test_a_tiny_rl_run_reports_its_steps_and_samples_and_registers_its_policy(
 ):
     from training.runs.jobs import run_training_job
 
-    monkeypatch.setattr("webgpt_site.progress.SAVE_EVERY_S", 0.0)
+    monkeypatch.setattr("core.progress.SAVE_EVERY_S", 0.0)
     reward, start = tiny_models
     asked = questions(2)
     for question in asked:
@@ -437,7 +437,7 @@ def test_a_browsing_run_browses_the_runs_corpus_and_its_page_shows_the_share_of_
 ):
     from training.runs.jobs import run_training_job
 
-    monkeypatch.setattr("webgpt_site.progress.SAVE_EVERY_S", 0.0)
+    monkeypatch.setattr("core.progress.SAVE_EVERY_S", 0.0)
     reward, start = tiny_models
     asked = questions(1)  # no reference: browsing episodes need none
     browse = {"episodes": "browse", "steps": 1, "group_size": 2, "max_actions": 2, "max_command_tokens": 12}
@@ -477,7 +477,7 @@ def test_a_cancel_after_a_step_keeps_the_curves_and_samples_and_no_policy(alice,
     from training.checkpoints import output_dir
     from training.runs.jobs import run_training_job
 
-    monkeypatch.setattr("webgpt_site.progress.SAVE_EVERY_S", 0.0)
+    monkeypatch.setattr("core.progress.SAVE_EVERY_S", 0.0)
     reward, start = tiny_models
     for question in questions(2):
         answered(question)

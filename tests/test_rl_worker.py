@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import pytest
 
+from core.jobs.heartbeat import WORKER_STOPPED
 from tests.conftest import running_worker
 from tests.test_job_faults import FAST_LIVENESS, kill_when_paused, wait_for
 from tests.test_rl_runs import answered, model, questions
@@ -18,7 +19,6 @@ from training.rl.inputs import RLRequest
 from training.rl.runs import request_rl_run
 from training.sampling.jobs import run_sampling_job
 from training.sampling.runs import QuestionSet, SamplingRequest, request_sampling
-from webgpt_site.jobs.heartbeat import WORKER_STOPPED
 
 pytestmark = [
     pytest.mark.worker,

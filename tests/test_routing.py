@@ -28,9 +28,9 @@ from annotation.models import (
     Routing,
 )
 from annotation.workforce.gate import open_batch_priorities, open_batches
+from core.jobs.models import JobStatus
 from tests.conftest import make_user
 from tests.test_feedback_results import answers_to, ask, item_of, judge, ratings, results_url
-from webgpt_site.jobs.models import JobStatus
 from webgpt_site.models import AuditEntry
 
 pytestmark = pytest.mark.django_db

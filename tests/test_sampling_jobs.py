@@ -91,7 +91,7 @@ def questions(count: int, split: str = Split.EVAL) -> list[Question]:
 
 def cancel_at(episodes: int) -> Callable[[SamplingRun], None]:
     """A progress callback that sets the run's cancel flag, as the page does, once ``episodes`` are done
-    (with ``webgpt_site.progress.SAVE_EVERY_S`` 0 the job reads the flag right after each callback)."""
+    (with ``core.progress.SAVE_EVERY_S`` 0 the job reads the flag right after each callback)."""
 
     def cancel(run: SamplingRun) -> None:
         if run.episodes_done >= episodes:
@@ -215,7 +215,7 @@ def test_cancel_queued_at_once_and_running_after_its_round(alice, freshwiki, pol
     queued.refresh_from_db()
     assert queued.status == RunStatus.CANCELLED and run_sampling_job(queued.pk).status == RunStatus.CANCELLED
 
-    monkeypatch.setattr("webgpt_site.progress.SAVE_EVERY_S", 0.0)
+    monkeypatch.setattr("core.progress.SAVE_EVERY_S", 0.0)
     running = request_sampling(alice, request, queue=False)
     running = run_sampling_job(running.pk, echo=cancel_at(0))  # read after the first round
     assert running.status == RunStatus.CANCELLED and running.finished_at is not None
@@ -229,7 +229,7 @@ def test_a_cancel_after_a_chunks_last_round_keeps_the_whole_chunk(
     """Issue 23: the cancel check ran before the chunk was stored, so a run cancelled once its episodes
     had all ended kept nothing. Now the chunk is scored and stored; only the chunks not started are not."""
     asked = questions(4)
-    monkeypatch.setattr("webgpt_site.progress.SAVE_EVERY_S", 0.0)
+    monkeypatch.setattr("core.progress.SAVE_EVERY_S", 0.0)
     settings.SAMPLING_BATCH = 2  # n=1: two chunks of two questions
     request = SamplingRequest(
         policy=policy,
@@ -270,7 +270,7 @@ def test_a_cancel_mid_chunk_keeps_the_questions_whose_episodes_all_ended(
     """With the seeded tiny model and seed 4, three of four episodes end at their first action and one
     browses on: a cancel read after that round keeps those three questions and drops the fourth."""
     questions(4)
-    monkeypatch.setattr("webgpt_site.progress.SAVE_EVERY_S", 0.0)
+    monkeypatch.setattr("core.progress.SAVE_EVERY_S", 0.0)
     request = seeded_request(seeded_llama_dir)
     run = run_sampling_job(request_sampling(alice, request, queue=False).pk, echo=cancel_at(0))
     assert run.status == RunStatus.CANCELLED
@@ -290,7 +290,7 @@ def test_the_run_moves_while_it_works_and_stores_each_question_as_its_episodes_e
     on: tokens move within the first round, the actions taken (of at most how many) after it, a log line
     says what the round did, and the three finished questions are stored while the fourth browses."""
     questions(4)
-    monkeypatch.setattr("webgpt_site.progress.SAVE_EVERY_S", 0.0)
+    monkeypatch.setattr("core.progress.SAVE_EVERY_S", 0.0)
     monkeypatch.setattr("training.sampling.progress.LOG_EVERY_S", 0.0)
     request = seeded_request(seeded_llama_dir)
     seen = []

@@ -32,7 +32,7 @@ from annotation.feedback.batches import BatchSettings, create_feedback_batch
 from annotation.models import Answer, SourceKind
 from annotation.questions.service import import_questions
 from annotation.workforce.states import qualify_for_role
-from webgpt_site.permissions import Role
+from core.permissions import Role
 
 rows = b"\\n".join(b'{{"question": "Is claim %d true?"}}' % i for i in range({ITEMS}))
 questions = import_questions(rows, filename="claims.jsonl").questions.order_by("id")

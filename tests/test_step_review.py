@@ -40,13 +40,13 @@ from annotation.questions.service import import_questions
 from annotation.workforce import quality
 from annotation.workforce.judgements import FIRST_BAD, STEPS, canonical, compare, main_measure
 from annotation.workforce.states import qualify_for_role
+from core.permissions import Role
 from tests.conftest import make_user
 from training.errors import RunError
 from training.judging.runs import JudgeRequest, check_judge_request
 from training.models import RunKind, RunStatus, Sample, SamplingRun
 from training.runs import jobs
 from training.runs.inputs import check_run
-from webgpt_site.permissions import Role
 
 pytestmark = pytest.mark.django_db
 COMMANDS = [

@@ -160,8 +160,8 @@ def test_a_running_run_shows_the_time_left_at_the_rate_since_its_first_step(
 ):
     """Issue 24: every long job shows an estimate of its time left; a training run's comes from the rate
     of its steps (loading the model and the data came before the first), and is gone once it ends."""
-    monkeypatch.setattr("webgpt_site.progress.SAVE_EVERY_S", 0.0)
-    monkeypatch.setattr("webgpt_site.progress.MIN_ELAPSED_S", 0.0)  # a rate from the first two steps
+    monkeypatch.setattr("core.progress.SAVE_EVERY_S", 0.0)
+    monkeypatch.setattr("core.progress.MIN_ELAPSED_S", 0.0)  # a rate from the first two steps
     settings_ = FAST | {"base_model": str(tiny_bert_dir), "max_steps": 4}
     run = jobs.request_run(alice, RunKind.RM, rm_export(alice, 20), settings_, queue=False, local_paths=True)
     estimates = []

@@ -9,11 +9,11 @@ from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
 from annotation.models import ExportFormat
+from core.plot import Series, line_chart, timeline_series
 from tests.test_api import api
 from tests.test_training_jobs import finished_export
 from training.checkpoints import state_dir
 from training.models import ModelCheckpoint, RunKind, RunStatus, TrainingRun
-from webgpt_site.plot import Series, line_chart, timeline_series
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("media", "model_store")]
 
@@ -95,7 +95,7 @@ def test_the_lists_take_the_same_queries_for_three_runs_as_for_six(client_for, a
 
     for n in range(3):
         checkpoint_of(finished_rm_run(alice), str(tmp_path / f"m{n}"))
-    # A first request renews the session (at most once a minute: webgpt_site/sessions.py), which is no part
+    # A first request renews the session (at most once a minute: core/sessions.py), which is no part
     # of the lists' queries.
     assert client.get(reverse("training:runs")).status_code == 200
     three = queries()

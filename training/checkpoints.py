@@ -1,5 +1,5 @@
 """Where a registered model's files are. A run's model is published to the ``models`` storage as
-``run-N`` (``webgpt_site/storage.py``): with local storage it stays in MODEL_STORE_DIR/runs/run-N and is
+``run-N`` (``core/storage.py``): with local storage it stays in MODEL_STORE_DIR/runs/run-N and is
 read there; with object storage it is uploaded to the bucket and every worker that loads it (a BC base
 model, a sampling policy, a reward model, a proxy evaluation) reads a complete copy in its own cache,
 downloaded once. A model registered by path (``storage_name`` empty) is read where it is. No torch here."""
@@ -12,7 +12,7 @@ from typing import Protocol
 
 from django.conf import settings
 
-from webgpt_site.storage import MODELS, get_storage
+from core.storage import MODELS, get_storage
 
 
 class StoredModel(Protocol):

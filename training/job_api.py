@@ -10,9 +10,9 @@ from rest_framework import serializers, status
 from rest_framework.request import Request
 from rest_framework.response import Response
 
+from core.jobs.models import JobRow
+from core.permissions import get_visible_or_404
 from training.models import ModelCheckpoint
-from webgpt_site.jobs.models import JobRow
-from webgpt_site.permissions import get_visible_or_404
 
 Job = TypeVar("Job", bound=JobRow)
 

@@ -8,8 +8,8 @@ from typing import Any, TypeVar
 from django.contrib import messages
 from django.http import HttpRequest
 
+from core.jobs.models import JobRow
 from training.models import RunKind, TrainingRun
-from webgpt_site.jobs.models import JobRow
 
 Job = TypeVar("Job", bound=JobRow)
 PAGE_SIZE = 50  # rows of a job list page

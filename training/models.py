@@ -11,9 +11,9 @@ from django.db.models import F, TextField, Value
 from django.db.models.functions import Concat
 from django.utils import timezone
 
+from core.jobs.models import JobRow, JobStatus
+from core.permissions import ResearchTeamQuerySet
 from training.checkpoints import discard_output, resumable_step
-from webgpt_site.jobs.models import JobRow, JobStatus
-from webgpt_site.permissions import ResearchTeamQuerySet
 
 
 class RunKind(models.TextChoices):

@@ -1,6 +1,6 @@
 """Jobs of the ``training`` and ``sampling`` queues (run each queue's worker with concurrency 1: a job
 uses every core it is given). Each task is named by its job model, which producers send it by
-(webgpt_site.jobs.queueing)."""
+(core.jobs.queueing)."""
 
 from celery import shared_task
 

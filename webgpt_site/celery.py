@@ -1,6 +1,6 @@
 """The Celery app. Queues: ``default`` (small jobs), ``exports`` (dataset files and corpus imports),
 ``training`` (models), ``sampling`` (a policy browsing). Every worker also sweeps for jobs whose worker died
-(``webgpt_site.jobs.sweeper``).
+(``core.jobs.sweeper``).
 
 Workers: ``celery -A webgpt_site worker -Q default,exports,training,sampling`` (``make run`` starts three).
 """
@@ -14,7 +14,7 @@ from celery import Celery
 from celery.signals import worker_ready
 from kombu import Queue
 
-from webgpt_site.ops.logs import connect_celery_signals
+from core.ops.logs import connect_celery_signals
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "webgpt_site.settings")
 
@@ -38,6 +38,6 @@ def _declare_queues(sender: Celery, **kwargs: object) -> None:
 @worker_ready.connect
 def _sweep_jobs(**kwargs: object) -> None:
     """Each worker sweeps for orphaned and lost jobs when it starts and then periodically (no beat needed)."""
-    from webgpt_site.jobs.sweeper import start_sweeping
+    from core.jobs.sweeper import start_sweeping
 
     start_sweeping()

@@ -14,7 +14,7 @@ from django.views.decorators.vary import vary_on_headers
 from annotation.models import Question, QuestionImport
 from annotation.questions.forms import QuestionImportForm
 from browser.sources import provider_health, provider_status
-from webgpt_site.permissions import Role, role_required
+from core.permissions import Role, role_required
 from webgpt_site.workers import latest_pings, request_pings
 
 

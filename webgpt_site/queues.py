@@ -1,7 +1,7 @@
 """The queues page (``/console/queues/``, staff only: the people with the admin login): what Flower
 would show an operator of this platform, read from our own rows and the broker, with no extra process to
 run. Per queue: messages waiting on the broker, the last worker ping, jobs running and queued; every running
-job with the age of its heartbeat (a silent one is failed by the next sweep: webgpt_site/jobs/sweeper.py); the
+job with the age of its heartbeat (a silent one is failed by the next sweep: core/jobs/sweeper.py); the
 latest jobs failed because their worker stopped. Refreshes itself every 5 seconds."""
 
 from __future__ import annotations
@@ -20,9 +20,9 @@ from django.utils import timezone
 from django.views.decorators.http import require_GET
 from django.views.decorators.vary import vary_on_headers
 
-from webgpt_site.jobs.heartbeat import WORKER_STOPPED, stale_before
-from webgpt_site.jobs.sweeper import job_models
-from webgpt_site.ops import broker
+from core.jobs.heartbeat import WORKER_STOPPED, stale_before
+from core.jobs.sweeper import job_models
+from core.ops import broker
 from webgpt_site.workers import latest_pings
 
 RECENT_FAILURES = 10

@@ -16,10 +16,10 @@ import dj_database_url
 from csp.constants import NONE, SELF
 from django.core.exceptions import ImproperlyConfigured
 
+from core.env import env_bool, env_int, env_list, env_rate, env_ratios, env_str
+from core.ops.logs import logging_config
+from core.storage_config import produced_file_storages, storage_backend
 from training.sampling.endpoints import parse_endpoints
-from webgpt_site.env import env_bool, env_int, env_list, env_rate, env_ratios, env_str
-from webgpt_site.ops.logs import logging_config
-from webgpt_site.storage_config import produced_file_storages, storage_backend
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 # Everything the running app writes locally (SQLite file, dev secret, embedded broker, exports).
@@ -70,6 +70,7 @@ INSTALLED_APPS = [
     "drf_spectacular",
     "drf_spectacular_sidecar",
     "axes",
+    "core",
     "webgpt_site",
     "browser",
     "annotation",
@@ -78,10 +79,10 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     # First: the request id is set before anything logs, and the access line times the whole stack.
-    "webgpt_site.ops.middleware.RequestIdMiddleware",
+    "core.ops.middleware.RequestIdMiddleware",
     "django_prometheus.middleware.PrometheusBeforeMiddleware",
     "django.middleware.security.SecurityMiddleware",
-    "webgpt_site.sessions.IdleSessionMiddleware",  # polls do not renew the session
+    "core.sessions.IdleSessionMiddleware",  # polls do not renew the session
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
@@ -89,11 +90,11 @@ MIDDLEWARE = [
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "csp.middleware.CSPMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
-    "webgpt_site.middleware.PermissionsPolicyMiddleware",
-    "webgpt_site.middleware.NotFoundPageMiddleware",
-    # A view's lost database connection becomes a 503 with Retry-After (webgpt_site/unavailable.py).
-    "webgpt_site.unavailable.DatabaseUnavailableMiddleware",
-    "webgpt_site.ops.middleware.PrometheusAfterMiddleware",
+    "core.middleware.PermissionsPolicyMiddleware",
+    "core.middleware.NotFoundPageMiddleware",
+    # A view's lost database connection becomes a 503 with Retry-After (core/unavailable.py).
+    "core.unavailable.DatabaseUnavailableMiddleware",
+    "core.ops.middleware.PrometheusAfterMiddleware",
     # Last, as django-axes requires: it turns a refused sign-in into the lockout page.
     "axes.middleware.AxesMiddleware",
 ]
@@ -118,7 +119,7 @@ TEMPLATES = [
                 "django.template.context_processors.request",
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
-                "webgpt_site.permissions.roles_context",
+                "core.permissions.roles_context",
             ],
         },
     },
@@ -187,11 +188,11 @@ STORAGES = {
 }
 MEDIA_ROOT = VAR_DIR / "media"
 
-# --- Produced files (webgpt_site/storage.py; docs/deployment.md, "Object storage") ---------------------
+# --- Produced files (core/storage.py; docs/deployment.md, "Object storage") ---------------------
 # The "exports", "models" and "imports" storages: folders here (local: MEDIA_ROOT/exports,
 # MODEL_STORE_DIR/runs, MEDIA_ROOT/corpus-imports) or a private S3-compatible bucket (s3: S3_BUCKET,
 # S3_ENDPOINT_URL, S3_REGION, S3_ACCESS_KEY_ID(_FILE), S3_SECRET_ACCESS_KEY(_FILE), S3_PREFIX,
-# S3_URL_EXPIRE_SECONDS), checked by webgpt_site/storage_config.py.
+# S3_URL_EXPIRE_SECONDS), checked by core/storage_config.py.
 STORAGE_BACKEND = storage_backend()
 STORAGES |= produced_file_storages()
 # With s3: the copies a machine downloads (exports by sha256, model folders) and its files being uploaded.
@@ -220,7 +221,7 @@ SECURE_REFERRER_POLICY = "same-origin"
 SESSION_COOKIE_HTTPONLY = True
 # Idle timeout: a session ends SESSION_IDLE_MINUTES after its last request (each request renews it; an
 # open work page keeps it alive with its heartbeats, sent while the person is active; polls of pages that
-# watch a job do not renew it: webgpt_site/sessions.py).
+# watch a job do not renew it: core/sessions.py).
 SESSION_COOKIE_AGE = env_int("SESSION_IDLE_MINUTES", 8 * 60, minimum=1) * 60
 SESSION_SAVE_EVERY_REQUEST = True
 if not DEBUG:
@@ -248,13 +249,13 @@ TRUSTED_PROXIES = env_int("TRUSTED_PROXIES", 0, minimum=0)
 # or `axes_reset` (everything).
 AXES_FAILURE_LIMIT = env_int("LOGIN_FAILURE_LIMIT", 5, minimum=1)
 LOGIN_FAILURES_PER_ADDRESS = env_int("LOGIN_FAILURES_PER_ADDRESS", 50, minimum=1)
-AXES_HANDLER = "webgpt_site.lockout.LockoutHandler"  # the address's own limit
+AXES_HANDLER = "core.lockout.LockoutHandler"  # the address's own limit
 AXES_COOLOFF_TIME = timedelta(minutes=env_int("LOGIN_LOCKOUT_MINUTES", 15, minimum=1))
-# Each on its own: per user, and per address (in this order: webgpt_site/lockout.py reads them so).
+# Each on its own: per user, and per address (in this order: core/lockout.py reads them so).
 AXES_LOCKOUT_PARAMETERS = ["username", "ip_address"]
-AXES_RESET_ON_SUCCESS = False  # axes would clear the address's count too: webgpt_site/lockout.py
+AXES_RESET_ON_SUCCESS = False  # axes would clear the address's count too: core/lockout.py
 AXES_LOCKOUT_CALLABLE = "webgpt_site.views.locked_out"
-AXES_CLIENT_IP_CALLABLE = "webgpt_site.throttles.client_address"
+AXES_CLIENT_IP_CALLABLE = "core.throttles.client_address"
 AXES_VERBOSE = False
 
 # Throttle counters (and anything else cached) in Redis when CACHE_URL is set, so every web process
@@ -279,8 +280,8 @@ if CELERY_BROKER_URL.partition("://")[0] not in {"redis", "rediss", "filesystem"
     )
 CELERY_BROKER_FOLDER = VAR_DIR / "celery-broker"
 if CELERY_BROKER_URL == "filesystem://":
-    # kombu's filesystem transport, its messages named to keep the order sent (webgpt_site/embedded_broker.py)
-    CELERY_BROKER_TRANSPORT = "webgpt_site.embedded_broker:Transport"
+    # kombu's filesystem transport, its messages named to keep the order sent (core/embedded_broker.py)
+    CELERY_BROKER_TRANSPORT = "core.embedded_broker:Transport"
     CELERY_BROKER_TRANSPORT_OPTIONS = {
         "data_folder_in": str(CELERY_BROKER_FOLDER),
         "data_folder_out": str(CELERY_BROKER_FOLDER),
@@ -298,7 +299,7 @@ CELERY_TASK_DEFAULT_QUEUE = "default"
 CELERY_TASK_IGNORE_RESULT = True  # jobs report through database rows, never through task results
 CELERY_TASK_ACKS_LATE = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
-# Job liveness (webgpt_site/jobs/heartbeat.py, webgpt_site/jobs/sweeper.py): a running job's worker stamps
+# Job liveness (core/jobs/heartbeat.py, core/jobs/sweeper.py): a running job's worker stamps
 # its row every JOB_HEARTBEAT_SECONDS; a row silent for JOB_HEARTBEAT_TIMEOUT is failed by the sweep each
 # worker runs every JOB_SWEEP_SECONDS, which also sends again a job queued for JOB_REQUEUE_AFTER whose queue
 # lost it.
@@ -339,9 +340,9 @@ REST_FRAMEWORK = {
         "rest_framework.authentication.SessionAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
-    # JSON with limits on depth, numbers and NUL (webgpt_site/parsers.py); forms as DRF parses them.
+    # JSON with limits on depth, numbers and NUL (core/parsers.py); forms as DRF parses them.
     "DEFAULT_PARSER_CLASSES": [
-        "webgpt_site.parsers.JSONParser",
+        "core.parsers.JSONParser",
         "rest_framework.parsers.FormParser",
         "rest_framework.parsers.MultiPartParser",
     ],
@@ -354,7 +355,7 @@ REST_FRAMEWORK = {
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     # Per signed-in user on every endpoint (anonymous calls are all 401 before a throttle); over the rate:
     # 429 with Retry-After. Generous by default (a labeler's autosave and heartbeats stay far below).
-    "DEFAULT_THROTTLE_CLASSES": ["webgpt_site.throttles.UserThrottle"],
+    "DEFAULT_THROTTLE_CLASSES": ["core.throttles.UserThrottle"],
     "DEFAULT_THROTTLE_RATES": {"user": env_rate("API_THROTTLE_USER", "1200/minute")},
     "NUM_PROXIES": TRUSTED_PROXIES,  # without it DRF would trust any X-Forwarded-For a client sends
 }

@@ -103,4 +103,4 @@ urlpatterns = [
 ]
 
 # A database outage outside a view is a 503 too; every other error is Django's 500 page.
-handler500 = "webgpt_site.unavailable.server_error"
+handler500 = "core.unavailable.server_error"

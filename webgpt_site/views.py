@@ -7,7 +7,7 @@ from django.shortcuts import redirect, render
 from django.templatetags.static import static
 from django.views.decorators.http import require_GET
 
-from webgpt_site.permissions import landing_url
+from core.permissions import landing_url
 
 
 @login_required

@@ -9,11 +9,11 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
-from webgpt_site.jobs.heartbeat import stale_before
-from webgpt_site.jobs.models import JobStatus
-from webgpt_site.jobs.sweeper import job_models
+from core.jobs.heartbeat import stale_before
+from core.jobs.models import JobStatus
+from core.jobs.sweeper import job_models
+from core.permissions import AnyUser
 from webgpt_site.models import WorkerPing
-from webgpt_site.permissions import AnyUser
 
 PING_TASK = "webgpt_site.ping"  # sent by name: webgpt_site.tasks answers it with ``answer_ping``
 

@@ -28,7 +28,7 @@ from annotation.workforce.signals import (
     signals_for_kind,
 )
 from annotation.workforce.states import State, all_kinds, kind_label
-from webgpt_site.permissions import get_visible_or_404
+from core.permissions import get_visible_or_404
 
 
 class BatchAgreement(APIView):

@@ -15,7 +15,7 @@ from annotation.api.permissions import IsResearcher
 from annotation.api.serializers import ExportCreateInput, ExportSerializer
 from annotation.exports.service import download_response, request_export
 from annotation.models import Export
-from webgpt_site.permissions import get_visible_or_404
+from core.permissions import get_visible_or_404
 
 
 class ExportList(generics.ListAPIView):

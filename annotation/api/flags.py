@@ -22,7 +22,7 @@ from annotation.api.strict import StrictSerializer
 from annotation.feedback import flag_review as review
 from annotation.feedback.scales import COMPARISON_TEMPLATES
 from annotation.models import Assignment, ClaimCheck, FeedbackBatch
-from webgpt_site.permissions import get_visible_or_404
+from core.permissions import get_visible_or_404
 
 PAGE_SIZE = 50
 

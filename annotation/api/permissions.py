@@ -8,7 +8,7 @@ from typing import Any
 from rest_framework.permissions import BasePermission
 from rest_framework.request import Request
 
-from webgpt_site.permissions import Role, has_role
+from core.permissions import Role, has_role
 
 
 class _HasRole(BasePermission):

@@ -13,7 +13,7 @@ from rest_framework.views import APIView
 from annotation.feedback.result_stats import SETTINGS_HELP, SettingsError
 from annotation.feedback.results import JUDGE_VERDICTS_HELP, results_for_query
 from annotation.models import FeedbackBatch
-from webgpt_site.permissions import get_visible_or_404
+from core.permissions import get_visible_or_404
 
 
 class BatchResults(APIView):

@@ -44,7 +44,7 @@ from annotation.models import (
     Template,
 )
 from annotation.questions.formats import FORMATS
-from webgpt_site.inputs import MAX_ID
+from core.inputs import MAX_ID
 
 
 class QuestionSerializer(serializers.ModelSerializer):

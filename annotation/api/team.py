@@ -29,7 +29,7 @@ from annotation.workforce.screening import Candidate
 from annotation.workforce.states import ACTION_STATES, State, StateError, set_state
 from annotation.workforce.team_forms import MAX_REASON
 from annotation.workforce.timesheets import this_week
-from webgpt_site.permissions import get_visible_or_404
+from core.permissions import get_visible_or_404
 
 User = get_user_model()
 

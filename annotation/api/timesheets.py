@@ -21,7 +21,7 @@ from annotation.workforce import sheets
 from annotation.workforce.corrections import MAX_REASON, CorrectionError, correct
 from annotation.workforce.periods import MAX_DAYS, PeriodError, period_from
 from annotation.workforce.timesheets import days
-from webgpt_site.permissions import Role, has_role
+from core.permissions import Role, has_role
 
 
 class CorrectionInput(StrictSerializer):

@@ -28,7 +28,7 @@ from annotation.models import Answer, Episode, FeedbackBatch, Question, Split
 from annotation.questions.formats import QuestionFileError
 from annotation.questions.forms import QuestionFilterForm
 from annotation.questions.service import import_questions
-from webgpt_site.params import id_param
+from core.params import id_param
 
 
 @extend_schema(

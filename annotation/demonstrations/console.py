@@ -15,7 +15,7 @@ from django.views.decorators.http import require_http_methods
 from annotation.demonstrations.batches import GRADE_CUTOFF, create_demonstration_batch
 from annotation.models import DemonstrationBatch, EpisodeStatus, Question, Split
 from browser.sources import LOCAL, check_source, provider_choices
-from webgpt_site.permissions import Role, role_required
+from core.permissions import Role, role_required
 
 
 class DemonstrationBatchForm(forms.Form):

@@ -30,7 +30,7 @@ from annotation.workforce.gate import demonstration_notice
 from annotation.workforce.reviews import review_context
 from browser.services import load_snapshot
 from browser.sources import describe_source
-from webgpt_site.permissions import Role, get_visible_or_404, role_required
+from core.permissions import Role, get_visible_or_404, role_required
 
 
 @require_GET

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from webgpt_site.storage import EXPORTS, get_storage
+from core.storage import EXPORTS, get_storage
 
 
 def export_dir() -> Path:

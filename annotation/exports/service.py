@@ -1,6 +1,6 @@
 """Writing an export: rows streamed from one repeatable-read snapshot into a temporary file on the worker,
 which is published to the ``exports`` storage (a rename into the folder, or an upload to the bucket:
-``webgpt_site/storage.py``) only when complete; the row is done only after that (a crash leaves the row
+``core/storage.py``) only when complete; the row is done only after that (a crash leaves the row
 failed, never a half file marked done)."""
 
 from __future__ import annotations
@@ -22,12 +22,12 @@ from annotation.exports.rows import ROWS
 from annotation.exports.rules import check_file_type
 from annotation.models import Export
 from annotation.models import ExportStatus as Status
-from webgpt_site.jobs.queueing import enqueue
-from webgpt_site.jobs.runner import run_job
+from core.jobs.queueing import enqueue
+from core.jobs.runner import run_job
+from core.progress import Every
+from core.storage import EXPORTS, get_storage
+from core.storage_cache import file_sha256
 from webgpt_site.models import log_action
-from webgpt_site.progress import Every
-from webgpt_site.storage import EXPORTS, get_storage
-from webgpt_site.storage_cache import file_sha256
 
 
 def export_path(export: Export) -> Path:
@@ -164,7 +164,7 @@ def export_now(user: Any, export_format: str, filters: dict[str, Any], file_type
 
 
 def run_export_job(export_id: int) -> Export:
-    """The worker's job: write a temporary file, then publish it with its hash (webgpt_site.jobs.runner:
+    """The worker's job: write a temporary file, then publish it with its hash (core.jobs.runner:
     a failure is on the row and the temporary file is discarded)."""
     return run_job(Export, export_id, _execute)
 

@@ -25,8 +25,8 @@ from annotation.exports.service import download_response, request_export
 from annotation.feedback.run_source import sampling_runs
 from annotation.feedback.scales import TEMPLATES
 from annotation.models import Export, ExportFormat, FeedbackBatch, Split
-from webgpt_site.inputs import parse_id
-from webgpt_site.permissions import Role, get_visible_or_404, role_required
+from core.inputs import parse_id
+from core.permissions import Role, get_visible_or_404, role_required
 
 
 class ExportForm(forms.Form):

@@ -13,9 +13,9 @@ from annotation.models import Answer, Episode, EpisodeKind, EpisodeStatus, Quest
 from annotation.questions.formats import MAX_QUESTION_CHARS, QuestionFileError, json_object, read_lines
 from annotation.questions.splits import question_key
 from browser.engine.text import domain_of
-from webgpt_site.inputs import is_web_url, parse_id
+from core.inputs import is_web_url, parse_id
+from core.permissions import AnyUser
 from webgpt_site.models import log_action
-from webgpt_site.permissions import AnyUser
 
 CHUNK_ROWS = 1000  # rows parsed, matched to their questions and written at a time
 # Per field, as for questions (the file's 50 MiB cap alone let one answer be a megabyte that every task page

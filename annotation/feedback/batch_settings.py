@@ -9,7 +9,7 @@ from typing import Any
 
 from annotation.feedback.scales import DEFAULT_RANKING_PRESET, default_always_required
 from annotation.models import FeedbackBatch
-from webgpt_site.permissions import AnyUser
+from core.permissions import AnyUser
 
 
 def model_default(name: str) -> Any:

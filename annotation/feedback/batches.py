@@ -21,9 +21,9 @@ from annotation.feedback.scales import (
 )
 from annotation.feedback.step_batches import check_step_source, create_step_batch
 from annotation.models import Answer, Episode, EpisodeStatus, FeedbackBatch, FeedbackItem, Template
-from webgpt_site.inputs import parse_id
+from core.inputs import parse_id
+from core.permissions import AnyUser
 from webgpt_site.models import log_action
-from webgpt_site.permissions import AnyUser
 
 GROUP_SIZES = {
     Template.WEBGPT_COMPARISON: (2, 2),

@@ -10,8 +10,8 @@ from django.db import transaction
 
 from annotation.feedback.batches import PRIORITY, count_of, set_active, set_priority
 from annotation.models import FeedbackBatch
-from webgpt_site.params import ModelIdsField
-from webgpt_site.permissions import AnyUser
+from core.params import ModelIdsField
+from core.permissions import AnyUser
 
 ACTIONS = {"pause": "Pause", "start": "Start", "priority": "Set priority"}
 PRIORITY_HELP = (

@@ -39,9 +39,9 @@ from annotation.feedback.scales import RANKING_PRESET_CHOICES, RATING_PRESET_CHO
 from annotation.feedback.stats import batch_progress, labeler_stats, late_submissions, overlap_summary
 from annotation.models import DemonstrationBatch, FeedbackBatch
 from annotation.questions.formats import QuestionFileError
-from webgpt_site.inputs import parse_id
-from webgpt_site.jobs.models import FINISHED
-from webgpt_site.permissions import Role, get_visible_or_404, role_required
+from core.inputs import parse_id
+from core.jobs.models import FINISHED
+from core.permissions import Role, get_visible_or_404, role_required
 
 RUNS_OFFERED = 100  # the newest finished runs in the select (and any the link names)
 SKIPPED_SHOWN = 200  # skipped questions listed on a batch's page; the count says how many in all

@@ -8,7 +8,7 @@ from django.http import QueryDict
 
 from annotation.feedback.scales import QUESTION_FLAGS, codes, dimensions_for, rating_fields
 from annotation.feedback.step_presenter import step_response_from_post
-from webgpt_site.inputs import JSONInputError, loads
+from core.inputs import JSONInputError, loads
 
 
 def response_from_post(

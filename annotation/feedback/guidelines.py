@@ -18,7 +18,7 @@ from django.views.decorators.http import require_GET
 from annotation.feedback import scales
 from annotation.feedback.guideline_examples import EXAMPLES, GLACIER, Example
 from annotation.feedback.steps import STEP_RATINGS, STEP_REASONS
-from webgpt_site.permissions import Role, any_role_required
+from core.permissions import Role, any_role_required
 
 # What each choice means, by code. A code of scales.py without an entry here fails the page (KeyError),
 # so a new dimension or level cannot reach labelers undefined.

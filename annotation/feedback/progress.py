@@ -21,7 +21,7 @@ from annotation.feedback.assignment import (
 )
 from annotation.models import Assignment, FeedbackBatch, FeedbackItem, Preset, Template
 from annotation.workforce.gate import open_batch_kinds
-from webgpt_site.permissions import AnyUser
+from core.permissions import AnyUser
 
 
 def start_of_today(now: datetime) -> datetime:

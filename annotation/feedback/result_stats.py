@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 
 from annotation.feedback.scales import COMPARISON_SCALE, codes, preference_value
-from webgpt_site.inputs import parse_id
+from core.inputs import parse_id
 
 CONFIDENCE = 0.95
 DEFAULT_SEED = 0

@@ -62,7 +62,7 @@ from annotation.feedback.step_results import step_figures, step_preference_figur
 from annotation.judging.report import judge_sections
 from annotation.models import Answer, Assignment, FeedbackBatch, Template
 from annotation.workforce.excluded import kept_judgements
-from webgpt_site.inputs import parse_id
+from core.inputs import parse_id
 
 _MAX_LABEL = 200
 

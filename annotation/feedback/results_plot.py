@@ -1,8 +1,8 @@
-"""The charts of a batch's results page as inline SVG, drawn on the server like webgpt_site.plot's (its
-palette, line chart and text lines; why by hand and not by a plotting library: webgpt_site.plot's
+"""The charts of a batch's results page as inline SVG, drawn on the server like core.plot's (its
+palette, line chart and text lines; why by hand and not by a plotting library: core.plot's
 docstring): attributes only, no script and no style attribute (the CSP forbids both), every label escaped
 by ``format_html``. Preferences and rates are on their whole 0 to 1 range; text is measured
-(``webgpt_site.charts``) so that it fits, wrapped or shortened, never cut by the chart's edge. Each chart
+(``core.charts``) so that it fits, wrapped or shortened, never cut by the chart's edge. Each chart
 carries its numbers as text too, and the page has them in tables."""
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ from typing import Any
 from django.utils.html import format_html, format_html_join
 from django.utils.safestring import SafeString
 
-from webgpt_site.charts import LINE, UNIT, Axis, shorten, text_width, value_axis, wrap
-from webgpt_site.plot import DASHED, PALETTE, Series, line_chart, text_lines
+from core.charts import LINE, UNIT, Axis, shorten, text_width, value_axis, wrap
+from core.plot import DASHED, PALETTE, Series, line_chart, text_lines
 
 WIDTH, TOP, ROW, PAD, GAP = 800, 10, 26, 8, 8  # GAP: between the plot and the text beside it
 MIN_PLOT = 300  # px at least for the 0 to 1 axis; the dimension labels give way (shortened) before it

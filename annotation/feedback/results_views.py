@@ -23,7 +23,7 @@ from annotation.feedback.result_stats import (
 from annotation.feedback.results import preference_label, results_for_query
 from annotation.feedback.results_plot import preference_chart, selective_chart
 from annotation.models import FeedbackBatch
-from webgpt_site.permissions import Role, get_visible_or_404, role_required
+from core.permissions import Role, get_visible_or_404, role_required
 
 NO_JUDGEMENTS = "no judgements"
 # A spreadsheet runs a cell that starts with one of these as a formula (labels and usernames are typed

@@ -64,7 +64,7 @@ from annotation.feedback.validation_comparison import (
     text,
     validate_comparison,
 )
-from webgpt_site.inputs import json_depth, nul_path, path_of
+from core.inputs import json_depth, nul_path, path_of
 
 __all__ = [
     "OVERALL_CONTRADICTS",

@@ -23,7 +23,7 @@ from annotation.workforce import activity, gate
 from browser.engine.page import BLANK_PAGE
 from browser.models import PageSnapshot
 from browser.services import load_snapshot
-from webgpt_site.permissions import Role, any_role_required, get_visible_or_404, role_required
+from core.permissions import Role, any_role_required, get_visible_or_404, role_required
 
 TEMPLATE_PAGES = {
     "webgpt_comparison": "tasks/webgpt_comparison.html",

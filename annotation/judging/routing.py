@@ -27,7 +27,7 @@ from django.db.models import QuerySet
 
 from annotation.judging.verdicts import Verdict, run_verdicts
 from annotation.models import Assignment, AssignmentStatus, FeedbackItem, JudgeRun, RoutePath, Routing
-from webgpt_site.jobs.models import JobStatus
+from core.jobs.models import JobStatus
 from webgpt_site.models import log_action
 
 HOLDING = (JobStatus.QUEUED, JobStatus.RUNNING)

@@ -18,7 +18,7 @@ class Migration(migrations.Migration):
         migrations.AddField(
             model_name='export',
             name='estimated_end_at',
-            field=models.DateTimeField(blank=True, help_text='While it runs: when its worker expects it to end (webgpt_site.progress)', null=True),
+            field=models.DateTimeField(blank=True, help_text='While it runs: when its worker expects it to end (core.progress)', null=True),
         ),
         migrations.AddField(
             model_name='export',
@@ -28,7 +28,7 @@ class Migration(migrations.Migration):
         migrations.AlterField(
             model_name='export',
             name='heartbeat_at',
-            field=models.DateTimeField(blank=True, help_text='Stamped by the running worker (webgpt_site.jobs.heartbeat)', null=True),
+            field=models.DateTimeField(blank=True, help_text='Stamped by the running worker (core.jobs.heartbeat)', null=True),
         ),
         migrations.AlterField(
             model_name='export',

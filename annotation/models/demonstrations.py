@@ -10,7 +10,7 @@ from django.db import models
 from django.db.models import Q
 
 from annotation.models.questions import Question
-from webgpt_site.permissions import AnyUser, Role, has_role
+from core.permissions import AnyUser, Role, has_role
 
 
 class DemonstrationBatch(models.Model):

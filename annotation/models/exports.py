@@ -5,7 +5,7 @@ from __future__ import annotations
 from django.db import models
 
 from annotation.exports.files import discard_partial_files
-from webgpt_site.jobs.models import JobRow, JobStatus
+from core.jobs.models import JobRow, JobStatus
 
 
 class ExportFormat(models.TextChoices):

@@ -12,7 +12,7 @@ from django.db import models
 from annotation.feedback.scales import TEMPLATES
 from annotation.models.demonstrations import Episode
 from annotation.models.questions import Question
-from webgpt_site.permissions import AnyUser, ResearchTeamQuerySet, Role, has_role
+from core.permissions import AnyUser, ResearchTeamQuerySet, Role, has_role
 
 
 class SourceKind(models.TextChoices):

@@ -12,7 +12,7 @@ from __future__ import annotations
 from django.db import models
 
 from annotation.models.feedback import Assignment, FeedbackBatch, FeedbackItem
-from webgpt_site.jobs.models import JobRow
+from core.jobs.models import JobRow
 
 
 class JudgeKind(models.TextChoices):

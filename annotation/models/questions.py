@@ -6,7 +6,7 @@ from django.conf import settings
 from django.db import models
 from django.db.models import Q
 
-from webgpt_site.permissions import ResearchTeamQuerySet
+from core.permissions import ResearchTeamQuerySet
 
 
 class Split(models.TextChoices):

@@ -14,7 +14,7 @@ from django.db.models import Case, CharField, F, Value, When
 from django.db.models.functions import Concat
 
 from annotation.models.demonstrations import Episode
-from webgpt_site.permissions import ResearchTeamQuerySet
+from core.permissions import ResearchTeamQuerySet
 
 DEMONSTRATION = "demonstration"
 RATING_PREFIX = "rating:"

@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, BinaryIO
 
-from webgpt_site.inputs import JSONInputError, has_nul, loads
+from core.inputs import JSONInputError, has_nul, loads
 
 __all__ = ["FORMATS", "ParsedQuestion", "QuestionFileError", "decode", "detect_format", "has_nul", "parse"]
 
@@ -143,7 +143,7 @@ def _numbered(text: str) -> Lines:
 
 def json_object(line: str, line_number: int) -> dict[str, Any]:
     """One JSON Lines row as an object. Nesting, numbers and NUL are held to the API's limits
-    (``webgpt_site.inputs``): what PostgreSQL cannot store is refused here, with the line."""
+    (``core.inputs``): what PostgreSQL cannot store is refused here, with the line."""
     try:
         row = loads(line)
     except JSONInputError as exc:

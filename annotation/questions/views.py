@@ -13,7 +13,7 @@ from annotation.models import Question, QuestionImport
 from annotation.questions.formats import QuestionFileError
 from annotation.questions.forms import QuestionFilterForm, QuestionImportForm
 from annotation.questions.service import import_questions
-from webgpt_site.permissions import Role, get_visible_or_404, role_required
+from core.permissions import Role, get_visible_or_404, role_required
 
 PAGE_SIZE = 50
 

@@ -6,7 +6,7 @@ from typing import Any
 
 from django import template
 
-from webgpt_site.inputs import is_web_url
+from core.inputs import is_web_url
 
 register = template.Library()
 

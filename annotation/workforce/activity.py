@@ -17,7 +17,7 @@ from django.utils import timezone
 
 from annotation.feedback.assignment import IDLE_LIMIT
 from annotation.models import ActiveKind, ActiveSpan
-from webgpt_site.permissions import AnyUser
+from core.permissions import AnyUser
 
 SALT = "annotation.activity.page_view"
 MAX_AGE = timedelta(days=1)  # a page open longer counts again once reloaded

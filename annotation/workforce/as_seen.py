@@ -32,7 +32,7 @@ from annotation.workforce.gate import refusal
 from annotation.workforce.gold import GoldCheck
 from annotation.workforce.judgements import FIELDS, FIRST_BAD, FLAGS, PREFERENCE
 from annotation.workforce.states import kind_label
-from webgpt_site.permissions import AnyUser
+from core.permissions import AnyUser
 
 QUOTE_KEYS = ("title", "domain", "extract")
 

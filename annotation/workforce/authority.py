@@ -17,7 +17,7 @@ from collections.abc import Iterable
 
 from django.core.exceptions import PermissionDenied
 
-from webgpt_site.permissions import AnyUser, Role, user_roles
+from core.permissions import AnyUser, Role, user_roles
 
 # The roles a researcher who is not a superuser may grant and remove.
 RESEARCHER_GRANTS = frozenset({Role.LABELER, Role.DEMONSTRATOR})

@@ -19,7 +19,7 @@ from annotation.feedback.demo_answers import QUALITIES, load_demo_answers
 from annotation.models import Assignment, FeedbackBatch, FeedbackItem, Qualification, Template, work_kind
 from annotation.workforce.references import start_reference
 from annotation.workforce.states import State, qualify_for_role, state_of
-from webgpt_site.permissions import Role, has_role
+from core.permissions import Role, has_role
 
 SCREENING_NAME = f"{PREFIX}: screening test (WebGPT comparison)"
 GOLD_BATCH = demo_batch_name(Template.MINIMAL_COMPARISON)  # the production batch that carries gold items

@@ -25,7 +25,7 @@ from annotation.models import (
 )
 from annotation.models.workforce import work_kind_expression
 from annotation.workforce.states import State, kind_label, states_of
-from webgpt_site.permissions import AnyUser
+from core.permissions import AnyUser
 
 
 def takeable_batches() -> QuerySet[FeedbackBatch]:

@@ -13,7 +13,7 @@ from annotation.feedback.agreement import wilson_interval
 from annotation.models import Assignment, AssignmentStatus, FlagDecision, work_kind
 from annotation.workforce.judgements import FLAGS, canonical, compare, main_measure
 from annotation.workforce.states import State, set_state, state_of
-from webgpt_site.permissions import AnyUser
+from core.permissions import AnyUser
 
 
 def gold_score(template: str, mine: dict, reference: dict) -> float | None:

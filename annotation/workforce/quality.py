@@ -30,7 +30,7 @@ from annotation.workforce.gold import Accuracy, gold_checks, share
 from annotation.workforce.judgements import FLAGS, MEASURE_LABELS, canonical, compare, main_measure
 from annotation.workforce.references import referenced_items
 from annotation.workforce.states import State, kind_label, kinds_for
-from webgpt_site.permissions import AnyUser, Role, has_role
+from core.permissions import AnyUser, Role, has_role
 
 # The states whose recorded reason the person reads: why they cannot work now.
 EXPLAINED = (State.PAUSED, State.REVOKED)

@@ -1,5 +1,5 @@
 """The "My quality" page's chart of one kind of work: gold accuracy and agreement with the other labelers
-per ISO week, each week's figure with its 95% interval, on the whole 0 to 1 axis (``webgpt_site.plot``). The
+per ISO week, each week's figure with its 95% interval, on the whole 0 to 1 axis (``core.plot``). The
 page's table keeps the numbers; the chart shows the trend."""
 
 from __future__ import annotations
@@ -9,8 +9,8 @@ import math
 from django.utils.safestring import SafeString
 
 from annotation.workforce.quality import KindQuality, Week
-from webgpt_site.charts import UNIT
-from webgpt_site.plot import DASHED, Series, interval_chart
+from core.charts import UNIT
+from core.plot import DASHED, Series, interval_chart
 
 MAX_TICKS = 10  # week labels under the axis; more weeks are labelled every second, third... week
 

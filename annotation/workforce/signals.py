@@ -55,7 +55,7 @@ from annotation.feedback.scales import (
 from annotation.models import Assignment, AssignmentStatus, FeedbackBatch, FlagDecision
 from annotation.models.workforce import RATING_PREFIX
 from annotation.workforce.excluded import without_excluded_work
-from webgpt_site.permissions import AnyUser
+from core.permissions import AnyUser
 
 Side = Literal["above", "below", "either"]
 FAST_SHARE_OF_MEDIAN = 1 / 3

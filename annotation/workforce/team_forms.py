@@ -13,7 +13,7 @@ from annotation.workforce.authority import may_grant
 from annotation.workforce.invitations import DEFAULT_DAYS, MAX_DAYS, MIN_DAYS
 from annotation.workforce.states import ACTION_STATES, all_kinds, kind_label
 from annotation.workforce.team import WORKER_ROLES
-from webgpt_site.permissions import AnyUser, Role
+from core.permissions import AnyUser, Role
 
 User = get_user_model()
 MAX_REASON = 2000

@@ -27,7 +27,7 @@ from annotation.workforce.corrections import (
 from annotation.workforce.periods import FIRST_DAY, MAX_DAYS, Period, PeriodError, period_from, week_of
 from annotation.workforce.sheets import PersonSheet, hours_minutes, sheet, write_csv
 from annotation.workforce.timesheets import Day
-from webgpt_site.permissions import Role, role_required
+from core.permissions import Role, role_required
 
 
 def workers() -> list[str]:

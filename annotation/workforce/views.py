@@ -20,7 +20,7 @@ from annotation.workforce.states import (
     all_kinds,
     kind_label,
 )
-from webgpt_site.permissions import Role, role_required
+from core.permissions import Role, role_required
 
 
 def _screening_tests() -> dict[str, list]:

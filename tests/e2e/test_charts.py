@@ -9,7 +9,7 @@ import pytest
 from playwright.sync_api import Browser
 
 from annotation.feedback.results_plot import preference_chart, selective_chart
-from webgpt_site.plot import line_chart, timeline_series
+from core.plot import line_chart, timeline_series
 
 pytestmark = pytest.mark.e2e
 

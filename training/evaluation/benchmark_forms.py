@@ -10,11 +10,11 @@ from typing import Any
 from django import forms
 from django.conf import settings
 
+from core.permissions import AnyUser
 from training.evaluation.benchmark_runs import DEFAULT_LIMIT, BenchmarkRequest
 from training.job_forms import checkpoint_label
 from training.models import Benchmark, ModelCheckpoint, RunKind
 from training.sampling.forms import SamplingForm
-from webgpt_site.permissions import AnyUser
 
 QUESTION_FIELDS = ("batch", "split", "dataset", "limit", "at_states", "step_model", "guide_k")
 

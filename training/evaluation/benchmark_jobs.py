@@ -9,7 +9,7 @@
    reward model calibrated on the questions' reference answers (``truthfulqa_reward``).
 
 Its own row holds the stage reached, the log and the scores; whatever happens it ends done, cancelled
-(a cancel of it, or of its sampling run) or failed with the reason (webgpt_site.jobs.runner)."""
+(a cancel of it, or of its sampling run) or failed with the reason (core.jobs.runner)."""
 
 from __future__ import annotations
 
@@ -20,6 +20,8 @@ from typing import Any
 from annotation.feedback.batch_settings import BatchError, BatchSettings
 from annotation.feedback.batches import create_batch_from_source, set_active
 from annotation.models import JudgeRun
+from core.jobs.models import Cancelled, JobError, JobRow
+from core.jobs.runner import run_job
 from training.checkpoints import local_folder
 from training.errors import RunError
 from training.evaluation.benchmark_scores import chosen_answers, triviaqa_results, truthfulqa_results
@@ -30,8 +32,6 @@ from training.models import Benchmark, BenchmarkRun, ModelCheckpoint, Sample, Sa
 from training.models import RunStatus as Status
 from training.sampling.jobs import run_sampling_job
 from training.sampling.types import BackendError
-from webgpt_site.jobs.models import Cancelled, JobError, JobRow
-from webgpt_site.jobs.runner import run_job
 
 WAIT_SECONDS = 2.0  # between two looks at a row another worker is running
 

@@ -15,12 +15,12 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from django.views.decorators.vary import vary_on_headers
 
 from annotation.models import Question
+from core.permissions import Role, get_visible_or_404, role_required
 from training.evaluation.benchmark_forms import BenchmarkForm
 from training.evaluation.benchmark_runs import cancel_benchmark, request_benchmark
 from training.evaluation.benchmark_scores import TRUTHFULQA_RATES, results_of
 from training.job_views import PAGE_SIZE, announce_request, cancel_unless_finished
 from training.models import Benchmark, BenchmarkRun, Sample
-from webgpt_site.permissions import Role, get_visible_or_404, role_required
 
 TRIVIAQA_MEASURES = (("exact_match", "Exact match"), ("f1", "F1"), ("contains", "Names an alias"))
 

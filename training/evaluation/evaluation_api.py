@@ -18,6 +18,8 @@ from rest_framework.views import APIView
 
 from annotation.api.permissions import IsResearcher
 from annotation.api.strict import StrictSerializer
+from core.inputs import MAX_ID
+from core.permissions import get_visible_or_404
 from training.errors import RunError
 from training.evaluation.benchmark_runs import (
     DEFAULT_LIMIT,
@@ -32,8 +34,6 @@ from training.job_api import cancel_job, visible_checkpoint
 from training.models import Benchmark, BenchmarkRun, Experiment, RunStatus
 from training.sampling.api import SamplingRunInput, refusal_by_field
 from training.sampling.runs import SamplingRequest
-from webgpt_site.inputs import MAX_ID
-from webgpt_site.permissions import get_visible_or_404
 
 LISTED = (
     "id", "benchmark", "sampling_run", "batch", "judge_run", "judge", "status", "cancel_requested",

@@ -18,6 +18,8 @@ from django.shortcuts import redirect, render
 from django.template.loader import render_to_string
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
+from core.permissions import Role, get_visible_or_404, role_required
+from core.plot import Series, interval_chart
 from training.errors import RunError
 from training.evaluation.demo_report import make_demo_report
 from training.evaluation.experiment_service import create_experiment
@@ -31,8 +33,6 @@ from training.evaluation.experiments import (
 from training.job_forms import JobRequestForm
 from training.job_views import PAGE_SIZE
 from training.models import Experiment
-from webgpt_site.permissions import Role, get_visible_or_404, role_required
-from webgpt_site.plot import Series, interval_chart
 
 FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")  # a spreadsheet would run such a text cell
 SHARES = ("Preferred", "TriviaQA", "TruthfulQA")  # figures that are shares of questions: drawn 0 to 1

@@ -13,6 +13,7 @@ from rest_framework.views import APIView
 
 from annotation.api.permissions import IsResearcher
 from annotation.api.strict import StrictSerializer
+from core.inputs import MAX_ID
 from training.errors import RunError
 from training.evaluation.proxy import DEFAULT_RESAMPLES
 from training.evaluation.proxy_jobs import (
@@ -24,7 +25,6 @@ from training.evaluation.proxy_jobs import (
 )
 from training.job_api import cancel_job, visible_checkpoint
 from training.models import ProxyEvaluation, RunStatus, SamplingRun
-from webgpt_site.inputs import MAX_ID
 
 LISTED = (
     "id", "reward_model", "reward_model_name", "sampling_runs", "settings", "status", "cancel_requested",

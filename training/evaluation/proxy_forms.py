@@ -10,13 +10,13 @@ from typing import Any
 from django import forms
 from django.http import QueryDict
 
+from core.inputs import parse_id
+from core.params import ModelIdsField
+from core.permissions import AnyUser
 from training.evaluation.proxy import DEFAULT_RESAMPLES
 from training.evaluation.proxy_jobs import BOUNDS, MAX_RUNS, ProxyRequest
 from training.job_forms import JobRequestForm, checkpoint_label
 from training.models import ModelCheckpoint, RunKind, SamplingRun
-from webgpt_site.inputs import parse_id
-from webgpt_site.params import ModelIdsField
-from webgpt_site.permissions import AnyUser
 
 
 def run_label(run: SamplingRun) -> str:

@@ -19,16 +19,16 @@ from django.db.models import QuerySet
 
 from annotation.models import Question
 from browser.engine.page import Quote
+from core.jobs.models import Cancelled
+from core.jobs.queueing import enqueue
+from core.jobs.runner import run_job
+from core.progress import Every, estimated_end
 from training.checkpoints import local_folder
 from training.errors import RunError
 from training.evaluation.proxy import DEFAULT_RESAMPLES, ScoredSample, curve_rows, run_curve
 from training.models import ModelCheckpoint, ProxyEvaluation, RunKind, Sample, SamplingRun
 from training.models import RunStatus as Status
-from webgpt_site.jobs.models import Cancelled
-from webgpt_site.jobs.queueing import enqueue
-from webgpt_site.jobs.runner import run_job
 from webgpt_site.models import log_action
-from webgpt_site.progress import Every, estimated_end
 
 MAX_RUNS = 8  # curves on one chart that can still be told apart (the palette has eight colours)
 BOUNDS = {"seed": (0, 2**31 - 1), "resamples": (100, 10_000)}
@@ -144,7 +144,7 @@ class StoredAnswer:
 
 
 def run_proxy_evaluation_job(evaluation_id: int) -> ProxyEvaluation:
-    """The worker's job (webgpt_site.jobs.runner: whatever happens, the row ends done, cancelled or failed
+    """The worker's job (core.jobs.runner: whatever happens, the row ends done, cancelled or failed
     with the reason; a deleted model or folder fails it without a traceback in the log)."""
 
     def execute(evaluation: ProxyEvaluation) -> ProxyEvaluation:

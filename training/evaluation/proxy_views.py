@@ -21,14 +21,14 @@ from django.utils.safestring import SafeString
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 from django.views.decorators.vary import vary_on_headers
 
+from core.charts import UNIT
+from core.permissions import Role, get_visible_or_404, role_required
+from core.plot import DOTTED, Series, interval_chart
 from training.evaluation.proxy_forms import ProxyEvaluationForm
 from training.evaluation.proxy_jobs import cancel_proxy_evaluation, request_proxy_evaluation
 from training.evaluation.reward_gap import reward_gaps
 from training.job_views import PAGE_SIZE, announce_request, cancel_unless_finished
 from training.models import ProxyEvaluation, RunStatus, SamplingRun
-from webgpt_site.charts import UNIT
-from webgpt_site.permissions import Role, get_visible_or_404, role_required
-from webgpt_site.plot import DOTTED, Series, interval_chart
 
 CSV_COLUMNS = (
     "evaluation",

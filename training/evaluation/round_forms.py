@@ -7,9 +7,9 @@ from typing import Any
 
 from django import forms
 
+from core.params import ModelIdsField
 from training.evaluation.rounds import MAX_NAME, MAX_NOTES
 from training.models import Round, SamplingRun
-from webgpt_site.params import ModelIdsField
 
 
 class TitledSelectMultiple(forms.SelectMultiple):

@@ -17,6 +17,8 @@ from django.views.decorators.vary import vary_on_headers
 
 from annotation.feedback.results import headline
 from annotation.feedback.results_views import FIGURE, Column, Table, write_csv
+from core.inputs import parse_id
+from core.permissions import Role, get_visible_or_404, role_required
 from training.evaluation.round_data import request_retrain_export, retrain_data, retrain_options
 from training.evaluation.round_forms import AddRunsForm, RetrainForm, RoundForm
 from training.evaluation.rounds import (
@@ -33,8 +35,6 @@ from training.evaluation.rounds import (
 from training.job_views import key_metrics
 from training.models import Round
 from training.runs.config import RMConfig
-from webgpt_site.inputs import parse_id
-from webgpt_site.permissions import Role, get_visible_or_404, role_required
 
 
 def batch_rows(contents: RoundContents) -> list[dict[str, Any]]:

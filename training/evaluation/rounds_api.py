@@ -15,6 +15,7 @@ from rest_framework.response import Response
 from annotation.api.permissions import IsResearcher
 from annotation.api.strict import StrictSerializer
 from annotation.feedback.results import headline
+from core.inputs import MAX_ID
 from training.evaluation.rounds import (
     MAX_NAME,
     MAX_NOTES,
@@ -25,7 +26,6 @@ from training.evaluation.rounds import (
     round_contents,
 )
 from training.models import Round
-from webgpt_site.inputs import MAX_ID
 
 
 class RoundSerializer(serializers.ModelSerializer):

@@ -18,11 +18,11 @@ from annotation.api.permissions import IsResearcher
 from annotation.api.strict import StrictSerializer
 from annotation.models import FeedbackBatch
 from annotation.models.judging import JudgeRun, ModelJudgement
+from core.inputs import MAX_ID
+from core.permissions import get_visible_or_404
 from training.errors import RunError
 from training.job_api import cancel_job, visible_checkpoint
 from training.judging.runs import SETTABLE, JudgeRequest, cancel_judge_run, request_judge_run
-from webgpt_site.inputs import MAX_ID
-from webgpt_site.permissions import get_visible_or_404
 
 
 class JudgeRunSerializer(serializers.ModelSerializer):

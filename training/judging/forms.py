@@ -10,6 +10,7 @@ from django import forms
 from django.conf import settings
 
 from annotation.models import FeedbackBatch
+from core.permissions import AnyUser
 from training.job_forms import JobRequestForm, checkpoint_label
 from training.judging.runs import (
     BOUNDS,
@@ -19,7 +20,6 @@ from training.judging.runs import (
     JudgeRequest,
 )
 from training.models import ModelCheckpoint, RunKind
-from webgpt_site.permissions import AnyUser
 
 REWARD_MODEL, ENDPOINT = "rm", "endpoint"
 

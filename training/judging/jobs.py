@@ -2,7 +2,7 @@
 asked in both orders (the order drawn from the run's seed and the item, then its reverse), stored as two
 ``ModelJudgement`` rows per item in one transaction; then, where asked, the claim checks of the batch's
 submitted WebGPT comparisons. Progress (items done of the total, an estimate of the time left), the
-cancel flag and the log go through the run's row (webgpt_site.jobs.runner: whatever happens the row ends
+cancel flag and the log go through the run's row (core.jobs.runner: whatever happens the row ends
 done, cancelled or failed with the reason).
 
 Resume-safe: what is stored is whole (an item's two judgements commit together, each claim check on its
@@ -25,6 +25,8 @@ from annotation.judging.routing import route_batch, routing_counts
 from annotation.judging.verdicts import run_verdicts, verdict_counts
 from annotation.models import Answer, Assignment, AssignmentStatus, FeedbackItem
 from annotation.models.judging import ClaimCheck, ClaimSupport, JudgeKind, JudgeRun, ModelJudgement
+from core.jobs.runner import run_job
+from core.progress import Every, estimated_end
 from training.checkpoints import local_folder
 from training.judging.claims import (
     CLAIM_CHECK_V1,
@@ -41,8 +43,6 @@ from training.models import RunStatus as Status
 from training.sampling.endpoint import EndpointBackend
 from training.sampling.endpoints import backend_from
 from training.sampling.types import BackendError, CompletionRequest, JsonSchema
-from webgpt_site.jobs.runner import run_job
-from webgpt_site.progress import Every, estimated_end
 
 CHUNK_ITEMS = 4  # items judged between two progress writes and cancel checks (8 requests in flight)
 CLAIM_CHUNK = 8

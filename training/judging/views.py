@@ -18,12 +18,12 @@ from django.views.decorators.vary import vary_on_headers
 from annotation.feedback.scales import COMPARISON_SCALE, COMPARISON_TEMPLATES, dimensions_for, rating_fields
 from annotation.models import Answer, FeedbackBatch
 from annotation.models.judging import JudgeKind, JudgeRun, ModelJudgement
+from core.permissions import Role, get_visible_or_404, role_required
 from training.job_views import announce_request, cancel_unless_finished, shown
 from training.judging.forms import JudgeForm
 from training.judging.prompts import messages_for, shown_item, slot_names
 from training.judging.reward import flat_reward_warning
 from training.judging.runs import DEFAULTS, cancel_judge_run, request_judge_run
-from webgpt_site.permissions import Role, get_visible_or_404, role_required
 
 ITEMS_PER_PAGE = 25
 

@@ -13,7 +13,7 @@ class Migration(migrations.Migration):
         migrations.AddField(
             model_name='proxyevaluation',
             name='estimated_end_at',
-            field=models.DateTimeField(blank=True, help_text='While it runs: when its worker expects it to end (webgpt_site.progress)', null=True),
+            field=models.DateTimeField(blank=True, help_text='While it runs: when its worker expects it to end (core.progress)', null=True),
         ),
         migrations.AddField(
             model_name='samplingrun',
@@ -28,12 +28,12 @@ class Migration(migrations.Migration):
         migrations.AddField(
             model_name='samplingrun',
             name='estimated_end_at',
-            field=models.DateTimeField(blank=True, help_text='While it runs: when its worker expects it to end (webgpt_site.progress)', null=True),
+            field=models.DateTimeField(blank=True, help_text='While it runs: when its worker expects it to end (core.progress)', null=True),
         ),
         migrations.AddField(
             model_name='trainingrun',
             name='estimated_end_at',
-            field=models.DateTimeField(blank=True, help_text='While it runs: when its worker expects it to end (webgpt_site.progress)', null=True),
+            field=models.DateTimeField(blank=True, help_text='While it runs: when its worker expects it to end (core.progress)', null=True),
         ),
         migrations.AlterField(
             model_name='samplingrun',

@@ -13,12 +13,12 @@ class Migration(migrations.Migration):
         migrations.AlterField(
             model_name='proxyevaluation',
             name='heartbeat_at',
-            field=models.DateTimeField(blank=True, help_text='Stamped by the running worker (webgpt_site.jobs.heartbeat)', null=True),
+            field=models.DateTimeField(blank=True, help_text='Stamped by the running worker (core.jobs.heartbeat)', null=True),
         ),
         migrations.AlterField(
             model_name='samplingrun',
             name='heartbeat_at',
-            field=models.DateTimeField(blank=True, help_text='Stamped by the running worker (webgpt_site.jobs.heartbeat)', null=True),
+            field=models.DateTimeField(blank=True, help_text='Stamped by the running worker (core.jobs.heartbeat)', null=True),
         ),
         migrations.AlterField(
             model_name='trainingrun',
@@ -28,6 +28,6 @@ class Migration(migrations.Migration):
         migrations.AlterField(
             model_name='trainingrun',
             name='heartbeat_at',
-            field=models.DateTimeField(blank=True, help_text='Stamped by the running worker (webgpt_site.jobs.heartbeat)', null=True),
+            field=models.DateTimeField(blank=True, help_text='Stamped by the running worker (core.jobs.heartbeat)', null=True),
         ),
     ]

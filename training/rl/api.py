@@ -16,6 +16,8 @@ from rest_framework.response import Response
 
 from annotation.api.strict import StrictSerializer
 from annotation.models import DemonstrationBatch
+from core.inputs import MAX_ID
+from core.permissions import get_visible_or_404
 from training.errors import RunError
 from training.job_api import visible_checkpoint
 from training.models import RLEpisode, TrainingRun
@@ -24,8 +26,6 @@ from training.rl.episodes import EPISODE_FIELDS
 from training.rl.inputs import RLRequest
 from training.sampling.api import QUESTION_FIELDS
 from training.sampling.runs import QuestionSet
-from webgpt_site.inputs import MAX_ID
-from webgpt_site.permissions import get_visible_or_404
 
 # The inputs only an RL run takes (a BC or RM run naming one is refused).
 RL_ONLY = ("reward_model", "questions", "question_ids", "search", "corpus")

@@ -11,13 +11,13 @@ from django import forms
 
 from annotation.models import DemonstrationBatch
 from browser.sources import LOCAL, provider_choices
+from core.permissions import AnyUser
 from training.job_forms import JobRequestForm, checkpoint_label
 from training.models import ModelCheckpoint, RunKind
 from training.rl.config import EPISODE_KINDS, RL_BOUNDS, RLConfig
 from training.rl.inputs import START_KINDS, RLRequest
 from training.sampling.forms import PROMPTED_LABEL, dataset_choices
 from training.sampling.runs import DEFAULTS, QuestionSet
-from webgpt_site.permissions import AnyUser
 
 # The settings offered on the form; the rest keep the defaults of training.rl.config.
 SETTINGS = (

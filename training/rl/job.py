@@ -17,6 +17,7 @@ from annotation.models import Answer, Episode, EpisodeStatus, Question
 from browser.engine.browser import Browser
 from browser.services import browser_settings
 from browser.sources import LOCAL, open_source
+from core.progress import Every
 from training import checkpoints
 from training.models import RunKind, TrainingRun
 from training.models import RunStatus as Status
@@ -28,7 +29,6 @@ from training.runs.config import SMOLLM2
 from training.runs.hooks import Hooks, RunResult
 from training.runs.processes import train
 from training.runs.register import register_model
-from webgpt_site.progress import Every
 
 
 def execute_rl(run: TrainingRun, hooks: Hooks, timeline: list[dict[str, Any]]) -> TrainingRun:

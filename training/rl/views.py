@@ -16,6 +16,9 @@ from django.shortcuts import redirect, render
 from django.utils.safestring import SafeString
 from django.views.decorators.http import require_GET, require_http_methods
 
+from core.charts import UNIT
+from core.permissions import AnyUser, Role, get_visible_or_404, role_required
+from core.plot import DOTTED, Series, line_chart, timeline_points
 from training.job_views import announce_request, shown
 from training.models import TrainingRun
 from training.rl.episodes import episode_records
@@ -24,9 +27,6 @@ from training.rl.runs import request_rl_run
 from training.runs.config import SMOLLM2
 from training.sampling.runs import PROMPTED_DEFAULT
 from training.sampling.views import demo_choices
-from webgpt_site.charts import UNIT
-from webgpt_site.permissions import AnyUser, Role, get_visible_or_404, role_required
-from webgpt_site.plot import DOTTED, Series, line_chart, timeline_points
 
 # What each step logs and is drawn as: logged key, title, y-axis label, a known range.
 QUANTITIES = (

@@ -17,6 +17,8 @@ from rest_framework.views import APIView
 from annotation.api.permissions import IsResearcher
 from annotation.api.strict import StrictSerializer
 from annotation.models import Export
+from core.inputs import MAX_ID
+from core.permissions import get_visible_or_404
 from training.errors import RunError
 from training.models import ModelCheckpoint, RunKind, TrainingRun
 from training.rl.api import RL_ONLY, rl_errors, rl_request
@@ -26,8 +28,6 @@ from training.runs import jobs
 from training.runs.config import RM_PRESETS
 from training.runs.inputs import PRESET_MODELS, SETTABLE
 from training.sampling.api import QuestionSetInput
-from webgpt_site.inputs import MAX_ID
-from webgpt_site.permissions import get_visible_or_404
 
 
 class CheckpointSerializer(serializers.ModelSerializer):

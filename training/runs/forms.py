@@ -8,12 +8,12 @@ from typing import Any, TypeVar
 from django import forms
 
 from annotation.models import Export, ExportStatus
+from core.params import ModelIdsField
+from core.permissions import AnyUser
 from training.job_forms import JobRequestForm, checkpoint_label
 from training.models import ModelCheckpoint, RunKind, TrainingRun
 from training.runs.config import BOUNDS, PRM_LABELS, RM_PRESETS, BCConfig, RMConfig, default_rm_preset
 from training.runs.inputs import FORMATS
-from webgpt_site.params import ModelIdsField
-from webgpt_site.permissions import AnyUser
 
 Job = TypeVar("Job")
 

@@ -15,6 +15,8 @@ from django.db.models import Q, QuerySet
 
 from annotation.exports.service import export_path
 from annotation.models import Answer, Export, Question
+from core.jobs.queueing import enqueue
+from core.jobs.runner import run_job
 from training import checkpoints
 from training.checkpoints import output_dir, state_dir
 from training.errors import RunError
@@ -28,8 +30,6 @@ from training.runs.inputs import check_run, config_for
 from training.runs.processes import train
 from training.runs.progress import Progress
 from training.runs.register import register_model
-from webgpt_site.jobs.queueing import enqueue
-from webgpt_site.jobs.runner import run_job
 from webgpt_site.models import log_action
 
 
@@ -119,7 +119,7 @@ def check_splits(rows: list[dict[str, Any]]) -> None:
 
 
 def run_training_job(run_id: int, echo: Callable[[int, int, dict], None] | None = None) -> TrainingRun:
-    """The worker's job (webgpt_site.jobs.runner: whatever happens, the row ends done, cancelled or failed
+    """The worker's job (core.jobs.runner: whatever happens, the row ends done, cancelled or failed
     with the reason; bad data or settings fail it without a traceback in the log)."""
     return run_job(
         TrainingRun,

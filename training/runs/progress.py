@@ -7,9 +7,9 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 
+from core.progress import Every, estimated_end
 from training.models import RLEpisode, TrainingRun
 from training.runs.hooks import Hooks
-from webgpt_site.progress import Every, estimated_end
 
 
 class Progress:

@@ -16,6 +16,9 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from django.views.decorators.vary import vary_on_headers
 
 from annotation.models import Export
+from core.inputs import parse_id
+from core.permissions import Role, get_visible_or_404, role_required
+from core.plot import line_chart, timeline_series
 from training.checkpoints import resumable_step
 from training.errors import RunError
 from training.job_views import PAGE_SIZE, announce_request, cancel_unless_finished, key_metrics, shown
@@ -24,9 +27,6 @@ from training.rl.views import rl_context
 from training.runs.forms import CompareForm, RunForm
 from training.runs.inputs import FORMATS
 from training.runs.jobs import cancel_run, checkpoint_users, delete_checkpoint, request_run, resume_run
-from webgpt_site.inputs import parse_id
-from webgpt_site.permissions import Role, get_visible_or_404, role_required
-from webgpt_site.plot import line_chart, timeline_series
 
 # Settings shown with a run and compared between runs (the rest rarely change).
 SHOWN_SETTINGS = (

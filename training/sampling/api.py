@@ -19,6 +19,8 @@ from rest_framework.views import APIView
 from annotation.api.permissions import IsResearcher
 from annotation.api.strict import StrictSerializer
 from annotation.models import DemonstrationBatch
+from core.inputs import MAX_ID
+from core.permissions import get_visible_or_404
 from training.errors import RunError
 from training.job_api import cancel_job, visible_checkpoint
 from training.models import RunStatus, Sample, SamplingRun
@@ -31,8 +33,6 @@ from training.sampling.runs import (
     cancel_sampling,
     request_sampling,
 )
-from webgpt_site.inputs import MAX_ID
-from webgpt_site.permissions import get_visible_or_404
 
 QUESTION_FIELDS = ("batch", "split", "dataset", "limit")
 

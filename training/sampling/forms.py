@@ -14,10 +14,10 @@ from django.http import QueryDict
 
 from annotation.models import DemonstrationBatch, Question, Split
 from browser.sources import LOCAL, provider_choices
+from core.permissions import AnyUser
 from training.job_forms import JobRequestForm, checkpoint_label
 from training.models import POLICY_KINDS, ModelCheckpoint, RunKind
 from training.sampling.runs import BOUNDS, DEFAULTS, SETTABLE, QuestionSet, SamplingRequest
-from webgpt_site.permissions import AnyUser
 
 # The form's settings that go into SamplingRequest.settings (the rest name models and questions).
 SETTINGS = (

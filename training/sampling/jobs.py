@@ -24,13 +24,13 @@ from annotation.models import Episode, Question
 from browser.engine.browser import Browser
 from browser.services import browser_settings
 from browser.sources import LOCAL, open_source
+from core.jobs.runner import run_job
 from training.models import RunStatus as Status
 from training.models import Sample, SamplingRun
 from training.sampling.episode import EpisodeSample, SamplingSettings, StepGuide, run_episodes
 from training.sampling.progress import SamplingProgress
 from training.sampling.states import sample_at_states
 from training.sampling.types import BackendError
-from webgpt_site.jobs.runner import run_job
 
 SETTINGS_FIELDS = (
     "temperature",
@@ -49,7 +49,7 @@ def sampling_settings(run: SamplingRun) -> SamplingSettings:
 
 def run_sampling_job(run_id: int, echo: Callable[[SamplingRun], None] | None = None) -> SamplingRun:
     """The worker's job (``echo`` is told about progress, for the command's progress bar). An unreachable
-    endpoint or bad settings fail it with the reason on the row (webgpt_site.jobs.runner)."""
+    endpoint or bad settings fail it with the reason on the row (core.jobs.runner)."""
 
     def execute(run: SamplingRun) -> SamplingRun:
         progress = SamplingProgress(run, echo)

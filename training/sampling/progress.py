@@ -8,9 +8,9 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from core.progress import Every, estimated_end
 from training.models import SamplingRun
 from training.sampling.episode import EpisodeSample
-from webgpt_site.progress import Every, estimated_end
 
 LOG_EVERY_S = 10.0  # a round's log line at most this often, so that a long run's log stays readable
 

@@ -18,13 +18,13 @@ from django.views.decorators.vary import vary_on_headers
 
 from annotation.demo import DEMO_BATCH_DATASET
 from annotation.models import Question
+from core.charts import UNIT
+from core.permissions import AnyUser, Role, get_visible_or_404, role_required
+from core.plot import DOTTED, Series, line_chart
 from training.job_views import PAGE_SIZE, announce_request, cancel_unless_finished, shown
 from training.models import ModelCheckpoint, RunKind, Sample, SamplingRun
 from training.sampling.forms import SamplingForm
 from training.sampling.runs import PROMPTED_DEFAULT, cancel_sampling, request_sampling
-from webgpt_site.charts import UNIT
-from webgpt_site.permissions import AnyUser, Role, get_visible_or_404, role_required
-from webgpt_site.plot import DOTTED, Series, line_chart
 
 # Settings shown with a run, in this order.
 SHOWN_SETTINGS = (

@@ -23,8 +23,8 @@ from django.http import HttpRequest, JsonResponse
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_http_methods
 
-from webgpt_site.ops import broker
-from webgpt_site.storage import check_reachable
+from core.ops import broker
+from core.storage import check_reachable
 
 logger = logging.getLogger(__name__)
 

@@ -34,9 +34,9 @@ from prometheus_client.registry import Collector
 from annotation.models import Assignment, AssignmentStatus, Export
 from browser.fetch import refusal_counts
 from browser.fetch.refusals import REASONS
+from core.ops import broker
+from core.permissions import Role, has_role
 from training.models import ProxyEvaluation, SamplingRun, TrainingRun
-from webgpt_site.ops import broker
-from webgpt_site.permissions import Role, has_role
 
 logger = logging.getLogger(__name__)
 

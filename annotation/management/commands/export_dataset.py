@@ -19,7 +19,7 @@ from annotation.exports.rules import (
 )
 from annotation.exports.service import export_now, export_path
 from annotation.models import ExportFormat, Split
-from webgpt_site.storage import EXPORTS, get_storage
+from core.storage import EXPORTS, get_storage
 
 
 class Command(BaseCommand):

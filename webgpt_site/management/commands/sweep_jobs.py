@@ -1,5 +1,5 @@
 """``manage.py sweep_jobs``: one sweep now (every worker also sweeps on its own:
-webgpt_site/jobs/sweeper.py)."""
+core/jobs/sweeper.py)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand
 
-from webgpt_site.jobs.sweeper import sweep
+from core.jobs.sweeper import sweep
 
 
 class Command(BaseCommand):

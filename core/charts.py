@@ -1,4 +1,4 @@
-"""Axes and text fitting for the charts the server draws as SVG (``webgpt_site.plot``,
+"""Axes and text fitting for the charts the server draws as SVG (``core.plot``,
 ``annotation.feedback.results_plot``). Pure Python, no Django.
 
 Axis ranges follow what the numbers mean, so that the picture does not exaggerate:

@@ -1,6 +1,6 @@
 """Log records that say which request (or Celery task) they belong to, as JSON lines or as text.
 
-The middleware (``webgpt_site.ops.middleware``) puts the request id in a context variable for the time of
+The middleware (``core.ops.middleware``) puts the request id in a context variable for the time of
 the request, and Celery's signals put the task id there for the time of a task; ``ContextFilter``, on the
 handler, copies both onto every record, whichever logger (ours, Django's, a library's) wrote it. A task
 queued by a request carries that request's id in its message headers, and the worker's lines for the task

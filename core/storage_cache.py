@@ -1,6 +1,6 @@
 """Local copies of stored files on the machine that reads them (a worker), kept in a cache folder: an
 export by its sha256, a model folder by its manifest. No Django here: the object storage backend
-(``webgpt_site/storage.py``) passes the function that downloads one object.
+(``core/storage.py``) passes the function that downloads one object.
 
 Each copy is downloaded once into a temporary name beside its place, checked (sizes and sha256), then
 renamed into place: a reader sees a whole, verified copy or none. Two workers downloading at once each

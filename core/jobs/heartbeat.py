@@ -2,7 +2,7 @@
 JOB_HEARTBEAT_SECONDS; a running row whose stamp is older than JOB_HEARTBEAT_TIMEOUT belongs to a worker
 that died (``kill -9``, out of memory, the machine gone), whatever the broker does with its message (the
 embedded broker never redelivers it; Redis does after its visibility timeout, an hour).
-``webgpt_site.jobs.sweeper`` fails such rows with the reason.
+``core.jobs.sweeper`` fails such rows with the reason.
 
 Every job row (training, sampling and proxy-evaluation runs, exports, corpus imports) has ``status``,
 ``started_at`` and ``heartbeat_at`` (``JobRow``).
@@ -21,7 +21,7 @@ from django.db import DatabaseError, connection
 from django.db.models import Model, Q, QuerySet
 from django.utils import timezone
 
-from webgpt_site.jobs.models import JobStatus
+from core.jobs.models import JobStatus
 
 WORKER_STOPPED = "the worker running this job stopped (killed or restarted)"
 logger = logging.getLogger(__name__)

@@ -20,7 +20,7 @@ from django.core.signals import request_finished
 from django.http import HttpRequest, HttpResponse
 from django_prometheus import middleware as prometheus
 
-from webgpt_site.ops.logs import current_request_id
+from core.ops.logs import current_request_id
 
 access_log = logging.getLogger("webgpt_site.access")
 

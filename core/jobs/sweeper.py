@@ -1,7 +1,7 @@
 """The job sweeper: no job stays "running" for a worker that died, none stays "queued" for a message the
 broker lost.
 
-- An orphan (a running row whose heartbeat stopped: ``webgpt_site.jobs.heartbeat``) is failed with the
+- An orphan (a running row whose heartbeat stopped: ``core.jobs.heartbeat``) is failed with the
   reason, and what its worker had half written is discarded (its model's ``discard_partial``: a training
   run's folder, an export's temporary file, a corpus import's upload). Failing rather than re-running: a
   job that killed its worker (out of memory) would kill the next one too, and the researcher sees why and
@@ -31,10 +31,10 @@ from django.conf import settings
 from django.db import DatabaseError, connection
 from django.utils import timezone
 
-from webgpt_site.jobs.heartbeat import WORKER_STOPPED, orphans
-from webgpt_site.jobs.models import JobRow, JobStatus
-from webgpt_site.jobs.queueing import send
-from webgpt_site.ops import broker
+from core.jobs.heartbeat import WORKER_STOPPED, orphans
+from core.jobs.models import JobRow, JobStatus
+from core.jobs.queueing import send
+from core.ops import broker
 
 logger = logging.getLogger(__name__)
 

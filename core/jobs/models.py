@@ -9,7 +9,7 @@ from django.conf import settings
 from django.db import models
 from django.utils import timezone
 
-from webgpt_site.permissions import ResearchTeamQuerySet
+from core.permissions import ResearchTeamQuerySet
 
 ERROR_LIMIT = 4000  # characters of an error kept on the row (the worker's log has the rest)
 
@@ -56,12 +56,12 @@ class JobRow(models.Model):
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
     heartbeat_at = models.DateTimeField(
-        null=True, blank=True, help_text="Stamped by the running worker (webgpt_site.jobs.heartbeat)"
+        null=True, blank=True, help_text="Stamped by the running worker (core.jobs.heartbeat)"
     )
     estimated_end_at = models.DateTimeField(
         null=True,
         blank=True,
-        help_text="While it runs: when its worker expects it to end (webgpt_site.progress)",
+        help_text="While it runs: when its worker expects it to end (core.progress)",
     )
 
     objects = ResearchTeamQuerySet.as_manager()
@@ -84,7 +84,7 @@ class JobRow(models.Model):
     def resume_orphan(cls, rows: models.QuerySet, reason: str) -> bool:
         """Queue the orphan in ``rows`` (its worker died of ``reason``) again to continue from a checkpoint,
         when this kind can and the row's settings ask for it: True when it was (one conditional update).
-        Kinds that cannot continue fail instead (webgpt_site.jobs.sweeper)."""
+        Kinds that cannot continue fail instead (core.jobs.sweeper)."""
         return False
 
     @property

@@ -1,7 +1,7 @@
 """Line charts as inline SVG, drawn on the server: no chart library and no script, only SVG attributes (the
 CSP refuses style attributes and <style> elements in the page), every label escaped. Losses use the left axis,
 accuracies the right one (0 to 1), so that a loss near 2 and an accuracy near 0.6 share one chart. Axis
-ranges, ticks and text fitting: ``webgpt_site.charts``.
+ranges, ticks and text fitting: ``core.charts``.
 
 Why drawn by hand and not by a plotting library (weighed for issue 24, measured on the 2-core dev machine):
 - matplotlib 3.11 (server-side SVG): about 80 MB more to install (itself 35 MB, fontTools 30 MB, Pillow 7 MB,
@@ -13,7 +13,7 @@ Why drawn by hand and not by a plotting library (weighed for issue 24, measured 
 - A vendored client-side library (uPlot 51 kB, Chart.js 210 kB minified): canvas drawing from JSON, i.e. a
   script, a data endpoint and no text in the page for each chart, on pages that need no other script.
 What the charts need is small and fully tested here: lines, markers, interval bars, legends, and axes that
-follow the data's meaning (``webgpt_site.charts``)."""
+follow the data's meaning (``core.charts``)."""
 
 from __future__ import annotations
 
@@ -25,7 +25,7 @@ from typing import Any
 from django.utils.html import format_html, format_html_join
 from django.utils.safestring import SafeString
 
-from webgpt_site.charts import (
+from core.charts import (
     LINE,
     UNIT,
     Axis,

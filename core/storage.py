@@ -40,8 +40,8 @@ from django.utils.http import content_disposition_header
 from storages.backends.s3 import S3Storage
 from storages.utils import clean_name
 
-from webgpt_site import storage_cache
-from webgpt_site.storage_cache import MANIFEST
+from core import storage_cache
+from core.storage_cache import MANIFEST
 
 EXPORTS, MODELS, IMPORTS = "exports", "models", "imports"
 MB = 1024 * 1024

@@ -49,4 +49,4 @@ def forget_own_failures(sender: Any, request: HttpRequest | None, user: Any, **k
 
 
 def connect() -> None:
-    user_logged_in.connect(forget_own_failures, dispatch_uid="webgpt_site.lockout.forget_own_failures")
+    user_logged_in.connect(forget_own_failures, dispatch_uid="core.lockout.forget_own_failures")

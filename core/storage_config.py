@@ -1,5 +1,5 @@
 """The ``STORAGES`` entries for the files the app produces, read from the environment (settings.py calls
-``produced_file_storages``; the backends are in ``webgpt_site/storage.py``).
+``produced_file_storages``; the backends are in ``core/storage.py``).
 
 Three named storages: ``exports`` (finished export files), ``models`` (trained model folders, one per run)
 and ``imports`` (corpus uploads waiting for their import job). ``STORAGE_BACKEND=local`` (the default) keeps
@@ -15,10 +15,10 @@ from urllib.parse import urlsplit
 
 from django.core.exceptions import ImproperlyConfigured
 
-from webgpt_site.env import env_int, env_str
+from core.env import env_int, env_str
 
-LOCAL_BACKEND = "webgpt_site.storage.LocalStorage"
-OBJECT_BACKEND = "webgpt_site.storage.ObjectStorage"
+LOCAL_BACKEND = "core.storage.LocalStorage"
+OBJECT_BACKEND = "core.storage.ObjectStorage"
 # alias: (the setting naming its local root, the folder under it; also the folder under S3_PREFIX)
 FOLDERS = {
     "exports": ("MEDIA_ROOT", "exports"),

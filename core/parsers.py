@@ -14,7 +14,7 @@ from typing import IO, Any
 from rest_framework import parsers
 from rest_framework.exceptions import ParseError
 
-from webgpt_site.inputs import MAX_JSON_DEPTH, JSONInputError, loads, nul_path
+from core.inputs import MAX_JSON_DEPTH, JSONInputError, loads, nul_path
 
 
 class JSONParser(parsers.JSONParser):

@@ -7,7 +7,7 @@ from __future__ import annotations
 from celery import current_app
 from django.db import transaction
 
-from webgpt_site.jobs.models import JobRow
+from core.jobs.models import JobRow
 
 
 def send(model: type[JobRow], pk: int) -> None:

@@ -13,7 +13,7 @@ from django import forms
 from django.core.exceptions import BadRequest, ValidationError
 from django.http import QueryDict
 
-from webgpt_site.inputs import MAX_ID, parse_id
+from core.inputs import MAX_ID, parse_id
 
 
 def id_param(query: QueryDict, name: str) -> int | None:

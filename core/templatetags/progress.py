@@ -1,4 +1,4 @@
-"""A job's time left in words (webgpt_site.progress): ``{{ run.estimated_end_at|time_left }}`` where the
+"""A job's time left in words (core.progress): ``{{ run.estimated_end_at|time_left }}`` where the
 worker stores an estimate, ``{% time_left_from job.started_at job.progress job.total %}`` where the page
 makes one from the row (the row's progress is written about every second, so the rate stays current)."""
 
@@ -9,7 +9,7 @@ from datetime import datetime
 from django import template
 from django.utils import timezone
 
-from webgpt_site.progress import estimated_end, time_left_text
+from core.progress import estimated_end, time_left_text
 
 register = template.Library()
 

@@ -14,9 +14,9 @@ import logging
 from collections.abc import Callable, Sequence
 from typing import TypeVar
 
-from webgpt_site.jobs.heartbeat import beating, is_orphan
-from webgpt_site.jobs.models import Cancelled, JobError, JobRow, JobStatus
-from webgpt_site.jobs.sweeper import reap
+from core.jobs.heartbeat import beating, is_orphan
+from core.jobs.models import Cancelled, JobError, JobRow, JobStatus
+from core.jobs.sweeper import reap
 
 Row = TypeVar("Row", bound=JobRow)
 logger = logging.getLogger(__name__)

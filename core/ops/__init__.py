@@ -1,0 +1,1 @@
+"""Operations every process shares: the broker's queues and the logs with their request ids."""
