@@ -185,8 +185,8 @@ def api_run(prod: dict[str, str], answers: list, rounds: int, warmup: int) -> di
 
     from annotation.feedback.batches import BatchSettings, create_feedback_batch
     from annotation.workforce.states import qualify_for_role
+    from core.api_tokens import issue
     from core.permissions import Role
-    from webgpt_site.api_tokens import issue
 
     config = BatchSettings(name="bench api", template="rating", preset="truthfulqa", required_probability=0.0)
     create_feedback_batch(None, config, [[answer] for answer in answers[: rounds + warmup]])

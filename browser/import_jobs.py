@@ -41,9 +41,9 @@ from browser.services import import_corpus
 from core.jobs.models import JobError
 from core.jobs.queueing import enqueue
 from core.jobs.runner import run_job
+from core.models import log_action
 from core.progress import Every
 from core.storage import IMPORTS, get_storage
-from webgpt_site.models import log_action
 
 UNPACK_CHUNK = 1024 * 1024  # bytes unpacked between two checks of the limits
 

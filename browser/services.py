@@ -21,8 +21,8 @@ from browser.engine.page import Page
 from browser.engine.settings import BrowserSettings
 from browser.models import Corpus, CorpusImport, ImportStatus, PageSnapshot
 from browser.search.local import LocalIndex
+from core.models import log_action
 from core.permissions import AnyUser
-from webgpt_site.models import log_action
 
 PROGRESS_EVERY = 100  # records between progress reports of an import
 Progress = Callable[[int, int | None], None]  # (done, total): see import_corpus

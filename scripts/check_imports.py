@@ -3,12 +3,11 @@ and those under ``if TYPE_CHECKING:``: an import for a type is still an arrow be
 that dodges a cycle only hides it):
 
 - no import cycle between modules (a lazy import that only dodges a cycle is still a cycle);
-- imports run down the floors: ``core`` (jobs, permissions, storage, charts...: it imports no other package
-  of the project) and the shared modules still in ``webgpt_site`` (the audit log and API tokens' models,
-  accounts, workers) < ``browser`` < ``annotation`` < ``training`` < the meeting points on the top floor (URL
-  confs, the API's route table, the console, settings, the Celery app, ops, admin, commands of
-  ``webgpt_site``); at most MAX_UPWARD imports may run up a floor, each marked on its line (or the line
-  above) with ``# layer: why``;
+- imports run down the floors: ``core`` (jobs, permissions, storage, charts, the audit log...: it imports
+  no other package of the project) < ``browser`` < ``annotation`` < ``training`` < ``webgpt_site``, the
+  project package on the top floor (URL confs, the API's route table, the console, settings, the Celery app,
+  health and metrics, admin, commands), which no app imports; at most MAX_UPWARD imports may run up a
+  floor, each marked on its line (or the line above) with ``# layer: why``;
 - the Django-free engines (``browser/engine``, the sampling engine) import nothing of Django or of the
   project's Django side.
 
@@ -27,25 +26,10 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGES = ("core", "webgpt_site", "browser", "annotation", "training")
-FLOORS = {"core": 0, "webgpt_site": 0, "browser": 1, "annotation": 2, "training": 3}
+# The floors, bottom up: core (the platform), the three apps, and the project package on top, which wires
+# them together (settings, URL confs, the console, the Celery app, commands) and which nothing imports.
+FLOORS = {"core": 0, "browser": 1, "annotation": 2, "training": 3, "webgpt_site": 4}
 BOTTOM = "core"  # imports nothing of the other packages
-TOP = 4
-# webgpt_site's meeting points: they may import every app (the rest of webgpt_site is the bottom floor).
-TOP_FLOOR = (
-    "webgpt_site",  # the package: it starts the Celery app (Celery's documented Django layout)
-    "webgpt_site.urls",
-    "webgpt_site.api_urls",
-    "webgpt_site.console",
-    "webgpt_site.celery",
-    "webgpt_site.settings",
-    "webgpt_site.admin",
-    "webgpt_site.views",
-    "webgpt_site.wsgi",
-    "webgpt_site.asgi",
-    "webgpt_site.ops.metrics",
-    "webgpt_site.ops.health",
-    "webgpt_site.management",
-)
 MAX_UPWARD = 3
 MARK = "# layer:"
 # Plain Python engines: no Django, nothing of the project's Django side.
@@ -136,8 +120,6 @@ def imports_of(name: str, path: Path, modules: dict[str, Path]) -> Iterator[Edge
 
 
 def floor(module: str) -> int:
-    if any(module == top or module.startswith(top + ".") for top in TOP_FLOOR[1:]) or module == TOP_FLOOR[0]:
-        return TOP
     return FLOORS[module.split(".")[0]]
 
 

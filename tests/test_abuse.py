@@ -9,7 +9,7 @@ from django.core.management import call_command
 from django.test import Client
 from django.urls import reverse
 
-from webgpt_site.api_tokens import issue
+from core.api_tokens import issue
 
 pytestmark = pytest.mark.django_db
 

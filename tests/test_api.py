@@ -29,9 +29,9 @@ from annotation.models import (
     QuestionImport,
 )
 from annotation.questions.service import import_questions
+from core.api_tokens import issue
+from core.models import AuditEntry
 from tests.conftest import demo_production_batches, make_user
-from webgpt_site.api_tokens import issue
-from webgpt_site.models import AuditEntry
 
 pytestmark = pytest.mark.django_db
 

@@ -1,5 +1,5 @@
 """API tokens are kept as invitation links are: a digest stored, the token shown once when it is made
-(webgpt_site/api_tokens.py); replacing one stops the old at once, revoking ends it, tokens from before the
+(core/api_tokens.py); replacing one stops the old at once, revoking ends it, tokens from before the
 digests keep working."""
 
 from __future__ import annotations
@@ -14,8 +14,8 @@ from django.db.migrations.recorder import MigrationRecorder
 from django.test import Client
 from django.urls import reverse
 
-from webgpt_site.api_tokens import digest, issue
-from webgpt_site.models import ApiToken, AuditEntry
+from core.api_tokens import digest, issue
+from core.models import ApiToken, AuditEntry
 
 pytestmark = pytest.mark.django_db
 
@@ -126,11 +126,11 @@ def test_an_administrator_sees_who_has_a_token_and_revokes_it_without_seeing_it(
     token = issue(alice)
     admin = Client()
     admin.force_login(django_user_model.objects.create_superuser("root", password="root-pw-long"))
-    listing = admin.get(reverse("admin:webgpt_site_apitoken_changelist")).content.decode()
+    listing = admin.get(reverse("admin:core_apitoken_changelist")).content.decode()
     assert token[:6] in listing and token not in listing
-    assert admin.get(reverse("admin:webgpt_site_apitoken_add")).status_code == 403
+    assert admin.get(reverse("admin:core_apitoken_add")).status_code == 403
     row = ApiToken.objects.get(user=alice)
-    deleted = admin.post(reverse("admin:webgpt_site_apitoken_delete", args=[row.pk]), {"post": "yes"})
+    deleted = admin.post(reverse("admin:core_apitoken_delete", args=[row.pk]), {"post": "yes"})
     assert deleted.status_code == 302 and not signs_in(token)
 
 

@@ -13,9 +13,9 @@ import redis
 from django.conf import settings
 from django.contrib.auth.models import AnonymousUser
 
+from core.models import WorkerPing
+from core.workers import request_pings
 from tests.conftest import ROOT, database_url_for_tests, delete_broker_keys, running_worker
-from webgpt_site.models import WorkerPing
-from webgpt_site.workers import request_pings
 
 pytestmark = [pytest.mark.worker, pytest.mark.django_db(transaction=True)]
 

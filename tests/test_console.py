@@ -12,8 +12,8 @@ from django.urls import reverse
 from annotation.feedback.batches import BatchSettings, create_feedback_batch
 from annotation.models import Answer, Assignment, FeedbackBatch, Question, QuestionImport, SourceKind
 from annotation.questions.service import import_questions
+from core.models import AuditEntry, WorkerPing
 from tests.conftest import QUESTION_DATA, make_user
-from webgpt_site.models import AuditEntry, WorkerPing
 
 pytestmark = pytest.mark.django_db
 

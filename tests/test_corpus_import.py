@@ -13,8 +13,8 @@ from django.core.management import CommandError, call_command
 from browser.engine.browser import Browser
 from browser.models import Corpus, CorpusImport, PageSnapshot
 from browser.services import backend_for, browser_settings, import_corpus, store_snapshots
+from core.models import AuditEntry
 from tests.conftest import ROOT, database_url_for_tests
-from webgpt_site.models import AuditEntry
 
 FRESHWIKI = ROOT / "data" / "corpus" / "freshwiki" / "json"
 pytestmark = pytest.mark.django_db

@@ -25,8 +25,8 @@ from browser.import_jobs import run_corpus_import_job, staging_dir
 from browser.models import Corpus, CorpusImport, ImportStatus
 from browser.services import backend_for, import_corpus
 from core.jobs.heartbeat import WORKER_STOPPED
+from core.models import AuditEntry
 from tests.conftest import ROOT, database_url_for_tests, running_worker
-from webgpt_site.models import AuditEntry
 
 pytestmark = pytest.mark.django_db
 

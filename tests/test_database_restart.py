@@ -35,7 +35,7 @@ TASKS_EACH = 15
 SETUP = """
 import json
 from django.contrib.auth.models import Group, User
-from webgpt_site.api_tokens import issue
+from core.api_tokens import issue
 from annotation.feedback.answers_import import import_answers
 from annotation.feedback.batches import BatchSettings, create_feedback_batch, group_answers
 from annotation.questions.service import import_questions

@@ -15,8 +15,8 @@ from annotation.demonstrations import service
 from annotation.models import ActiveKind, Episode, EpisodeStatus, Question
 from annotation.questions.service import import_questions
 from annotation.workforce.activity import page_view
+from core.models import AuditEntry
 from tests.conftest import make_user
-from webgpt_site.models import AuditEntry
 
 pytestmark = pytest.mark.django_db
 QUESTION = "Who won the 2022 AFL Grand Final?"

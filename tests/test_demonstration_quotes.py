@@ -12,9 +12,9 @@ from django.urls import reverse
 from annotation.demonstrations import service
 from annotation.models import Episode, EpisodeAction, EpisodeStatus, Question
 from annotation.questions.service import import_questions
+from core.models import AuditEntry
 from tests.conftest import make_user
 from tests.test_demonstration_pages import HTMX, panel_fields, post_action
-from webgpt_site.models import AuditEntry
 
 pytestmark = pytest.mark.django_db
 

@@ -20,8 +20,8 @@ from annotation.feedback.batches import BatchSettings, create_feedback_batch
 from annotation.feedback.results import batch_results
 from annotation.models import Answer, Assignment, FlagReview
 from annotation.questions.service import import_questions
+from core.models import AuditEntry
 from tests.conftest import make_user
-from webgpt_site.models import AuditEntry
 
 pytestmark = pytest.mark.django_db
 

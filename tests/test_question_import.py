@@ -6,8 +6,8 @@ from django.core.management import CommandError, call_command
 from annotation.models import Question, QuestionImport
 from annotation.questions.formats import QuestionFileError
 from annotation.questions.service import import_questions
+from core.models import AuditEntry
 from tests.conftest import QUESTION_DATA
-from webgpt_site.models import AuditEntry
 
 pytestmark = pytest.mark.django_db
 

@@ -12,11 +12,11 @@ from django.utils import timezone
 
 from annotation.models import Export, ExportFormat, ExportStatus
 from core.jobs.heartbeat import WORKER_STOPPED
+from core.models import WorkerPing
+from core.workers import latest_pings
 from tests.conftest import delete_broker_keys, make_user
 from training.models import RunStatus, TrainingRun
-from webgpt_site.models import WorkerPing
 from webgpt_site.queues import snapshot
-from webgpt_site.workers import latest_pings
 
 pytestmark = pytest.mark.django_db
 

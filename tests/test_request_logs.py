@@ -16,10 +16,10 @@ import pytest
 from django.conf import settings as django_settings
 from django.urls import reverse
 
+from core.models import WorkerPing
 from core.ops.logs import TEXT_FORMAT, ContextFilter, JsonFormatter
 from tests.conftest import ROOT, database_url_for_tests, delete_broker_keys
 from tests.test_settings import PRODUCTION, manage
-from webgpt_site.models import WorkerPing
 
 
 @pytest.fixture

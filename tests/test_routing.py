@@ -29,9 +29,9 @@ from annotation.models import (
 )
 from annotation.workforce.gate import open_batch_priorities, open_batches
 from core.jobs.models import JobStatus
+from core.models import AuditEntry
 from tests.conftest import make_user
 from tests.test_feedback_results import answers_to, ask, item_of, judge, ratings, results_url
-from webgpt_site.models import AuditEntry
 
 pytestmark = pytest.mark.django_db
 

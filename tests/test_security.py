@@ -5,7 +5,7 @@ from django.test import Client
 from django.urls import reverse
 
 from annotation.questions.service import import_questions
-from webgpt_site.api_tokens import issue
+from core.api_tokens import issue
 
 pytestmark = pytest.mark.django_db
 

@@ -27,7 +27,7 @@ ITEMS, OVERLAP = 10, 3  # 30 slots for 36 people: six must hear "none left"
 
 SETUP = f"""
 from django.contrib.auth.models import Group, User
-from webgpt_site.api_tokens import issue
+from core.api_tokens import issue
 from annotation.feedback.batches import BatchSettings, create_feedback_batch
 from annotation.models import Answer, SourceKind
 from annotation.questions.service import import_questions

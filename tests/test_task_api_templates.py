@@ -23,9 +23,9 @@ from annotation.models import (
     SourceKind,
 )
 from annotation.questions.service import import_questions
+from core.api_tokens import issue
+from core.models import AuditEntry
 from tests.test_step_review import model_episode
-from webgpt_site.api_tokens import issue
-from webgpt_site.models import AuditEntry
 
 pytestmark = pytest.mark.django_db
 

@@ -16,7 +16,7 @@ from annotation.feedback.batches import BatchSettings, create_feedback_batch
 from annotation.feedback.presenter import revision_window
 from annotation.models import Answer, Assignment, AssignmentStatus, SourceKind
 from annotation.questions.service import import_questions
-from webgpt_site.api_tokens import issue
+from core.api_tokens import issue
 
 pytestmark = pytest.mark.django_db
 

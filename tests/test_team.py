@@ -45,9 +45,9 @@ from annotation.workforce.states import (
 )
 from annotation.workforce.team import last_activity, screening_results
 from annotation.workforce.team_views import BUTTONS
+from core.models import AuditEntry
 from core.permissions import Role
 from tests.conftest import make_user
-from webgpt_site.models import AuditEntry
 
 pytestmark = pytest.mark.django_db
 COMPARISON = "webgpt_comparison"

@@ -21,9 +21,9 @@ from annotation.models import Invitation, QualificationEvent, TimeCorrection
 from annotation.workforce import invitations
 from annotation.workforce.authority import NotYourCall
 from annotation.workforce.states import State, state_of
+from core.models import AuditEntry
 from core.permissions import Role
 from tests.conftest import make_user
-from webgpt_site.models import AuditEntry
 
 pytestmark = pytest.mark.django_db
 COMPARISON = "webgpt_comparison"

@@ -42,8 +42,8 @@ from annotation.workforce.corrections import CorrectionError, correct
 from annotation.workforce.periods import PeriodError, period_from
 from annotation.workforce.sheets import hours_minutes
 from annotation.workforce.timesheets import days, seconds_by_user
+from core.models import AuditEntry
 from tests.conftest import make_user
-from webgpt_site.models import AuditEntry
 
 pytestmark = pytest.mark.django_db
 

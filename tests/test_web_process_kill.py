@@ -23,8 +23,8 @@ from annotation.feedback.answers_import import import_answers
 from annotation.feedback.batches import BatchSettings, create_feedback_batch, group_answers
 from annotation.models import Assignment, AssignmentRevision, AssignmentStatus
 from annotation.questions.service import import_questions
+from core.api_tokens import issue
 from tests.conftest import database_url_for_tests, make_user, start_gunicorn
-from webgpt_site.api_tokens import issue
 
 pytestmark = [pytest.mark.worker, pytest.mark.django_db(transaction=True)]
 WAITING_FOR_THE_ROW = (

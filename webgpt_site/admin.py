@@ -1,6 +1,6 @@
 from django.contrib import admin
 
-from webgpt_site.models import ApiToken, AuditEntry, WorkerPing
+from core.models import ApiToken, AuditEntry, WorkerPing
 
 
 @admin.register(AuditEntry)

@@ -15,7 +15,7 @@ from annotation.models import Question, QuestionImport
 from annotation.questions.forms import QuestionImportForm
 from browser.sources import provider_health, provider_status
 from core.permissions import Role, role_required
-from webgpt_site.workers import latest_pings, request_pings
+from core.workers import latest_pings, request_pings
 
 
 def bank_summary() -> tuple[list[dict[str, object]], dict[str, int]]:

@@ -23,7 +23,7 @@ from django.views.decorators.vary import vary_on_headers
 from core.jobs.heartbeat import WORKER_STOPPED, stale_before
 from core.jobs.sweeper import job_models
 from core.ops import broker
-from webgpt_site.workers import latest_pings
+from core.workers import latest_pings
 
 RECENT_FAILURES = 10
 LISTED = 20  # queued jobs listed per kind (all are counted)

@@ -331,12 +331,12 @@ DATA_UPLOAD_MAX_MEMORY_SIZE = 5 * 1024 * 1024
 FILE_UPLOAD_MAX_MEMORY_SIZE = 5 * 1024 * 1024
 
 # --- REST API (/api/) ------------------------------------------------------------------------------
-# Tokens for scripts (stored as digests: webgpt_site/api_tokens.py; `manage.py create_api_token <user>`),
+# Tokens for scripts (stored as digests: core/api_tokens.py; `manage.py create_api_token <user>`),
 # the session for the browser. Token comes first so an anonymous call is answered 401 with a
 # WWW-Authenticate header.
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
-        "webgpt_site.api_tokens.DigestTokenAuthentication",
+        "core.api_tokens.DigestTokenAuthentication",
         "rest_framework.authentication.SessionAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],

@@ -2,7 +2,7 @@
 
 from celery import shared_task
 
-from webgpt_site.workers import PING_TASK, answer_ping
+from core.workers import PING_TASK, answer_ping
 
 
 @shared_task(bind=True, name=PING_TASK, ignore_result=True)

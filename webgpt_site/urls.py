@@ -14,7 +14,8 @@ from annotation.workforce import invite_views, team_views
 from annotation.workforce import timesheet_views as timesheets
 from annotation.workforce import views as workforce
 from browser import views as corpus_views
-from webgpt_site import account, console, queues, views
+from core import account
+from webgpt_site import console, queues, views
 from webgpt_site.ops import health, metrics
 
 console_patterns = (

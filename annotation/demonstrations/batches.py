@@ -9,8 +9,8 @@ from django.db.models import QuerySet
 
 from annotation.models import DemonstrationBatch, Question
 from browser.sources import LOCAL, source_error
+from core.models import log_action
 from core.permissions import AnyUser
-from webgpt_site.models import log_action
 
 GRADE_CUTOFF = (1.0, 7.0)  # InstructGPT's 1-7 demonstration grade
 

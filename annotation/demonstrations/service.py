@@ -34,8 +34,8 @@ from browser.engine.browser import Browser, StepResult
 from browser.engine.commands import EndReason, InvalidCommand
 from browser.services import browser_settings, restore_browser, save_browser
 from browser.sources import open_source
+from core.models import log_action
 from core.permissions import AnyUser
-from webgpt_site.models import log_action
 
 # Gaps longer than this between signs of activity do not count as time on task.
 IDLE_LIMIT = timedelta(seconds=60)

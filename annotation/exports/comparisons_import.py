@@ -20,7 +20,7 @@ from django.db import transaction
 from annotation.models import Answer, ImportedComparison, Question, SourceKind
 from annotation.questions.formats import QuestionFileError, decode, has_nul, json_object
 from annotation.questions.splits import assign_split, question_key
-from webgpt_site.models import log_action
+from core.models import log_action
 
 _TITLE = re.compile(r"^(?P<title>.*) \((?P<domain>[^()\s]+)\)$")
 CHUNK = 1000  # rows read, checked against the known keys and written at a time

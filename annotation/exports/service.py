@@ -24,10 +24,10 @@ from annotation.models import Export
 from annotation.models import ExportStatus as Status
 from core.jobs.queueing import enqueue
 from core.jobs.runner import run_job
+from core.models import log_action
 from core.progress import Every
 from core.storage import EXPORTS, get_storage
 from core.storage_cache import file_sha256
-from webgpt_site.models import log_action
 
 
 def export_path(export: Export) -> Path:

@@ -14,8 +14,8 @@ from annotation.questions.formats import MAX_QUESTION_CHARS, QuestionFileError, 
 from annotation.questions.splits import question_key
 from browser.engine.text import domain_of
 from core.inputs import is_web_url, parse_id
+from core.models import log_action
 from core.permissions import AnyUser
-from webgpt_site.models import log_action
 
 CHUNK_ROWS = 1000  # rows parsed, matched to their questions and written at a time
 # Per field, as for questions (the file's 50 MiB cap alone let one answer be a megabyte that every task page

@@ -33,8 +33,8 @@ from annotation.models import (
 )
 from annotation.workforce.after_submit import after_submit
 from annotation.workforce.gate import open_batch_priorities, open_batches, refusal
+from core.models import log_action
 from core.permissions import AnyUser
-from webgpt_site.models import log_action
 
 IDLE_LIMIT = timedelta(seconds=60)
 RECLAIM_BATCH = 200  # expired leases returned per call, so one request never does unbounded work

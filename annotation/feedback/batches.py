@@ -22,8 +22,8 @@ from annotation.feedback.scales import (
 from annotation.feedback.step_batches import check_step_source, create_step_batch
 from annotation.models import Answer, Episode, EpisodeStatus, FeedbackBatch, FeedbackItem, Template
 from core.inputs import parse_id
+from core.models import log_action
 from core.permissions import AnyUser
-from webgpt_site.models import log_action
 
 GROUP_SIZES = {
     Template.WEBGPT_COMPARISON: (2, 2),

@@ -19,8 +19,8 @@ from django.db.models import Count, Q, QuerySet
 
 from annotation.feedback.validation_comparison import OVERALL_CONTRADICTS, OVERALL_EQUAL_BUT_AGREE
 from annotation.models import Assignment, AssignmentStatus, FeedbackBatch, FlagDecision, FlagReview
+from core.models import log_action
 from core.permissions import AnyUser
-from webgpt_site.models import log_action
 
 MAX_NOTE = 2000
 DECIDED = "assignment.flag_decision"

@@ -30,8 +30,8 @@ from annotation.feedback.scales import (
     dimensions_for,
 )
 from annotation.models import Answer, Assignment, ClaimCheck, FeedbackBatch
+from core.models import AuditEntry
 from core.permissions import Role, get_visible_or_404, role_required
-from webgpt_site.models import AuditEntry
 
 PAGE_SIZE = 20
 

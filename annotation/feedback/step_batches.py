@@ -26,8 +26,8 @@ from annotation.models import (
     FlagDecision,
 )
 from annotation.workforce.judgements import PREFERENCE, canonical
+from core.models import log_action
 from core.permissions import AnyUser
-from webgpt_site.models import log_action
 
 STEP_SOURCES = ("demonstrations", "runs")
 

@@ -28,7 +28,7 @@ from django.db.models import QuerySet
 from annotation.judging.verdicts import Verdict, run_verdicts
 from annotation.models import Assignment, AssignmentStatus, FeedbackItem, JudgeRun, RoutePath, Routing
 from core.jobs.models import JobStatus
-from webgpt_site.models import log_action
+from core.models import log_action
 
 HOLDING = (JobStatus.QUEUED, JobStatus.RUNNING)
 DEFAULT_CONFIDENCE_THRESHOLD = 0.8

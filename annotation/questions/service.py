@@ -19,8 +19,8 @@ from annotation.questions.formats import (
     read_lines,
 )
 from annotation.questions.splits import assign_split, question_key, with_explain_prefix
+from core.models import log_action
 from core.permissions import AnyUser
-from webgpt_site.models import log_action
 
 # Dataset names used when neither the rows nor the caller name one.
 DEFAULT_DATASETS = {"truthfulqa": "truthfulqa", "triviaqa": "triviaqa"}

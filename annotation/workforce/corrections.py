@@ -16,8 +16,8 @@ from annotation.models import TimeCorrection
 from annotation.workforce.authority import check_may_act_on
 from annotation.workforce.periods import FIRST_DAY
 from annotation.workforce.timesheets import DAY_SECONDS, days
+from core.models import log_action
 from core.permissions import AnyUser, Role, has_role
-from webgpt_site.models import log_action
 
 MAX_MINUTES = 24 * 60  # a day, either way
 MAX_REASON = 1000

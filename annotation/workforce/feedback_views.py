@@ -17,8 +17,8 @@ from annotation.workforce.quality_chart import week_chart
 from annotation.workforce.references import ReferenceError, start_reference
 from annotation.workforce.reviews import ReviewError, parse_grade, save_review
 from core.inputs import parse_id
+from core.models import log_action
 from core.permissions import Role, any_role_required, get_visible_or_404, role_required
-from webgpt_site.models import log_action
 
 MAX_EXPLANATION = 5000
 GOLD_SHOWN = 200  # items listed on a batch's gold page; the count says how many in all

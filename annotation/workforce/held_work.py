@@ -16,8 +16,8 @@ from django.db.models import Q
 from annotation.feedback.slots import release_slot
 from annotation.models import DEMONSTRATION, Assignment, AssignmentStatus, Episode, EpisodeStatus, may_take
 from annotation.models.workforce import work_kind_expression
+from core.models import log_action
 from core.permissions import AnyUser
-from webgpt_site.models import log_action
 
 
 def end_held_work(

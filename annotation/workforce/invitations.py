@@ -31,9 +31,9 @@ from django.utils import timezone
 from annotation.models import Invitation
 from annotation.workforce.authority import check_may_act_on
 from annotation.workforce.team import check_roles
+from core.api_tokens import digest
+from core.models import log_action
 from core.permissions import AnyUser, Role
-from webgpt_site.api_tokens import digest
-from webgpt_site.models import log_action
 
 User = get_user_model()
 TOKEN_BYTES = 32

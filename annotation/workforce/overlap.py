@@ -40,7 +40,7 @@ from annotation.models import (
     Template,
 )
 from annotation.workforce.judgements import FIRST_BAD, PREFERENCE, canonical
-from webgpt_site.models import log_action
+from core.models import log_action
 
 Ranking = Mapping[str, float]
 

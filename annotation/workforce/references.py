@@ -9,8 +9,8 @@ from django.utils import timezone
 
 from annotation.models import Assignment, AssignmentStatus, FeedbackItem
 from annotation.workforce.judgements import canonical
+from core.models import log_action
 from core.permissions import AnyUser
-from webgpt_site.models import log_action
 
 
 class ReferenceError(ValueError):

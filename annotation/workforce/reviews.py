@@ -9,8 +9,8 @@ from typing import Any
 from django.db import transaction
 
 from annotation.models import DemonstrationReview, Episode, EpisodeKind, EpisodeStatus
+from core.models import log_action
 from core.permissions import AnyUser, Role, has_role
-from webgpt_site.models import log_action
 
 GRADES = (1, 7)
 MAX_COMMENT = 5000

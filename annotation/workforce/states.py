@@ -18,8 +18,8 @@ from annotation.models import (
 )
 from annotation.models.workforce import RATING_PREFIX
 from annotation.workforce.held_work import end_held_work
+from core.models import log_action
 from core.permissions import AnyUser, Role
-from webgpt_site.models import log_action
 
 State = QualificationState
 

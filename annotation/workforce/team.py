@@ -26,8 +26,8 @@ from annotation.workforce.quality import agreement_scores, share
 from annotation.workforce.screening import Candidate, candidates_for
 from annotation.workforce.states import State, all_kinds, kind_label, kinds_for
 from annotation.workforce.timesheets import seconds_by_user, this_week
+from core.models import log_action
 from core.permissions import AnyUser, Role
-from webgpt_site.models import log_action
 
 User = get_user_model()
 WORKER_ROLES = (Role.LABELER, Role.DEMONSTRATOR)

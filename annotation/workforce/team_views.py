@@ -31,8 +31,8 @@ from annotation.workforce.states import (
     set_state,
 )
 from annotation.workforce.team_forms import AddPersonForm, InviteForm, QualifyRoleForm, RoleForm, StateForm
+from core.models import AuditEntry
 from core.permissions import Role, get_visible_or_404, role_required
-from webgpt_site.models import AuditEntry
 
 User = get_user_model()
 EVENTS_SHOWN = 500

@@ -23,11 +23,11 @@ from django.db import transaction
 from annotation.models import Split
 from annotation.questions.service import DEFAULT_DATASETS
 from core.jobs.queueing import enqueue
+from core.models import log_action
 from training.errors import RunError
 from training.judging.runs import check_settings as check_judge_settings
 from training.models import Benchmark, BenchmarkRun, ModelCheckpoint, RunKind
 from training.sampling.runs import QuestionSet, SamplingRequest, cancel_sampling, request_sampling
-from webgpt_site.models import log_action
 
 # A benchmark's questions: its dataset as ``import_questions`` names it.
 DATASETS = {benchmark: DEFAULT_DATASETS[benchmark] for benchmark in Benchmark.values}

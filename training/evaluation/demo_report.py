@@ -14,13 +14,13 @@ from typing import Any
 from django.db import transaction
 
 from annotation.models import Question, Split
+from core.models import log_action
 from core.permissions import AnyUser
 from training.errors import RunError
 from training.evaluation.benchmark_runs import DATASETS, BenchmarkRequest, request_benchmark
 from training.evaluation.experiments import PolicyKey
 from training.models import Benchmark, Experiment, ModelCheckpoint, RunKind
 from training.sampling.runs import SamplingRequest, policy_name
-from webgpt_site.models import log_action
 
 DEMO_REPORT_PREFIX = "Demo on TriviaQA: "
 DEMO_QUESTIONS = 4

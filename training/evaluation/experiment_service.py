@@ -7,10 +7,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from core.models import log_action
 from training.errors import RunError
 from training.evaluation.experiments import PolicyKey, available_policies
 from training.models import Experiment
-from webgpt_site.models import log_action
 
 MAX_POLICIES = 8  # the palette's colours: more could not be told apart on a chart
 

@@ -22,13 +22,13 @@ from browser.engine.page import Quote
 from core.jobs.models import Cancelled
 from core.jobs.queueing import enqueue
 from core.jobs.runner import run_job
+from core.models import log_action
 from core.progress import Every, estimated_end
 from training.checkpoints import local_folder
 from training.errors import RunError
 from training.evaluation.proxy import DEFAULT_RESAMPLES, ScoredSample, curve_rows, run_curve
 from training.models import ModelCheckpoint, ProxyEvaluation, RunKind, Sample, SamplingRun
 from training.models import RunStatus as Status
-from webgpt_site.models import log_action
 
 MAX_RUNS = 8  # curves on one chart that can still be told apart (the palette has eight colours)
 BOUNDS = {"seed": (0, 2**31 - 1), "resamples": (100, 10_000)}

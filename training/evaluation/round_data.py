@@ -19,11 +19,11 @@ from annotation.exports.service import request_export
 from annotation.feedback.agreement import wilson_interval
 from annotation.feedback.scales import COMPARISON_TEMPLATES
 from annotation.models import Export, ExportFormat, FeedbackBatch
+from core.models import log_action
 from core.permissions import AnyUser
 from training.models import Round
 from training.runs.config import RMConfig
 from training.runs.data import held_out_split
-from webgpt_site.models import log_action
 
 # "so_far" first: the default, as in the paper. "round": only the judgements of the round's own batches.
 SCOPES = {

@@ -18,6 +18,7 @@ from django.db.models import Max, Q
 
 from annotation.exports.rules import describe_filters
 from annotation.models import Export, ExportFormat, FeedbackBatch
+from core.models import log_action
 from core.permissions import AnyUser
 from training.evaluation.round_data import too_few
 from training.models import (
@@ -29,7 +30,6 @@ from training.models import (
     SamplingRun,
     TrainingRun,
 )
-from webgpt_site.models import log_action
 
 MAX_NAME = Round._meta.get_field("name").max_length
 MAX_NOTES = 20_000

@@ -17,11 +17,11 @@ from django.db import transaction
 from annotation.models import FeedbackBatch
 from annotation.models.judging import JudgeKind, JudgeRun
 from core.jobs.queueing import enqueue
+from core.models import log_action
 from training.errors import RunError, bounded_settings
 from training.judging.prompts import PROMPT_VERSIONS
 from training.judging.reward import REFUSES_RATINGS
 from training.models import ModelCheckpoint, RunKind
-from webgpt_site.models import log_action
 
 # Each number's range. Margins are in preference logits (a reward model's score difference): 0.1 is a 52.5%
 # preference, 1.0 a 73% one.

@@ -9,9 +9,9 @@ from typing import Any
 from django.db import transaction
 
 from core.jobs.queueing import enqueue
+from core.models import log_action
 from training.models import RunKind, TrainingRun
 from training.rl.inputs import RLRequest, check_rl
-from webgpt_site.models import log_action
 
 # Where browsing episodes search: kept beside the trainer's settings in the run's config (the job takes
 # them out before it builds the RLConfig).

@@ -17,6 +17,7 @@ from annotation.exports.service import export_path
 from annotation.models import Answer, Export, Question
 from core.jobs.queueing import enqueue
 from core.jobs.runner import run_job
+from core.models import log_action
 from training import checkpoints
 from training.checkpoints import output_dir, state_dir
 from training.errors import RunError
@@ -30,7 +31,6 @@ from training.runs.inputs import check_run, config_for
 from training.runs.processes import train
 from training.runs.progress import Progress
 from training.runs.register import register_model
-from webgpt_site.models import log_action
 
 
 def request_run(

@@ -17,11 +17,11 @@ from django.db.models import Count
 from annotation.models import DemonstrationBatch, Episode, EpisodeStatus, Question, Split
 from browser.sources import LOCAL, check_source
 from core.jobs.queueing import enqueue
+from core.models import log_action
 from training.errors import RunError, bounded_settings
 from training.models import POLICY_KINDS, ModelCheckpoint, RunKind, SamplingRun
 from training.runs.config import SMOLLM2
 from training.sampling.states import state_indexes
-from webgpt_site.models import log_action
 
 # Each number's range: (low, high). The paper's best-of-n goes to 64; 100 actions is its action limit.
 BOUNDS: dict[str, tuple[float, float]] = {

@@ -10,8 +10,8 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+from core.models import log_action
 from training.models import CHECKPOINT_KINDS, ModelCheckpoint
-from webgpt_site.models import log_action
 
 KINDS = {kind for kind, _ in CHECKPOINT_KINDS}
 

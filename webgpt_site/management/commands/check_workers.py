@@ -8,8 +8,8 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from webgpt_site.models import WorkerPing
-from webgpt_site.workers import busy_queues, request_pings
+from core.models import WorkerPing
+from core.workers import busy_queues, request_pings
 
 
 class Command(BaseCommand):

@@ -9,7 +9,7 @@ from typing import Any
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from webgpt_site import api_tokens
+from core import api_tokens
 
 
 class Command(BaseCommand):

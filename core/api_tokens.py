@@ -21,7 +21,7 @@ from django.utils import timezone
 from rest_framework.authentication import TokenAuthentication
 from rest_framework.exceptions import AuthenticationFailed
 
-from webgpt_site.models import ApiToken, log_action
+from core.models import ApiToken, log_action
 
 TOKEN_BYTES = 32
 PREFIX_LENGTH = 6  # shown beside the token's date: enough to tell two apart, nothing to guess the rest from

@@ -1,7 +1,7 @@
 """A person's own API token: make or replace it (shown once, on the page that answers), or revoke it.
 
 Later visits show only that a token exists (its first characters and its date): the token itself is not
-stored (webgpt_site/api_tokens.py). An administrator replaces or revokes anyone's with
+stored (core/api_tokens.py). An administrator replaces or revokes anyone's with
 ``manage.py create_api_token``, or revokes one in the admin.
 """
 
@@ -14,8 +14,8 @@ from django.shortcuts import redirect, render
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET, require_POST
 
-from webgpt_site import api_tokens
-from webgpt_site.models import ApiToken
+from core import api_tokens
+from core.models import ApiToken
 
 
 def _page(request: HttpRequest, new_token: str = "") -> HttpResponse:

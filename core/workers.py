@@ -12,8 +12,8 @@ from django.utils import timezone
 from core.jobs.heartbeat import stale_before
 from core.jobs.models import JobStatus
 from core.jobs.sweeper import job_models
+from core.models import WorkerPing
 from core.permissions import AnyUser
-from webgpt_site.models import WorkerPing
 
 PING_TASK = "webgpt_site.ping"  # sent by name: webgpt_site.tasks answers it with ``answer_ping``
 

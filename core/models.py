@@ -1,4 +1,5 @@
-"""Platform-wide records: the audit log, worker health checks and API tokens."""
+"""Platform-wide records: the audit log, worker health checks and API tokens. Their tables keep the names
+they had in the project package (migrations core/0001 and webgpt_site/0004 moved the models, not the data)."""
 
 from __future__ import annotations
 
@@ -21,6 +22,7 @@ class AuditEntry(models.Model):
     created_at = models.DateTimeField(auto_now_add=True, db_index=True)
 
     class Meta:
+        db_table = "webgpt_site_auditentry"
         ordering = ("-created_at", "-id")
         verbose_name_plural = "audit entries"
 
@@ -51,6 +53,7 @@ class WorkerPing(models.Model):
     worker_hostname = models.CharField(max_length=255, blank=True)
 
     class Meta:
+        db_table = "webgpt_site_workerping"
         ordering = ("-requested_at", "-id")
 
     # After this long without an answer, the queue is reported as having no worker, unless it is busy.
@@ -72,7 +75,7 @@ class WorkerPing(models.Model):
 
 
 class ApiToken(models.Model):
-    """A person's token for scripts. Only its SHA-256 is stored (webgpt_site/api_tokens.py): the token
+    """A person's token for scripts. Only its SHA-256 is stored (core/api_tokens.py): the token
     itself is shown once, when it is made, and a copy of the database opens nothing."""
 
     user = models.OneToOneField(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="api_token")
@@ -83,6 +86,7 @@ class ApiToken(models.Model):
     created_at = models.DateTimeField(default=timezone.now)
 
     class Meta:
+        db_table = "webgpt_site_apitoken"
         verbose_name = "API token"
 
     def __str__(self) -> str:
