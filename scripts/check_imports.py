@@ -6,8 +6,8 @@ that dodges a cycle only hides it):
 - imports run down the floors: ``core`` (jobs, permissions, storage, charts, the audit log...: it imports
   no other package of the project) < ``browser`` < ``annotation`` < ``training`` < ``webgpt_site``, the
   project package on the top floor (URL confs, the API's route table, the console, settings, the Celery app,
-  health and metrics, admin, commands), which no app imports; at most MAX_UPWARD imports may run up a
-  floor, each marked on its line (or the line above) with ``# layer: why``;
+  health and metrics, admin, commands), which no app imports; none runs up a floor (a lower floor that
+  needs something of a higher one is handed it when the apps are ready: docs/architecture.md);
 - the Django-free engines (``browser/engine``, the sampling engine) import nothing of Django or of the
   project's Django side.
 
@@ -29,9 +29,6 @@ PACKAGES = ("core", "webgpt_site", "browser", "annotation", "training")
 # The floors, bottom up: core (the platform), the three apps, and the project package on top, which wires
 # them together (settings, URL confs, the console, the Celery app, commands) and which nothing imports.
 FLOORS = {"core": 0, "browser": 1, "annotation": 2, "training": 3, "webgpt_site": 4}
-BOTTOM = "core"  # imports nothing of the other packages
-MAX_UPWARD = 3
-MARK = "# layer:"
 # Plain Python engines: no Django, nothing of the project's Django side.
 DJANGO_FREE = ("browser.engine",)
 DJANGO_FREE_MODULES = (
@@ -71,7 +68,6 @@ class Edge:
     target: str
     path: Path
     line: int
-    marked: bool
 
 
 def module_name(path: Path) -> str:
@@ -99,11 +95,7 @@ def _resolve(source: str, is_package: bool, node: ast.ImportFrom) -> str:
 
 def imports_of(name: str, path: Path, modules: dict[str, Path]) -> Iterator[Edge]:
     text = path.read_text()
-    lines = text.splitlines()
     tree = ast.parse(text, str(path))
-
-    def marked(line: int) -> bool:
-        return MARK in lines[line - 1] or (line > 1 and lines[line - 2].strip().startswith(MARK))
 
     for node in ast.walk(tree):
         if not isinstance(node, ast.Import | ast.ImportFrom):
@@ -116,7 +108,7 @@ def imports_of(name: str, path: Path, modules: dict[str, Path]) -> Iterator[Edge
             targets = [f"{base}.{a.name}" if f"{base}.{a.name}" in modules else base for a in node.names]
         for target in dict.fromkeys(targets):
             if target.split(".")[0] in PACKAGES or target.split(".")[0] == "django":
-                yield Edge(name, target, path, node.lineno, marked(node.lineno))
+                yield Edge(name, target, path, node.lineno)
 
 
 def floor(module: str) -> int:
@@ -199,7 +191,6 @@ def check(show_graph: bool = False) -> int:
     edges = [edge for name, path in modules.items() for edge in imports_of(name, path, modules)]
     graph: dict[str, set[str]] = {name: set() for name in modules}
     problems: list[str] = []
-    upward: list[Edge] = []
     uses_django: set[str] = set()
     for edge in edges:
         where = f"{edge.path.relative_to(ROOT)}:{edge.line}"
@@ -209,34 +200,21 @@ def check(show_graph: bool = False) -> int:
         if edge.target not in modules or edge.target == edge.source:
             continue
         graph[edge.source].add(edge.target)
-        if edge.source.split(".")[0] == BOTTOM and edge.target.split(".")[0] != BOTTOM:
-            problems.append(f"{where}: {edge.source} imports {edge.target}: {BOTTOM} imports no other app")
         if show_graph:
             print(f"{edge.source} -> {edge.target}")
         if floor(edge.target) > floor(edge.source):
-            upward.append(edge)
-            if not edge.marked:
-                problems.append(
-                    f"{where}: {edge.source} imports {edge.target}, a floor up (mark it `{MARK} why` "
-                    "if it must)"
-                )
+            problems.append(f"{where}: {edge.source} imports {edge.target}, a floor up")
     for module in filter(_django_free, modules):
         if path := _path_to(module, uses_django, graph):
             problems.append(f"{module} must not use Django, but imports it: {' -> '.join(path)} -> django")
     for component in cycles(graph):
         problems.append("import cycle: " + " <-> ".join(component))
-    if len(upward) > MAX_UPWARD:
-        problems.append(f"{len(upward)} imports run up a floor (at most {MAX_UPWARD})")
     for problem in problems:
         print(problem)
     if problems:
         return 1
-    print(
-        f"imports: {len(modules)} modules, {sum(map(len, graph.values()))} imports between them, no cycle, "
-        f"{len(upward)} marked import(s) up a floor (at most {MAX_UPWARD})"
-    )
-    for edge in upward:
-        print(f"  {edge.path.relative_to(ROOT)}:{edge.line}: {edge.source} -> {edge.target}")
+    imports = sum(map(len, graph.values()))
+    print(f"imports: {len(modules)} modules, {imports} imports between them, no cycle, none up a floor")
     return 0
 
 
