@@ -378,6 +378,19 @@ def tiny_bert_dir(tmp_path_factory):
     return tiny_bert(tmp_path_factory.mktemp("tiny-bert"))
 
 
+@pytest.fixture(scope="module")
+def rl_model_dirs(tiny_bert_dir, tmp_path_factory):
+    """(policy, reward model) folders for RL runs: the seeded tiny Llama and a tiny reward model."""
+    from tests.test_sampling_core import seeded_tiny_llama
+    from tests.tiny_models import tiny_reward_model
+
+    policy_dir = seeded_tiny_llama(tmp_path_factory.mktemp("rl-policy"))
+    reward_dir = tiny_reward_model(
+        tmp_path_factory.mktemp("rl-rm"), tiny_bert_dir, offset=0.25, max_length=128
+    )
+    return policy_dir, reward_dir
+
+
 @pytest.fixture
 def model_store(settings, tmp_path):
     """Trained models go to a folder of the test's own."""

@@ -128,9 +128,9 @@ def test_a_run_keeps_every_episode_of_every_step_and_its_timeline_is_recomputed_
 
 
 def test_a_browsing_steps_episodes_keep_the_quotes_they_gathered_and_recompute_its_figures(
-    tmp_path, tiny_models_dirs, freshwiki_index_dir
+    tmp_path, rl_model_dirs, freshwiki_index_dir
 ):
-    policy_dir, reward_dir = tiny_models_dirs
+    policy_dir, reward_dir = rl_model_dirs
     index = LocalIndex.open(freshwiki_index_dir / "freshwiki")
     recorder = Recorder()
     settings = {"episodes": BROWSE, "steps": 1, "group_size": 2, "max_actions": 3, "max_command_tokens": 12}
@@ -152,15 +152,6 @@ def report_row(report: EpisodeReport) -> dict[str, Any]:
     """An episode as the trainer reports it, in the fields of its row."""
     quotes = [quote.to_dict() for quote in report.quotes]
     return report.shown() | vars(report.terms) | {"quotes": quotes, "answered": report.answer is not None}
-
-
-@pytest.fixture(scope="module")
-def tiny_models_dirs(tiny_bert_dir, tmp_path_factory):
-    policy_dir = seeded_tiny_llama(tmp_path_factory.mktemp("rl-policy"))
-    reward_dir = tiny_reward_model(
-        tmp_path_factory.mktemp("rl-rm"), tiny_bert_dir, offset=0.25, max_length=128
-    )
-    return policy_dir, reward_dir
 
 
 def terms(group: int, reward: float, tokens: int, kl: float) -> EpisodeTerms:

@@ -217,3 +217,27 @@ def test_the_page_the_api_and_the_command_refuse_alike_and_queue_nothing(
     assert (errors["settings"] if field in BOUNDS else errors)[field] == [reason]
     assert str(refused.value) == f"{field}: {reason}"
     assert not TrainingRun.objects.exists() and queued == []
+
+
+def test_processes_and_checkpoints_are_refused_where_the_run_could_not_keep_them(alice, settings):
+    """More processes than the deployment lends one run (page, API and commands alike); checkpoints that
+    early stopping could not keep as its best; an RL step with fewer questions than processes."""
+    from training.rl.inputs import check_settings as check_rl_settings
+
+    settings.TRAINING_MAX_PROCESSES = 2
+    export = rm_export(alice, 2)
+    body = {"kind": "rm", "export": export.pk, "preset": "fast", "settings": {"processes": 3}}
+    response = api(alice).post("/api/training-runs", body, format="json")
+    assert response.status_code == 400
+    assert response.json()["settings"] == {
+        "processes": ["must be at most 2 on this deployment (TRAINING_MAX_PROCESSES), not 3"]
+    }
+    early = {"early_stopping_patience": 2, "eval_every": 20, "checkpoint_every": 30}
+    with pytest.raises(RunError) as refused:
+        jobs.request_run(alice, RunKind.RM, export, early, "fast")
+    assert refused.value.field == "checkpoint_every" and "multiple of eval_every (20)" in refused.value.reason
+    assert not TrainingRun.objects.exists()
+    with pytest.raises(RunError) as refused:
+        check_rl_settings({"processes": 2, "questions_per_step": 1})
+    assert refused.value.field == "processes" and "at most questions_per_step (1)" in refused.value.reason
+    assert jobs.request_run(alice, RunKind.RM, export, {"processes": 2}, "fast").config["processes"] == 2

@@ -14,9 +14,7 @@ from transformers import AutoModelForCausalLM, AutoModelForSequenceClassificatio
 
 from tests.test_rl_trainer import QUESTIONS
 from tests.test_rl_trainer import config as rl_config
-from tests.test_sampling_core import seeded_tiny_llama
 from tests.test_training import bc_rows, citing_pairs, write_jsonl
-from tests.tiny_models import tiny_reward_model
 from training.rl import state
 from training.rl.trainer import train_rl
 from training.runs.bc import train_bc
@@ -104,17 +102,8 @@ def test_a_reward_model_run_resumed_after_a_crash_ends_where_the_uninterrupted_r
     )
 
 
-@pytest.fixture(scope="module")
-def rl_models(tmp_path_factory, tiny_bert_dir):
-    policy = seeded_tiny_llama(tmp_path_factory.mktemp("resume-policy"))
-    reward = tiny_reward_model(
-        tmp_path_factory.mktemp("resume-rm"), tiny_bert_dir, offset=0.25, max_length=128
-    )
-    return policy, reward
-
-
-def test_an_rl_run_resumed_after_a_crash_ends_where_the_uninterrupted_run_ends(tmp_path, rl_models):
-    policy, reward = rl_models
+def test_an_rl_run_resumed_after_a_crash_ends_where_the_uninterrupted_run_ends(tmp_path, rl_model_dirs):
+    policy, reward = rl_model_dirs
     cfg = rl_config(tmp_path, policy, reward, steps=4, checkpoint_every=2, learning_rate=1e-3)
 
     def train(config, hooks=None):

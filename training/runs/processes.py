@@ -19,7 +19,7 @@ import os
 import subprocess
 import sys
 from collections.abc import Callable
-from dataclasses import fields
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
@@ -109,20 +109,15 @@ def launch(run: Any, config: Any) -> RunResult:
             raise RunError(f"{stopped}: process {found[0].stem.split('-')[1]}: {found[0].read_text()}")
         tail = log_path.read_text(errors="replace")[-LOG_TAIL:]
         raise RunError(f"{stopped}; their log ends:\n{tail}")
-    return result_from(json.loads(result.read_text()))
+    return RunResult(**json.loads(result.read_text()))
 
 
 def write_result(run_id: int, result: RunResult) -> None:
     """The first process's result, for the job that launched it."""
-    values = {f.name: getattr(result, f.name) for f in fields(RunResult)}
-    (state_dir(run_id) / RESULT_FILE).write_text(json.dumps(values))
+    (state_dir(run_id) / RESULT_FILE).write_text(json.dumps(asdict(result)))
 
 
 def write_error(run_id: int, rank: int, exc: BaseException) -> None:
     """A process's failure in a line (the worker log and the processes' log have the traceback)."""
     reason = f"{type(exc).__name__}: {exc}"[:LOG_TAIL]
     (state_dir(run_id) / ERROR_FILE.format(rank=rank)).write_text(reason)
-
-
-def result_from(values: dict[str, Any]) -> RunResult:
-    return RunResult(**values)
